@@ -1,0 +1,22 @@
+# Kernels.cmake: how a .cu file is built, and the warning flags of the project's own code.
+
+# flashsteps_kernel_sources(<target> <file.cu>...): nvcc compiles them (gpu backend), or the C++
+# compiler does, with the simt shim force-included (cpu backend).
+function(flashsteps_kernel_sources target)
+  target_sources(${target} PRIVATE ${ARGN})
+  if(FLASHSTEPS_BACKEND STREQUAL "cpu")
+    set_source_files_properties(${ARGN} TARGET_DIRECTORY ${target} PROPERTIES
+      LANGUAGE CXX
+      # -fno-strict-aliasing: kernels reinterpret_cast buffers to float4 and half2, as CUDA allows.
+      # The prefix map makes the emulator's messages name files relative to the repository.
+      COMPILE_OPTIONS "-include;simt/simt.h;-fno-strict-aliasing;-fmacro-prefix-map=${PROJECT_SOURCE_DIR}/=")
+  endif()
+  target_link_libraries(${target} PRIVATE simt)
+endfunction()
+
+# Warnings are errors in our code (not in the toolkit's or the distribution's headers).
+function(flashsteps_warnings target)
+  target_compile_options(${target} PRIVATE
+    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Werror>
+    $<$<COMPILE_LANGUAGE:CUDA>:--Werror=all-warnings -Xcompiler=-Wall,-Wextra,-Werror>)
+endfunction()

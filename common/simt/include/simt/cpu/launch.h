@@ -1,0 +1,133 @@
+// simt/cpu/launch.h: what a kernel launch becomes on the CPU, and the per-thread state behind
+// threadIdx, blockIdx and the warp collectives.
+//
+// A block's GPU threads are fibers on one OS thread; blocks are spread over a pool of OS threads.
+// So a function-local `static thread_local` variable is exactly "one copy per resident block",
+// which is how `__shared__` is mapped (simt/cpu/builtins.h).
+#pragma once
+// The toolkit headers come first: cuda_runtime.h uses `gridDim` and `blockDim` as parameter
+// names, which become macros below. Later includes of them are then no-ops.
+#include <cuda_runtime.h>
+#include <vector_functions.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace simt {
+
+// Order in which a block's runnable threads are resumed. A cooperative scheduler runs a thread
+// until it blocks, so one fixed order can hide a missing barrier; the others expose it.
+enum class Order { forward, reverse, shuffle };
+
+struct Schedule {
+  Order order = Order::forward;
+  unsigned seed = 1;      // for Order::shuffle
+  int workers = 0;        // OS threads running blocks; 0: one per core. 1 for gdb.
+  bool lenient_exit = false;  // a barrier after some threads returned: error (default) or ignore
+  bool quiet = false;     // do not print launch errors to stderr (tests that provoke them)
+};
+
+// The schedule in force: from SIMT_ORDER (forward|reverse|shuffle), SIMT_SEED, SIMT_WORKERS,
+// SIMT_LENIENT_EXIT and SIMT_QUIET at first use, or from set_schedule.
+Schedule schedule();
+void set_schedule(const Schedule& s);
+const char* order_name(Order o);
+
+// The message of the last failed launch on this process ("" if none).
+std::string last_launch_error();
+
+namespace detail {
+
+struct AsyncCopy {  // one cp.async in flight: read at issue, written at its wait_group
+  void* dst;
+  unsigned char bytes[16];
+  int size;
+  int group;
+};
+
+// One GPU thread's state.
+struct Thread {
+  uint3 tid;
+  unsigned linear, lane, warp;
+  // Exchange area of the warp collectives: each lane publishes `in` and its arguments; the last
+  // lane to arrive computes every lane's `out`.
+  alignas(16) unsigned char in[64];
+  alignas(16) unsigned char out[64];
+  int arg;
+  int width;
+  const void* addr;
+  std::vector<AsyncCopy> copies;
+  int committed_groups = 0;
+};
+
+using CollectiveFn = void (*)(Thread* const* lanes, unsigned mask, const void* arg);
+inline void no_op(Thread* const*, unsigned, const void*) {}  // __syncwarp's collective
+
+extern thread_local constinit Thread* t_thread;
+extern thread_local constinit uint3 t_block_idx;
+extern thread_local constinit dim3 t_block_dim;
+extern thread_local constinit dim3 t_grid_dim;
+
+enum class Barrier { plain, count, all, any };
+// Block barrier; returns the reduced predicate (count, and, or).
+int block_barrier(Barrier kind, int pred, const char* what, const char* file, int line);
+// All lanes of `mask` must arrive at the same call site; the last one runs fn once for all.
+void warp_collective(unsigned mask, const char* what, const char* file, int line, CollectiveFn fn,
+                     const void* arg);
+unsigned active_mask();
+void* dynamic_smem_base();
+// cp.async.wait_group: the calling thread's copies land, but for the newest `pending` groups.
+void wait_async_copies(int pending);
+// Fails the running block with a message naming file:line (the launch returns an error).
+[[noreturn]] void kernel_error(const char* file, int line, const char* fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+struct KernelBody {
+  void (*invoke)(const void* call);
+  const void* call;
+};
+cudaError_t run_grid(const void* kernel, dim3 grid, dim3 block, size_t smem, KernelBody body);
+
+}  // namespace detail
+
+template <class T>
+inline T* dynamic_smem() {
+  return static_cast<T*>(detail::dynamic_smem_base());
+}
+
+// kernel<<<grid, block, smem>>>(args...) on the CPU; returns the launch's error, as
+// cudaGetLastError would after a synchronize (the emulator runs the grid to completion).
+template <class... P, class... A>
+cudaError_t launch_exact(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, A&&... args) {
+  static_assert(sizeof...(P) == sizeof...(A), "wrong number of kernel arguments");
+  struct Call {
+    void (*kernel)(P...);
+    std::tuple<std::decay_t<P>...> args;  // by value, like CUDA's parameter space
+  };
+  const Call call{kernel, {static_cast<P>(std::forward<A>(args))...}};
+  // Each GPU thread calls the kernel with its own copy of the arguments.
+  auto invoke = [](const void* c) {
+    const Call& k = *static_cast<const Call*>(c);
+    std::apply(k.kernel, k.args);
+  };
+  return detail::run_grid(reinterpret_cast<const void*>(kernel), grid, block, smem,
+                          detail::KernelBody{invoke, &call});
+}
+
+template <class... P, class... A>
+cudaError_t launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, A&&... args) {
+  if (smem > 48 * 1024) {
+    const cudaError_t e = cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               static_cast<int>(smem));
+    if (e != cudaSuccess) return e;
+  }
+  return launch_exact(kernel, grid, block, smem, std::forward<A>(args)...);
+}
+
+}  // namespace simt

@@ -1,0 +1,240 @@
+// grid.cpp: a kernel launch on the CPU. Checks the configuration as the GPU would, then spreads
+// the blocks over a pool of OS threads, each running one block at a time with its BlockRunner.
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "block_runner.h"
+#include "runtime_state.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
+
+namespace simt {
+namespace detail {
+std::string current_thread_name();
+
+namespace {
+
+Order parse_order(const char* v) {
+  if (!v || !*v || !std::strcmp(v, "forward") || !std::strcmp(v, "0")) return Order::forward;
+  if (!std::strcmp(v, "reverse") || !std::strcmp(v, "1")) return Order::reverse;
+  if (!std::strcmp(v, "shuffle") || !std::strcmp(v, "2")) return Order::shuffle;
+  std::fprintf(stderr, "simt: SIMT_ORDER=%s is not one of forward, reverse, shuffle\n", v);
+  std::exit(2);
+}
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+Schedule from_environment() {
+  Schedule s;
+  s.order = parse_order(std::getenv("SIMT_ORDER"));
+  s.seed = static_cast<unsigned>(env_int("SIMT_SEED", 1));
+  s.workers = env_int("SIMT_WORKERS", 0);
+  s.lenient_exit = env_int("SIMT_LENIENT_EXIT", 0) != 0;
+  s.quiet = env_int("SIMT_QUIET", 0) != 0;
+  return s;
+}
+std::mutex g_schedule_mu;
+Schedule& schedule_ref() {
+  static Schedule s = from_environment();
+  return s;
+}
+
+// Persistent OS threads, so that each keeps its BlockRunner (and its fiber stacks) across launches.
+class Pool {
+ public:
+  // Runs job(i) for i in [0, n) concurrently; the caller runs job(0).
+  void run(int n, const std::function<void()>& job) {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (static_cast<int>(threads_.size()) < n - 1) threads_.emplace_back([this, i = threads_.size()] { loop(i); });
+    job_ = &job;
+    active_ = n - 1;
+    remaining_ = n - 1;
+    ++generation_;
+    cv_.notify_all();
+    lock.unlock();
+    job();
+    lock.lock();
+    done_.wait(lock, [this] { return remaining_ == 0; });
+    job_ = nullptr;
+  }
+  ~Pool() {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+
+ private:
+  void loop(size_t index) {
+    unsigned long seen = 0;
+    for (;;) {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+      if (static_cast<int>(index) >= active_) continue;
+      const std::function<void()>* job = job_;
+      lock.unlock();
+      (*job)();
+      lock.lock();
+      if (--remaining_ == 0) done_.notify_all();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_, done_;
+  std::vector<std::thread> threads_;
+  const std::function<void()>* job_ = nullptr;
+  int active_ = 0, remaining_ = 0;
+  unsigned long generation_ = 0;
+  bool stop_ = false;
+};
+
+#if !defined(__SANITIZE_ADDRESS__)  // AddressSanitizer reports faults itself
+// A fault inside a kernel names the GPU thread that made it before the process dies.
+void on_fault(int sig) {
+  char buf[256];
+  const std::string who = current_thread_name();
+  if (!who.empty()) {
+    const int n = std::snprintf(buf, sizeof buf, "simt: %s in %s\n", sig == SIGSEGV ? "segmentation fault" : "bus error",
+                                who.c_str());
+    if (n > 0) (void)!write(2, buf, static_cast<size_t>(n));
+  }
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+#endif
+void install_fault_handler() {
+#if !defined(__SANITIZE_ADDRESS__)
+  // An alternate stack, so that a fiber's stack overflow can still be reported.
+  thread_local std::vector<char> alt(1 << 16);
+  thread_local bool done = false;
+  if (!done) {
+    stack_t ss{};
+    ss.ss_sp = alt.data();
+    ss.ss_size = alt.size();
+    sigaltstack(&ss, nullptr);
+    done = true;
+  }
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction sa {};
+    sa.sa_handler = on_fault;
+    sa.sa_flags = SA_ONSTACK;
+    sigaction(SIGSEGV, &sa, nullptr);
+    sigaction(SIGBUS, &sa, nullptr);
+  });
+#endif
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+struct AsanNamesThread {
+  AsanNamesThread() {
+    __asan_set_error_report_callback([](const char*) {
+      const std::string who = current_thread_name();
+      if (!who.empty()) std::fprintf(stderr, "simt: the access above was made by %s\n", who.c_str());
+    });
+  }
+} g_asan_names_thread;
+#endif
+
+std::mutex g_launch_mu;  // one launch at a time
+std::string g_last_error_message;
+}  // namespace
+
+cudaError_t run_grid(const void* kernel, dim3 grid, dim3 block, size_t smem, KernelBody body) {
+  std::lock_guard<std::mutex> launch_lock(g_launch_mu);
+  const Schedule s = schedule();
+  auto refuse = [&](cudaError_t e, const std::string& m) {
+    g_last_error_message = m;
+    if (!s.quiet) std::fprintf(stderr, "simt: launch refused: %s\n", m.c_str());
+    return record_error(e);
+  };
+  const long long threads = static_cast<long long>(block.x) * block.y * block.z;
+  const long long blocks = static_cast<long long>(grid.x) * grid.y * grid.z;
+  char msg[256];
+  std::snprintf(msg, sizeof msg, "invalid configuration: grid (%u,%u,%u), block (%u,%u,%u)", grid.x, grid.y, grid.z,
+                block.x, block.y, block.z);
+  if (threads < 1 || threads > 1024 || block.x > 1024 || block.y > 1024 || block.z > 64 || blocks < 1 ||
+      grid.x > 2147483647u || grid.y > 65535 || grid.z > 65535)
+    return refuse(cudaErrorInvalidConfiguration, msg);
+  const size_t limit = max_dynamic_smem(kernel);
+  if (smem > limit) {
+    std::snprintf(msg, sizeof msg,
+                  "%zu bytes of dynamic shared memory, more than the %zu this kernel may use "
+                  "(above 48 KB a kernel must opt in with cudaFuncSetAttribute; at most %d)",
+                  smem, limit, kMaxDynamicSmemOptIn);
+    return refuse(cudaErrorInvalidValue, msg);
+  }
+
+  std::atomic<long long> next{0};
+  std::atomic<bool> failed{false};
+  std::mutex error_mu;
+  std::string error;
+  const std::function<void()> work = [&] {
+    install_fault_handler();
+    thread_local BlockRunner runner;
+    t_block_dim = block;
+    t_grid_dim = grid;
+    while (!failed.load(std::memory_order_relaxed)) {
+      const long long b = next.fetch_add(1);
+      if (b >= blocks) break;
+      const uint3 idx = make_uint3(static_cast<unsigned>(b % grid.x), static_cast<unsigned>((b / grid.x) % grid.y),
+                                   static_cast<unsigned>(b / (static_cast<long long>(grid.x) * grid.y)));
+      if (!runner.run(idx, block, smem, body, s)) {
+        std::lock_guard<std::mutex> g(error_mu);
+        if (!failed.exchange(true)) error = runner.error();
+      }
+    }
+  };
+  static Pool pool;
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const long long want = s.workers > 0 ? s.workers : hw;
+  pool.run(static_cast<int>(std::min(want, blocks)), work);
+
+  if (failed) {
+    g_last_error_message = error;
+    if (!s.quiet) std::fprintf(stderr, "simt: kernel failed: %s\n", error.c_str());
+    return record_error(cudaErrorLaunchFailure);
+  }
+  return cudaSuccess;
+}
+
+}  // namespace detail
+
+Schedule schedule() {
+  std::lock_guard<std::mutex> g(detail::g_schedule_mu);
+  return detail::schedule_ref();
+}
+void set_schedule(const Schedule& s) {
+  std::lock_guard<std::mutex> g(detail::g_schedule_mu);
+  detail::schedule_ref() = s;
+}
+const char* order_name(Order o) {
+  switch (o) {
+    case Order::forward: return "forward";
+    case Order::reverse: return "reverse";
+    case Order::shuffle: return "shuffle";
+  }
+  return "?";
+}
+std::string last_launch_error() { return detail::g_last_error_message; }
+
+}  // namespace simt

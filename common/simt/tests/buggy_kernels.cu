@@ -1,0 +1,121 @@
+// buggy_kernels.cu: deliberately wrong kernels. On a GPU they hang, race or read garbage; the
+// emulator must turn each into a launch error with a message that names the place, or into a
+// visibly wrong result. Built for the cpu backend only.
+// test_diagnostics.cpp checks the file:line of the messages: add new kernels at the end.
+#include "buggy_kernels.h"
+#include "simt/ptx.cuh"
+#include "simt/simt.h"
+
+namespace simt_tests {
+namespace {
+
+__global__ void divergent_barrier(int* out) {
+  if (threadIdx.x < 16) {
+    __syncthreads();
+  } else {
+    __syncthreads();
+  }
+  out[threadIdx.x] = 1;
+}
+
+__global__ void barrier_after_return(int* out) {
+  if (threadIdx.x == 3) return;
+  __syncthreads();
+  out[threadIdx.x] = 1;
+}
+
+__global__ void mismatched_masks(int* out) {
+  const unsigned mask = threadIdx.x < 16 ? 0x0000ffffu : 0xffffffffu;
+  out[threadIdx.x] = __shfl_xor_sync(mask, static_cast<int>(threadIdx.x), 1);
+}
+
+__global__ void shuffle_outside_mask(int* out) {
+  if (threadIdx.x < 16) out[threadIdx.x] = __shfl_xor_sync(0x0000ffffu, static_cast<int>(threadIdx.x), 16, 32);
+}
+
+__global__ void deadlock(int* out) {
+  // Half a warp waits for the other half at a shuffle; the other half waits at the block barrier.
+  if (threadIdx.x < 16) {
+    out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, 1, 1);
+  } else {
+    __syncthreads();
+  }
+}
+
+__global__ void warp_collective_after_return(int* out) {
+  if (threadIdx.x % 2) return;
+  out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, 1, 2);
+}
+
+__global__ void missing_barrier(const int* in, int* out) {
+  // Each thread reads the value its left neighbour stored, without a barrier in between: the
+  // result depends on who ran first.
+  int* tile = simt::dynamic_smem<int>();
+  tile[threadIdx.x] = in[threadIdx.x];
+  if (threadIdx.x > 0) out[threadIdx.x] = tile[threadIdx.x - 1];
+}
+
+__global__ void read_unwritten(float* out) {
+  float* tile = simt::dynamic_smem<float>();
+  out[threadIdx.x] = tile[threadIdx.x];
+}
+
+__global__ void cp_async_without_wait(const float* in, float* out) {
+  float* tile = simt::dynamic_smem<float>();
+  simt::cp_async_cg_16(tile + 4 * threadIdx.x, in + 4 * threadIdx.x);
+  simt::cp_async_commit();
+  __syncthreads();  // a barrier does not complete a cp.async: cp_async_wait does
+  for (int i = 0; i < 4; ++i) out[4 * threadIdx.x + i] = tile[4 * threadIdx.x + i];
+}
+
+__global__ void misaligned_ldmatrix(int* out) {
+  __shared__ __align__(16) uint16_t tile[8 * 8 + 8];
+  for (int i = static_cast<int>(threadIdx.x); i < 72; i += 32) tile[i] = 0;
+  __syncwarp();
+  uint32_t r[1];
+  simt::ldmatrix_x1(r, &tile[1 + 8 * (threadIdx.x % 8)]);
+  out[threadIdx.x] = static_cast<int>(r[0]);
+}
+
+__global__ void mma_by_half_a_warp(float* out) {
+  if (threadIdx.x >= 16) return;
+  const uint32_t a[4] = {}, b[2] = {};
+  float d[4] = {};
+  simt::mma_m16n8k16<__half>(d, a, b, d);
+  out[threadIdx.x] = d[0];
+}
+
+__global__ void uses_smem(int* out) {
+  int* tile = simt::dynamic_smem<int>();
+  tile[threadIdx.x] = 1;
+  out[threadIdx.x] = tile[threadIdx.x];
+}
+
+}  // namespace
+
+cudaError_t run_buggy(Bug bug, void* out, const void* in, size_t smem_bytes) {
+  int* iout = static_cast<int*>(out);
+  float* fout = static_cast<float*>(out);
+  const dim3 one(1), warp(32);
+  switch (bug) {
+    case Bug::divergent_barrier: return simt::launch(divergent_barrier, one, warp, 0, iout);
+    case Bug::barrier_after_return: return simt::launch(barrier_after_return, one, dim3(64), 0, iout);
+    case Bug::mismatched_masks: return simt::launch(mismatched_masks, one, warp, 0, iout);
+    case Bug::shuffle_outside_mask: return simt::launch(shuffle_outside_mask, one, warp, 0, iout);
+    case Bug::deadlock: return simt::launch(deadlock, one, warp, 0, iout);
+    case Bug::warp_collective_after_return: return simt::launch(warp_collective_after_return, one, warp, 0, iout);
+    case Bug::missing_barrier:
+      return simt::launch(missing_barrier, one, dim3(128), 128 * sizeof(int), static_cast<const int*>(in), iout);
+    case Bug::read_unwritten: return simt::launch(read_unwritten, one, warp, 32 * sizeof(float), fout);
+    case Bug::cp_async_without_wait:
+      return simt::launch(cp_async_without_wait, one, warp, 128 * sizeof(float), static_cast<const float*>(in), fout);
+    case Bug::misaligned_ldmatrix: return simt::launch(misaligned_ldmatrix, one, warp, 0, iout);
+    case Bug::mma_by_half_a_warp: return simt::launch(mma_by_half_a_warp, one, warp, 0, fout);
+    case Bug::smem_without_opt_in: return simt::launch_exact(uses_smem, one, warp, smem_bytes, iout);
+    case Bug::smem_with_opt_in: return simt::launch(uses_smem, one, warp, smem_bytes, iout);
+    case Bug::too_many_threads: return simt::launch(uses_smem, one, dim3(2048), 0, iout);
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace simt_tests

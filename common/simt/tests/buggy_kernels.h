@@ -1,0 +1,30 @@
+// buggy_kernels.h: the deliberately wrong kernels of the diagnostics tests (cpu backend only).
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+namespace simt_tests {
+
+enum class Bug {
+  divergent_barrier,             // __syncthreads at two different places
+  barrier_after_return,          // some threads returned, the rest reach __syncthreads
+  mismatched_masks,              // lanes of one shuffle pass different masks
+  shuffle_outside_mask,          // a lane reads a lane that is not in the mask
+  deadlock,                      // half a warp at a shuffle, the other half at __syncthreads
+  warp_collective_after_return,  // a full-mask shuffle after half the warp returned
+  missing_barrier,               // reads a neighbour's shared-memory write without a barrier
+  read_unwritten,                // reads dynamic shared memory nobody wrote
+  cp_async_without_wait,         // reads a cp.async destination before cp_async_wait
+  misaligned_ldmatrix,           // ldmatrix row addresses not 16-byte aligned
+  mma_by_half_a_warp,            // mma.sync by 16 lanes
+  smem_without_opt_in,           // launch_exact with more than 48 KB of dynamic shared memory
+  smem_with_opt_in,              // launch (opts in) with smem_bytes of dynamic shared memory
+  too_many_threads,              // 2048 threads in a block
+};
+
+// Launches the kernel of `bug` with one block; out holds at least 128 ints or floats, in at
+// least 128 ints or floats.
+cudaError_t run_buggy(Bug bug, void* out, const void* in, size_t smem_bytes = 0);
+
+}  // namespace simt_tests

@@ -1,0 +1,144 @@
+// test_diagnostics.cpp: every mistake the emulator promises to report is reported, with the place
+// it happened, as a launch error; none hangs. (cpu backend only: on a GPU these kernels hang.)
+#include <cmath>
+#include <string>
+
+#include "buggy_kernels.h"
+#include "simt/cpu/launch.h"
+#include "support.h"
+
+using namespace simt_tests;
+using Catch::Matchers::Contains;
+
+namespace {
+// Launches the bug quietly and returns the error message of the launch.
+std::string failure_of(Bug bug, size_t smem = 0) {
+  simt::Schedule s = simt::schedule();
+  const simt::Schedule saved = s;
+  s.quiet = true;
+  simt::set_schedule(s);
+  Device<int> out(128), in(128);
+  const cudaError_t e = run_buggy(bug, out.get(), in.get(), smem);
+  simt::set_schedule(saved);
+  REQUIRE(e != cudaSuccess);
+  REQUIRE(cudaGetLastError() == e);          // reported once, like the runtime does
+  REQUIRE(cudaGetLastError() == cudaSuccess);
+  return simt::last_launch_error();
+}
+void with_quiet_schedules(const std::function<void()>& check) {
+  for_each_schedule([&] { check(); });
+}
+}  // namespace
+
+TEST_CASE("a __syncthreads in divergent code names both places", "[simt][diagnostics]") {
+  with_quiet_schedules([] {
+    const std::string m = failure_of(Bug::divergent_barrier);
+    CHECK_THAT(m, Contains("divergent __syncthreads"));
+    CHECK_THAT(m, Contains("buggy_kernels.cu:14"));
+    CHECK_THAT(m, Contains("buggy_kernels.cu:16"));
+  });
+}
+
+TEST_CASE("a barrier after some threads returned is an error by default", "[simt][diagnostics]") {
+  with_quiet_schedules([] {
+    const std::string m = failure_of(Bug::barrier_after_return);
+    CHECK_THAT(m, Contains("returned"));
+    CHECK_THAT(m, Contains("buggy_kernels.cu:23"));
+  });
+  // ... and counted as arrived when asked for (what the hardware does in practice).
+  simt::Schedule s = simt::schedule();
+  const simt::Schedule saved = s;
+  s.lenient_exit = true;
+  simt::set_schedule(s);
+  Device<int> out(128), in(128);
+  const cudaError_t e = run_buggy(Bug::barrier_after_return, out.get(), in.get());
+  simt::set_schedule(saved);
+  REQUIRE(e == cudaSuccess);
+  const auto h = out.host();
+  for (int t = 0; t < 64; ++t) REQUIRE(h[static_cast<size_t>(t)] == (t == 3 ? 0 : 1));
+}
+
+TEST_CASE("warp collectives: mismatched masks, a lane outside the mask, a lane that returned", "[simt][diagnostics]") {
+  with_quiet_schedules([] {
+    // Which lanes get there first decides how the mismatch shows (a divergence, or a mask that
+    // names lanes which already left); the place is named either way.
+    std::string m = failure_of(Bug::mismatched_masks);
+    CHECK_THAT(m, Contains("__shfl_xor_sync (common/simt/tests/buggy_kernels.cu:29"));
+    if (simt::schedule().order == simt::Order::reverse) CHECK_THAT(m, Contains("divergent warp collective"));
+    m = failure_of(Bug::shuffle_outside_mask);
+    CHECK_THAT(m, Contains("not in mask 0x0000ffff"));
+    m = failure_of(Bug::warp_collective_after_return);
+    CHECK_THAT(m, Contains("returned"));
+    CHECK_THAT(m, Contains("buggy_kernels.cu:47"));
+  });
+}
+
+TEST_CASE("a deadlock is reported with who waits where", "[simt][diagnostics]") {
+  with_quiet_schedules([] {
+    const std::string m = failure_of(Bug::deadlock);
+    CHECK_THAT(m, Contains("deadlock in block (0,0,0)"));
+    CHECK_THAT(m, Contains("16 thread(s) wait at __syncthreads (common/simt/tests/buggy_kernels.cu:41)"));
+    CHECK_THAT(m, Contains("lanes 0x0000ffff wait at __shfl_xor_sync (common/simt/tests/buggy_kernels.cu:39) for lanes 0xffff0000"));
+  });
+}
+
+TEST_CASE("tensor-core instructions check their operands", "[simt][diagnostics]") {
+  with_quiet_schedules([] {
+    CHECK_THAT(failure_of(Bug::misaligned_ldmatrix), Contains("not 16-byte aligned"));
+    CHECK_THAT(failure_of(Bug::mma_by_half_a_warp), Contains("returned"));
+  });
+}
+
+TEST_CASE("dynamic shared memory: above 48 KB needs the opt-in, above 227 KB is refused", "[simt][diagnostics]") {
+  const std::string m = failure_of(Bug::smem_without_opt_in, 48 * 1024 + 16);
+  CHECK_THAT(m, Contains("opt in"));
+  // With the opt-in the launch helper does, 100 KB runs...
+  Device<int> out(128), in(128);
+  REQUIRE(run_buggy(Bug::smem_with_opt_in, out.get(), in.get(), 100 * 1024) == cudaSuccess);
+  REQUIRE(out.host()[31] == 1);
+  // ...and more than 227 KB cannot be opted in to.
+  simt::Schedule s = simt::schedule();
+  const simt::Schedule saved = s;
+  s.quiet = true;
+  simt::set_schedule(s);
+  REQUIRE(run_buggy(Bug::smem_with_opt_in, out.get(), in.get(), 227 * 1024 + 16) == cudaErrorInvalidValue);
+  REQUIRE(cudaGetLastError() == cudaErrorInvalidValue);
+  REQUIRE(run_buggy(Bug::too_many_threads, out.get(), in.get()) == cudaErrorInvalidConfiguration);
+  REQUIRE(cudaGetLastError() == cudaErrorInvalidConfiguration);
+  simt::set_schedule(saved);
+}
+
+TEST_CASE("a missing barrier shows up as a wrong result in some schedule order", "[simt][diagnostics]") {
+  std::vector<int> in(128);
+  for (int i = 0; i < 128; ++i) in[static_cast<size_t>(i)] = 3 * i + 1;
+  auto wrong_values = [&](simt::Order order) {
+    simt::Schedule s = simt::schedule();
+    const simt::Schedule saved = s;
+    s.order = order;
+    simt::set_schedule(s);
+    Device<int> din(in), out(128);
+    REQUIRE(run_buggy(Bug::missing_barrier, out.get(), din.get()) == cudaSuccess);
+    simt::set_schedule(saved);
+    const auto h = out.host();
+    int wrong = 0;
+    for (int t = 1; t < 128; ++t) wrong += h[static_cast<size_t>(t)] != in[static_cast<size_t>(t - 1)];
+    return wrong;
+  };
+  // In forward order each thread runs after its left neighbour: the bug stays hidden...
+  CHECK(wrong_values(simt::Order::forward) == 0);
+  // ...which is why the tests also run in reverse and shuffled order.
+  CHECK(wrong_values(simt::Order::reverse) == 127);
+  CHECK(wrong_values(simt::Order::shuffle) > 0);
+}
+
+TEST_CASE("unwritten dynamic shared memory and cp.async without wait read as NaN", "[simt][diagnostics]") {
+  for_each_schedule([] {
+    Device<float> out(128), in(std::vector<float>(128, 2.0f));
+    REQUIRE(run_buggy(Bug::read_unwritten, out.get(), in.get()) == cudaSuccess);
+    const auto unwritten = out.host();
+    for (int t = 0; t < 32; ++t) REQUIRE(std::isnan(unwritten[static_cast<size_t>(t)]));
+    REQUIRE(run_buggy(Bug::cp_async_without_wait, out.get(), in.get()) == cudaSuccess);
+    const auto early = out.host();
+    for (int i = 0; i < 128; ++i) REQUIRE(std::isnan(early[static_cast<size_t>(i)]));
+  });
+}

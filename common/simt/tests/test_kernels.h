@@ -1,0 +1,57 @@
+// test_kernels.h: launchers of the emulator's test kernels. The kernels compile with nvcc too, so
+// that on a GPU the same checks compare the emulator's semantics with the hardware's.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace simt_tests {
+
+// ---- sync_kernels.cu -------------------------------------------------------------------------------
+// out[i] = the linear id's of threadIdx, blockIdx, blockDim, gridDim, packed 8 values per thread.
+cudaError_t builtin_ids(unsigned* out, dim3 grid, dim3 block);
+// Each block reverses its slice of `in` through static shared memory (needs its barrier).
+cudaError_t block_reverse(const int* in, int* out, int n, int threads);
+// The same through dynamic shared memory.
+cudaError_t block_reverse_dynamic(const int* in, int* out, int n, int threads);
+// out[3*b + {0,1,2}] = __syncthreads_count/and/or of pred[thread] over block b.
+cudaError_t barrier_reductions(const int* pred, int* out, int blocks, int threads);
+
+enum class ShflMode { idx, up, down, bfly };
+// One warp: out[lane] = shuffle(mode, in[lane], arg, width) over the full warp.
+cudaError_t shuffle_full(ShflMode mode, const int* in, int* out, int arg, int width);
+// One warp split in two halves with masks 0x0000ffff and 0xffff0000 shuffling at the same time:
+// out[lane] = __shfl_xor_sync(half_mask, in[lane], arg, width).
+cudaError_t shuffle_halves(const int* in, int* out, int arg, int width);
+// One warp of doubles (64-bit shuffles): out[lane] = __shfl_down_sync(full, in[lane], delta).
+cudaError_t shuffle_double(const double* in, double* out, int delta);
+// out[3*lane + {0,1,2}] = ballot/all/any of pred[lane] for the lanes of `mask`; lanes outside
+// the mask do not vote and write -1.
+cudaError_t votes(const int* pred, int* out, unsigned mask);
+// Lanes of `mask` exchange values through shared memory with __syncwarp(mask) in between.
+cudaError_t syncwarp_exchange(const int* in, int* out, unsigned mask);
+
+// Atomics from many blocks: counters[0] += 1 (int), counters[1] = max, counters[2] = min of the
+// global thread ids, fsum += 0.5f per thread (exact), cas-based increment of counters[3].
+cudaError_t atomics(int* counters, float* fsum, int blocks, int threads);
+// Block sum (shuffles + shared memory) then one atomicAdd per block.
+cudaError_t reduce_sum(const int* in, long long* total, int n, int threads);
+
+// ---- tensor_core_kernels.cu ----------------------------------------------------------------------------
+// elements: uint16_t bit patterns of __half (bf16 = false) or __nv_bfloat16 (bf16 = true).
+// One warp; fragments gathered from global memory with simt::frag: D (16x8) = A (16x16) B (16x8) + C.
+cudaError_t mma_from_formulas(bool bf16, const uint16_t* a, const uint16_t* b_kn, const float* c, float* d);
+// One warp loads `num` 8x8 b16 matrices stored one after the other (row-major, 8 halves per row)
+// with ldmatrix_x{num}[_trans]; out[lane * num + j] = register j of `lane`.
+cudaError_t ldmatrix_dump(const uint16_t* mats, uint32_t* out, int num, bool trans);
+// One warp: D (16x8) = A (16x16, row-major) B, with A through ldmatrix_x4 and B either stored
+// [n][k] and loaded with ldmatrix_x2, or stored [k][n] and loaded with ldmatrix_x2_trans.
+cudaError_t mma_ldmatrix(bool bf16, const uint16_t* a, const uint16_t* b, bool b_is_kn, float* d);
+// C (M x N, fp32) = A (M x K) B^T with B stored [N][K]; 64x64 block tiles, 32-deep k steps in
+// two cp.async stages, ldmatrix.x4 operands. M, N multiples of 64, K a multiple of 32.
+cudaError_t gemm_cp_async(bool bf16, const uint16_t* a, const uint16_t* bt, float* c, int m, int n, int k);
+// One block of 32 threads copies 32 rows of 16 bytes with cp.async: row r copies
+// src_bytes[r] bytes (cg, zero-fill) or 16 bytes with .ca when src_bytes[r] < 0.
+cudaError_t cp_async_rows(const uint8_t* src, const int* src_bytes, uint8_t* dst);
+
+}  // namespace simt_tests
