@@ -327,6 +327,8 @@ int BlockRunner::barrier(Barrier kind, int pred, const char* what, const char* f
 void BlockRunner::collective(unsigned mask, const char* what, const char* file, int line, CollectiveFn fn,
                              const void* arg) {
   Fiber& f = *current_;
+  f.t.file = file;
+  f.t.line = line;
   Warp& w = warps_[f.t.warp];
   const unsigned bit = 1u << f.t.lane, expect = mask & w.present;
   if (!(mask & bit))

@@ -67,6 +67,7 @@ TEST_CASE("warp collectives: mismatched masks, a lane outside the mask, a lane t
     if (simt::schedule().order == simt::Order::reverse) CHECK_THAT(m, Contains("divergent warp collective"));
     m = failure_of(Bug::shuffle_outside_mask);
     CHECK_THAT(m, Contains("not in mask 0x0000ffff"));
+    CHECK_THAT(m, Contains("buggy_kernels.cu:33"));
     m = failure_of(Bug::warp_collective_after_return);
     CHECK_THAT(m, Contains("returned"));
     CHECK_THAT(m, Contains("buggy_kernels.cu:47"));

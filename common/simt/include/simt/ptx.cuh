@@ -46,7 +46,7 @@ inline float b16_element(const unsigned char* regs, int i) {  // element i, the 
 // Each lane publishes a[4] at in[0], b[2] at in[16], c[4] at in[24].
 template <class T>
 void mma_m16n8k16_exchange(Thread* const* lanes, unsigned mask, const void*) {
-  if (mask != 0xffffffffu) kernel_error(__FILE__, __LINE__, "mma.sync needs all 32 lanes (mask 0x%08x)", mask);
+  if (mask != 0xffffffffu) kernel_error(t_thread->file, t_thread->line, "mma.sync needs all 32 lanes (mask 0x%08x)", mask);
   float A[16][16], B[16][8], C[16][8];
   for (int l = 0; l < 32; ++l) {
     const unsigned char* in = lanes[l]->in;
@@ -70,7 +70,7 @@ void mma_m16n8k16_exchange(Thread* const* lanes, unsigned mask, const void*) {
 // rows 2(l%4), 2(l%4)+1), as one 32-bit register.
 template <int Num, bool Trans>
 void ldmatrix_exchange(Thread* const* lanes, unsigned mask, const void*) {
-  if (mask != 0xffffffffu) kernel_error(__FILE__, __LINE__, "ldmatrix needs all 32 lanes (mask 0x%08x)", mask);
+  if (mask != 0xffffffffu) kernel_error(t_thread->file, t_thread->line, "ldmatrix needs all 32 lanes (mask 0x%08x)", mask);
   for (int j = 0; j < Num; ++j)
     for (int l = 0; l < 32; ++l) {
       uint16_t e[2];

@@ -69,7 +69,8 @@ void shfl_exchange(Thread* const* lanes, unsigned mask, const void*) {
     }
     if (!valid) j = l;
     if (!(mask >> j & 1u))
-      kernel_error(__FILE__, __LINE__, "shuffle: lane %d reads lane %d, which is not in mask 0x%08x", l, j, mask);
+      kernel_error(t_thread->file, t_thread->line, "shuffle: lane %d reads lane %d, which is not in mask 0x%08x", l, j,
+                   mask);
     std::memcpy(lanes[l]->out, lanes[j]->in, Size);
   }
 }

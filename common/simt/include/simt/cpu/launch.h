@@ -61,6 +61,8 @@ struct Thread {
   int arg;
   int width;
   const void* addr;
+  const char* file;  // where the collective in progress was called, for its error messages
+  int line;
   std::vector<AsyncCopy> copies;
   int committed_groups = 0;
 };

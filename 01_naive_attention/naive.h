@@ -1,0 +1,22 @@
+// naive.h: the kernels of chapter 01, one launcher each. The chapter's variants.cpp strings them
+// together; chapter 02 reuses the two GEMM kernels.
+#pragma once
+#include <cuda_runtime.h>
+
+#include "kernels/params.h"
+
+namespace ch01 {
+
+// S = scale * Q K^T into the fp32 workspace [B*H][Lq][Lk]: one thread per element of S.
+cudaError_t scores(const attn::AttentionParams& p, float* S);
+// P = softmax(mask(S)) by rows: one thread per row, three passes over it (max, sum, normalize).
+// P is fp32 (the naive variant) or the inputs' type (the math path, whose second GEMM reads it).
+cudaError_t softmax_rows(const attn::AttentionParams& p, const float* S, void* P, bool P_in_input_type);
+// O = P V, P fp32 [B*H][Lq][Lk]: one thread per element of O.
+cudaError_t pv(const attn::AttentionParams& p, const float* P);
+// The math path (gpu backend only): the two GEMMs by cuBLAS, around softmax_rows.
+// S = scale * Q K^T in fp32; O = P V with P in the inputs' type.
+cudaError_t cublas_scores(const attn::AttentionParams& p, float* S);
+cudaError_t cublas_pv(const attn::AttentionParams& p, const void* P);
+
+}  // namespace ch01

@@ -1,0 +1,45 @@
+// variants.cpp: chapter 01 in the registry.
+#include "harness/registry.h"
+#include "naive.h"
+
+namespace {
+using namespace attn;
+
+double nn(const Problem& p) { return static_cast<double>(p.heads()) * p.Lq * p.Lk; }  // elements of one N x N buffer
+float* S_of(const AttentionParams& p) { return static_cast<float*>(p.workspace); }
+void* P_of(const AttentionParams& p) { return S_of(p) + static_cast<size_t>(p.B) * p.H * p.Lq * p.Lk; }
+
+const Register naive({
+    .chapter = "01_naive_attention",
+    .name = "naive",
+    .description = "three kernels: S = scale*QK^T, a three-pass softmax per row, O = PV; S and P in global memory",
+    .best = true,
+    .workspace_bytes = [](const Problem& p) { return static_cast<size_t>(nn(p)) * 2 * sizeof(float); },
+    // S written once and read three times by the softmax, P written once and read once.
+    .hbm_bytes = [](const Problem& p) { return p.qkvo_bytes() + nn(p) * sizeof(float) * 6; },
+    .cpu_flops_per_second = 6e8,
+    .run =
+        [](const AttentionParams& p, Stages& st) {
+          st.run("S = scale*QK^T", [&] { return ch01::scores(p, S_of(p)); });
+          st.run("P = softmax(S)", [&] { return ch01::softmax_rows(p, S_of(p), P_of(p), false); });
+          st.run("O = PV", [&] { return ch01::pv(p, static_cast<const float*>(P_of(p))); });
+        },
+});
+
+#if FLASHSTEPS_GPU
+const Register math_path({
+    .chapter = "01_naive_attention",
+    .name = "math_path",
+    .description = "the yardstick: cuBLAS GEMMs around the same softmax, like PyTorch's math backend",
+    .workspace_bytes = [](const Problem& p) { return static_cast<size_t>(nn(p) * (sizeof(float) + dtype_size(p.dtype))); },
+    .hbm_bytes = [](const Problem& p) { return p.qkvo_bytes() + nn(p) * (sizeof(float) * 4 + dtype_size(p.dtype) * 2); },
+    .run =
+        [](const AttentionParams& p, Stages& st) {
+          st.run("S = scale*QK^T (cuBLAS)", [&] { return ch01::cublas_scores(p, S_of(p)); });
+          st.run("P = softmax(S)", [&] { return ch01::softmax_rows(p, S_of(p), P_of(p), true); });
+          st.run("O = PV (cuBLAS)", [&] { return ch01::cublas_pv(p, P_of(p)); });
+        },
+});
+#endif
+
+}  // namespace

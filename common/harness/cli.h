@@ -1,0 +1,13 @@
+// cli.h: the command lines of the chapter binaries and of `flashsteps`.
+#pragma once
+#include <string>
+
+namespace attn {
+
+// A chapter binary: the chapter's variants on one problem (chapter "": every chapter's).
+// Exit code 0 when every variant passed its check, 1 when one failed or CUDA failed, 2 for bad input.
+int chapter_main(int argc, char** argv, const std::string& chapter);
+// `flashsteps tour`: every chapter's best variant on one problem, with its speedup over chapter 01.
+int tour_main(int argc, char** argv);
+
+}  // namespace attn

@@ -1,0 +1,92 @@
+#include "device.h"
+
+#include <cstdio>
+
+#include "errors.h"
+
+namespace attn {
+
+std::string version_string(int v) {
+  if (v <= 0) return "none";
+  return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+}
+
+std::string DeviceInfo::summary() const {
+  char buf[256];
+  if (emulated) {
+    std::snprintf(buf, sizeof buf, "%s, %d worker thread(s): timings are not GPU timings", name.c_str(), sms);
+  } else {
+    std::snprintf(buf, sizeof buf, "%s (sm_%d%d, %d SMs, %s), driver %s, CUDA runtime %s", name.c_str(), cc_major, cc_minor,
+                  sms, human_bytes(static_cast<double>(total_bytes)).c_str(), version_string(driver).c_str(),
+                  version_string(runtime).c_str());
+  }
+  return buf;
+}
+
+const DeviceInfo& device() {
+  static const DeviceInfo info = [] {
+    DeviceInfo d;
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+      cudaGetLastError();
+      throw CudaError("no CUDA device: this build is for the gpu backend (configure with -DFLASHSTEPS_BACKEND=cpu to run on the CPU)");
+    }
+    cudaDeviceProp p;
+    check(cudaGetDeviceProperties(&p, 0), "cudaGetDeviceProperties");
+    d.emulated = !FLASHSTEPS_GPU;
+    d.name = p.name;
+    d.cc_major = p.major;
+    d.cc_minor = p.minor;
+    d.sms = p.multiProcessorCount;
+    d.total_bytes = p.totalGlobalMem;
+    d.l2_bytes = static_cast<size_t>(p.l2CacheSize);
+    d.smem_optin = static_cast<int>(p.sharedMemPerBlockOptin);
+    cudaDriverGetVersion(&d.driver);
+    cudaRuntimeGetVersion(&d.runtime);
+    return d;
+  }();
+  return info;
+}
+
+size_t free_device_bytes() {
+  size_t free_b = 0, total = 0;
+  check(cudaMemGetInfo(&free_b, &total), "cudaMemGetInfo");
+  return free_b;
+}
+
+void check(cudaError_t e, const std::string& what) {
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    throw CudaError(what + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+  }
+}
+
+DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
+  check(cudaMalloc(&p_, bytes ? bytes : 1), "cudaMalloc of " + human_bytes(static_cast<double>(bytes)));
+}
+DeviceBuffer::~DeviceBuffer() {
+  if (p_) cudaFree(p_);
+}
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  if (this != &o) {
+    if (p_) cudaFree(p_);
+    p_ = o.p_, bytes_ = o.bytes_;
+    o.p_ = nullptr, o.bytes_ = 0;
+  }
+  return *this;
+}
+void DeviceBuffer::upload(const void* src, size_t bytes) { check(cudaMemcpy(p_, src, bytes, cudaMemcpyHostToDevice), "upload"); }
+void DeviceBuffer::download(void* dst, size_t bytes) const {
+  check(cudaMemcpy(dst, p_, bytes, cudaMemcpyDeviceToHost), "download");
+}
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) b /= 1024, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", b, units[u]);
+  return buf;
+}
+
+}  // namespace attn

@@ -1,0 +1,50 @@
+// device.h: the device the kernels run on, and device memory.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace attn {
+
+struct DeviceInfo {
+  bool emulated = false;  // the cpu backend
+  std::string name;       // "NVIDIA H100 80GB HBM3", or the emulator's
+  int cc_major = 0, cc_minor = 0, sms = 0;
+  int driver = 0, runtime = 0;  // e.g. 12080 = 12.8
+  size_t total_bytes = 0, l2_bytes = 0;
+  int smem_optin = 0;  // largest dynamic shared memory a block may opt in to
+  std::string summary() const;  // one line for the tables
+};
+const DeviceInfo& device();
+std::string version_string(int cuda_version);  // 12080 -> "12.8"
+size_t free_device_bytes();
+
+// Throws CudaError naming `what` unless e is cudaSuccess.
+void check(cudaError_t e, const std::string& what);
+
+// Device memory, freed on scope exit.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t bytes);
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer&& o) noexcept : p_(o.p_), bytes_(o.bytes_) { o.p_ = nullptr, o.bytes_ = 0; }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  void* get() const { return p_; }
+  size_t bytes() const { return bytes_; }
+  void upload(const void* src, size_t bytes);
+  void download(void* dst, size_t bytes) const;
+
+ private:
+  void* p_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// "1.50 GiB", "512 B"
+std::string human_bytes(double bytes);
+
+}  // namespace attn

@@ -1,0 +1,55 @@
+// problem.h: one attention problem, its seeded inputs, and the counts the cost models use.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dtype.h"
+#include "kernels/params.h"
+
+namespace attn {
+
+struct Problem {
+  int B = 1, H = 2, Lq = 128, Lk = 128, d = 64;
+  DType dtype = DType::fp16;
+  std::optional<double> scale_override;  // default 1/sqrt(d), as torch
+  Causal causal = Causal::none;
+  MaskKind mask = MaskKind::none;
+  bool mask_per_head = false;  // [B, H, Lq, Lk] instead of one [Lq, Lk] for every (batch, head)
+  uint64_t seed = 1;
+
+  float scale() const;
+  // Throws UsageError for sizes no chapter can run (non-positive, or causal with a mask, which
+  // torch refuses too).
+  void validate() const;
+  std::string describe() const;  // "B=1 H=2 Lq=128 Lk=128 d=64 fp16 causal(top-left)"
+
+  size_t q_elems() const { return static_cast<size_t>(B) * H * Lq * d; }
+  size_t kv_elems() const { return static_cast<size_t>(B) * H * Lk * d; }
+  size_t heads() const { return static_cast<size_t>(B) * H; }
+  size_t mask_elems() const;
+  size_t mask_bytes() const;
+  // (query, key) pairs per head that is_causal leaves visible (all Lq*Lk without it).
+  long long visible_pairs() const;
+  // The convention of every peer: 4 * B * H * d * (visible pairs); softmax not counted.
+  double flops() const;
+  // Bytes of Q, K, V read and O written once: the least any variant moves.
+  double qkvo_bytes() const;
+};
+
+const char* causal_name(Causal c);
+const char* mask_name(MaskKind m);
+
+// Seeded inputs. Q, K, V are standard normal, rounded to the problem's dtype and kept as float:
+// the reference then sees exactly what the kernel sees.
+struct Inputs {
+  std::vector<float> q, k, v;
+  std::vector<uint8_t> mask_bool;   // boolean mask: some keys off, some rows wholly off
+  std::vector<float> mask_add;      // additive mask: values in [-2, 2], some -inf, some rows all -inf
+  static Inputs generate(const Problem& p);
+  // The mask entry of (b, h, i, j), as an addition to the score (-inf: masked); 0 without a mask.
+  float mask_at(const Problem& p, int b, int h, int i, int j) const;
+};
+
+}  // namespace attn

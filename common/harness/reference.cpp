@@ -1,0 +1,124 @@
+#include "reference.h"
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+
+namespace attn {
+namespace {
+using MatrixRM = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// The rows `rows` of the [L][d] matrix of head (b, h) of x.
+MatrixRM rows_of(const std::vector<float>& x, const Problem& p, int b, int h, int L, const std::vector<int>& rows) {
+  MatrixRM m(static_cast<Eigen::Index>(rows.size()), p.d);
+  const size_t head = (static_cast<size_t>(b) * p.H + h) * L * p.d;
+  for (size_t r = 0; r < rows.size(); ++r)
+    for (int c = 0; c < p.d; ++c) m(static_cast<Eigen::Index>(r), c) = x[head + static_cast<size_t>(rows[r]) * p.d + c];
+  return m;
+}
+std::vector<int> iota(int n) {
+  std::vector<int> v(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) v[static_cast<size_t>(i)] = i;
+  return v;
+}
+bool visible(const Problem& p, int i, int j) {
+  return p.causal == Causal::none || j <= i + (p.causal == Causal::bottom_right ? p.Lk - p.Lq : 0);
+}
+}  // namespace
+
+Selection Selection::all(const Problem& p) {
+  Selection s;
+  for (int b = 0; b < p.B; ++b)
+    for (int h = 0; h < p.H; ++h) s.heads.emplace_back(b, h);
+  s.rows = iota(p.Lq);
+  return s;
+}
+
+Selection Selection::sample(const Problem& p, double budget, int max_rows) {
+  if (static_cast<double>(p.heads()) * p.Lq * p.Lk * p.d <= budget) return all(p);
+  std::mt19937 rng(static_cast<unsigned>(p.seed) + 17);
+  Selection s;
+  s.heads.emplace_back(0, 0);
+  if (p.heads() > 1) s.heads.emplace_back(p.B - 1, p.H - 1);
+  for (int k = 0; k < 2 && s.heads.size() < p.heads(); ++k) {
+    const auto pick = std::make_pair(static_cast<int>(rng() % p.B), static_cast<int>(rng() % p.H));
+    if (std::find(s.heads.begin(), s.heads.end(), pick) == s.heads.end()) s.heads.push_back(pick);
+  }
+  std::vector<int> rows = {0, p.Lq - 1};
+  const int edges = (p.Lq - 1) / 64, step = std::max(1, edges / (max_rows / 4));  // 64-row tile edges
+  for (int k = 1; k <= edges; k += step) rows.push_back(64 * k - 1), rows.push_back(64 * k);
+  while (static_cast<int>(rows.size()) < std::min(max_rows, p.Lq)) rows.push_back(static_cast<int>(rng() % p.Lq));
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  s.rows = rows;
+  return s;
+}
+
+Expected reference(const Problem& p, const Inputs& in, const Selection& sel) {
+  Expected e;
+  e.o.reserve(sel.size(p.d));
+  e.lse.reserve(sel.heads.size() * sel.rows.size());
+  const std::vector<int> keys = iota(p.Lk);
+  const double scale = p.scale();
+  for (const auto& [b, h] : sel.heads) {
+    const MatrixRM Q = rows_of(in.q, p, b, h, p.Lq, sel.rows);
+    const MatrixRM K = rows_of(in.k, p, b, h, p.Lk, keys);
+    const MatrixRM V = rows_of(in.v, p, b, h, p.Lk, keys);
+    MatrixRM S = scale * (Q * K.transpose());
+    for (size_t r = 0; r < sel.rows.size(); ++r) {
+      const int i = sel.rows[r];
+      auto s = S.row(static_cast<Eigen::Index>(r));
+      for (int j = 0; j < p.Lk; ++j)
+        s(j) = visible(p, i, j) ? s(j) + in.mask_at(p, b, h, i, j) : -std::numeric_limits<double>::infinity();
+      const double m = s.maxCoeff();
+      if (m == -std::numeric_limits<double>::infinity()) {  // nothing to attend to: O = 0
+        s.setZero();
+        e.lse.push_back(m);
+        continue;
+      }
+      s = (s.array() - m).exp().matrix();
+      const double l = s.sum();
+      s /= l;
+      e.lse.push_back(m + std::log(l));
+    }
+    const MatrixRM O = S * V;
+    e.o.insert(e.o.end(), O.data(), O.data() + O.size());
+  }
+  return e;
+}
+
+std::vector<double> naive_same_dtype(const Problem& p, const Inputs& in, const Selection& sel) {
+  const DType t = p.dtype;
+  const float root = std::sqrt(p.scale());
+  auto scaled = [&](const std::vector<float>& x, size_t at) { return round_to(t, x[at] * root); };
+  std::vector<double> out;
+  out.reserve(sel.size(p.d));
+  std::vector<float> s(static_cast<size_t>(p.Lk)), o(static_cast<size_t>(p.d));
+  for (const auto& [b, h] : sel.heads) {
+    const size_t qh = (static_cast<size_t>(b) * p.H + h) * p.Lq * p.d, kh = (static_cast<size_t>(b) * p.H + h) * p.Lk * p.d;
+    for (int i : sel.rows) {
+      float m = -INFINITY;
+      for (int j = 0; j < p.Lk; ++j) {
+        float acc = 0.f;
+        for (int c = 0; c < p.d; ++c)
+          acc += scaled(in.q, qh + static_cast<size_t>(i) * p.d + c) * scaled(in.k, kh + static_cast<size_t>(j) * p.d + c);
+        float x = round_to(t, acc);
+        x = visible(p, i, j) ? round_to(t, x + in.mask_at(p, b, h, i, j)) : -INFINITY;
+        s[static_cast<size_t>(j)] = x;
+        m = std::max(m, x);
+      }
+      float l = 0.f;
+      for (float& x : s) l += x = m == -INFINITY ? 0.f : std::exp(x - m);
+      for (float& x : s) x = l > 0 ? round_to(t, x / l) : 0.f;
+      std::fill(o.begin(), o.end(), 0.f);
+      for (int j = 0; j < p.Lk; ++j)
+        for (int c = 0; c < p.d; ++c) o[static_cast<size_t>(c)] += s[static_cast<size_t>(j)] * in.v[kh + static_cast<size_t>(j) * p.d + c];
+      for (float x : o) out.push_back(round_to(t, x));
+    }
+  }
+  return out;
+}
+
+}  // namespace attn

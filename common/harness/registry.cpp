@@ -1,0 +1,72 @@
+#include "registry.h"
+
+#include <algorithm>
+#include <sstream>
+
+namespace attn {
+
+bool HeadDims::contains(int d) const {
+  if (!list.empty()) return std::find(list.begin(), list.end(), d) != list.end();
+  return d >= min && d <= max && d % multiple == 0;
+}
+std::string HeadDims::describe() const {
+  std::ostringstream s;
+  if (!list.empty()) {
+    for (size_t i = 0; i < list.size(); ++i) s << (i ? ", " : "") << list[i];
+  } else {
+    s << min << ".." << max;
+    if (multiple > 1) s << " (multiples of " << multiple << ")";
+  }
+  return s.str();
+}
+
+std::string Variant::supports() const {
+  std::ostringstream s;
+  for (size_t i = 0; i < dtypes.size(); ++i) s << (i ? ", " : "") << dtype_name(dtypes[i]);
+  s << "; d " << head_dims.describe();
+  if (causal) s << "; causal";
+  if (mask) s << "; masks";
+  return s.str();
+}
+
+std::string Variant::unsupported(const Problem& p) const {
+  if (std::find(dtypes.begin(), dtypes.end(), p.dtype) == dtypes.end())
+    return "variant " + name + " does not take " + dtype_name(p.dtype) + " inputs (it supports " + supports() + ")";
+  if (!head_dims.contains(p.d))
+    return "variant " + name + " does not support head dim " + std::to_string(p.d) + " (it supports " + supports() + ")";
+  if (p.causal != Causal::none && !causal)
+    return "variant " + name + " has no is_causal (it supports " + supports() + ")";
+  if (p.mask != MaskKind::none && !mask)
+    return "variant " + name + " takes no attn_mask (it supports " + supports() + ")";
+  return "";
+}
+
+std::vector<Variant>& registry() {
+  static std::vector<Variant> r;
+  return r;
+}
+Register::Register(Variant v) { registry().push_back(std::move(v)); }
+
+const Variant* find_variant(const std::string& name) {
+  for (const Variant& v : registry())
+    if (v.name == name) return &v;
+  return nullptr;
+}
+std::vector<std::string> chapters() {
+  std::vector<std::string> c;
+  for (const Variant& v : registry())
+    if (std::find(c.begin(), c.end(), v.chapter) == c.end()) c.push_back(v.chapter);
+  std::sort(c.begin(), c.end());
+  return c;
+}
+const Variant* best_of(const std::string& chapter) {
+  const Variant* last = nullptr;
+  for (const Variant& v : registry())
+    if (v.chapter == chapter) {
+      if (v.best) return &v;
+      last = &v;
+    }
+  return last;
+}
+
+}  // namespace attn

@@ -1,0 +1,60 @@
+// registry.h: every variant of every chapter, in one list. A chapter registers its variants from
+// its own variants.cpp; chapter binaries, tests and benchmarks iterate the list, so a new chapter
+// needs no change anywhere else.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kernels/params.h"
+#include "problem.h"
+#include "timing.h"
+
+namespace attn {
+
+// The head dims a variant supports: a range (every d in [min, max] that is a multiple of
+// `multiple`), or a list.
+struct HeadDims {
+  int min = 1, max = 256, multiple = 1;
+  std::vector<int> list;  // when not empty, exactly these
+  bool contains(int d) const;
+  std::string describe() const;  // "1..256", "32, 64, 96, 128"
+};
+
+struct Variant {
+  std::string chapter;      // "01_naive_attention"
+  std::string name;         // "naive"; unique across chapters
+  std::string description;  // one line
+  std::vector<DType> dtypes = {DType::fp32, DType::fp16, DType::bf16};
+  HeadDims head_dims;
+  bool causal = true;       // both alignments of is_causal
+  bool mask = true;         // boolean and additive attn_mask
+  bool writes_lse = false;  // fills AttentionParams::lse
+  bool best = false;        // the chapter's best variant: the one the tour runs
+  // Cost model: scratch memory (the N x N buffers of chapter 01...) and HBM bytes moved.
+  std::function<size_t(const Problem&)> workspace_bytes = [](const Problem&) { return size_t{0}; };
+  std::function<double(const Problem&)> hbm_bytes;
+  // How the emulator copes with it: multiply-adds per second of emulation on one core, to refuse
+  // problems that would take more than the CPU time budget.
+  double cpu_flops_per_second = 2e8;
+  // Anything worth printing about how the variant handles this problem ("Br=64 Bc=64").
+  std::function<std::string(const Problem&)> plan;
+  // Launches the kernels, through stages.run().
+  std::function<void(const AttentionParams&, Stages&)> run;
+
+  // Why the variant cannot run `p` ("" if it can): dtype, head dim, features.
+  std::string unsupported(const Problem& p) const;
+  std::string supports() const;  // "fp32, fp16, bf16; d 1..256; causal, masks"
+};
+
+std::vector<Variant>& registry();
+const Variant* find_variant(const std::string& name);
+std::vector<std::string> chapters();  // in order
+const Variant* best_of(const std::string& chapter);
+
+// At namespace scope in a chapter's variants.cpp:  static attn::Register r({...});
+struct Register {
+  explicit Register(Variant v);
+};
+
+}  // namespace attn

@@ -1,0 +1,26 @@
+// report.h: the table a chapter binary prints, and the CSV rows the plots are made from.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "runner.h"
+
+namespace attn {
+
+// The commit the results come from: $FLASHSTEPS_COMMIT if set, else the commit of the build.
+std::string commit_id();
+
+void print_device_and_problem(const Problem& p);
+void print_table_header();
+void print_row(const Result& r, const std::string& label = "");
+void print_skip(const std::string& variant, const std::string& why);
+// "    S = scale*QK^T 1.20 ms (40%) | softmax 0.60 ms (20%) | O = PV 1.20 ms (40%)"
+void print_stages(const Result& r);
+
+// The fixed schema of every CSV the project writes (results/README.md documents it).
+extern const char* const kCsvHeader;
+std::string csv_row(const Result& r);
+// Appends rows to `path`, writing the header first when the file is new or empty.
+void append_csv(const std::string& path, const std::vector<Result>& rows);
+
+}  // namespace attn

@@ -1,0 +1,88 @@
+#include "timing.h"
+
+#include <algorithm>
+
+#include "device.h"
+#include "errors.h"
+
+namespace attn {
+
+Stages::Stages() = default;
+Stages::~Stages() {
+  for (cudaEvent_t e : events_) cudaEventDestroy(e);
+}
+cudaEvent_t Stages::event(size_t i) {
+  while (events_.size() <= i) {
+    cudaEvent_t e;
+    check(cudaEventCreate(&e), "cudaEventCreate");
+    events_.push_back(e);
+  }
+  return events_[i];
+}
+void Stages::begin() {
+  used_ = 0;
+  names_.clear();
+  check(cudaEventRecord(event(used_++)), "cudaEventRecord");
+}
+void Stages::run(const std::string& stage, const std::function<cudaError_t()>& launch) {
+  check(launch(), "launch of \"" + stage + "\"");
+  names_.push_back(stage);
+  check(cudaEventRecord(event(used_++)), "cudaEventRecord");
+}
+void Stages::end() {
+  check(cudaEventSynchronize(event(used_ - 1)), "the kernels");  // execution errors surface here
+  check(cudaGetLastError(), "the kernels");
+}
+std::vector<std::pair<std::string, double>> Stages::times() const {
+  std::vector<std::pair<std::string, double>> t;
+  for (size_t i = 0; i < names_.size(); ++i) {
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, events_[i], events_[i + 1]), "cudaEventElapsedTime");
+    t.emplace_back(names_[i], ms);
+  }
+  return t;
+}
+
+Timing time_variant(const std::function<void()>& prepare, const std::function<void(Stages&)>& launch, int warmup,
+                    int reps) {
+  Stages st;
+  const size_t flush_bytes = 2 * device().l2_bytes;
+  DeviceBuffer flush(flush_bytes);
+  auto execute = [&] {
+    prepare();
+    if (flush_bytes) check(cudaMemsetAsync(flush.get(), 0, flush_bytes), "L2 flush");
+    st.begin();
+    launch(st);
+    st.end();
+  };
+  for (int i = 0; i < warmup; ++i) execute();
+  Timing t;
+  t.reps = reps;
+  std::vector<double> total;
+  std::vector<std::vector<double>> per_stage;
+  std::vector<std::string> names;
+  for (int r = 0; r < reps; ++r) {
+    execute();
+    const auto times = st.times();
+    double sum = 0;
+    per_stage.resize(times.size());
+    names.clear();
+    for (size_t i = 0; i < times.size(); ++i) {
+      sum += times[i].second;
+      per_stage[i].push_back(times[i].second);
+      names.push_back(times[i].first);
+    }
+    total.push_back(sum);
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  };
+  t.median_ms = median(total);
+  t.min_ms = total.empty() ? 0 : *std::min_element(total.begin(), total.end());
+  for (size_t i = 0; i < per_stage.size(); ++i) t.stages.emplace_back(names[i], median(per_stage[i]));
+  return t;
+}
+
+}  // namespace attn

@@ -1,0 +1,42 @@
+// numeric.cuh: the three input types of the book, seen from a kernel. Every chapter up to 04
+// loads fp32, fp16 or bf16 and computes in fp32; load() and store() are the only places that know
+// which type a tensor holds.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "params.h"
+
+namespace attn {
+
+__device__ __forceinline__ float load(const float* p) { return *p; }
+__device__ __forceinline__ float load(const __half* p) { return __half2float(*p); }
+__device__ __forceinline__ float load(const __nv_bfloat16* p) { return __bfloat162float(*p); }
+
+__device__ __forceinline__ void store(float* p, float x) { *p = x; }
+__device__ __forceinline__ void store(__half* p, float x) { *p = __float2half_rn(x); }
+__device__ __forceinline__ void store(__nv_bfloat16* p, float x) { *p = __float2bfloat16_rn(x); }
+
+// Calls f with a value of the C++ type that `t` names: f(float{}), f(__half{}) or f(__nv_bfloat16{}).
+template <class F>
+cudaError_t dispatch_dtype(DType t, F&& f) {
+  switch (t) {
+    case DType::fp32: return f(float{});
+    case DType::fp16: return f(__half{});
+    case DType::bf16: return f(__nv_bfloat16{});
+  }
+  return cudaErrorInvalidValue;
+}
+
+// The scaled score s of query i and key j of head (b, h) after is_causal and attn_mask; -inf
+// removes the key.
+__device__ __forceinline__ float mask_score(const AttentionParams& p, int b, int h, int i, int j, float s) {
+  if (p.causal != Causal::none && j > i + p.causal_offset()) return -INFINITY;
+  if (p.mask_kind == MaskKind::none) return s;
+  const long long at = b * p.mask_stride_b + h * p.mask_stride_h + static_cast<long long>(i) * p.Lk + j;
+  if (p.mask_kind == MaskKind::boolean) return static_cast<const uint8_t*>(p.mask)[at] ? s : -INFINITY;
+  return s + static_cast<const float*>(p.mask)[at];
+}
+
+}  // namespace attn

@@ -1,0 +1,46 @@
+#include "sweep.h"
+
+namespace attn {
+
+std::vector<Problem> shape_sweep() {
+  struct Lengths {
+    int Lq, Lk;
+  };
+  std::vector<Problem> out;
+  for (Lengths l : {Lengths{1, 1}, Lengths{17, 17}, Lengths{97, 97}, Lengths{257, 257}, Lengths{17, 97},
+                    Lengths{97, 17}, Lengths{1, 257}, Lengths{200, 1}})
+    for (int d : {32, 64, 80, 128})
+      for (DType t : {DType::fp32, DType::fp16, DType::bf16})
+        for (Causal c : {Causal::none, Causal::top_left, Causal::bottom_right}) {
+          Problem p;
+          const bool big = l.Lq * l.Lk > 20000;
+          p.B = big ? 1 : 2;
+          p.H = big ? 2 : 3;
+          p.Lq = l.Lq, p.Lk = l.Lk, p.d = d, p.dtype = t, p.causal = c;
+          p.seed = static_cast<uint64_t>(l.Lq * 1000 + l.Lk + d);
+          out.push_back(p);
+        }
+  return out;
+}
+
+std::vector<Problem> mask_sweep() {
+  struct Lengths {
+    int Lq, Lk;
+  };
+  std::vector<Problem> out;
+  for (Lengths l : {Lengths{17, 97}, Lengths{97, 17}, Lengths{130, 130}})
+    for (MaskKind m : {MaskKind::boolean, MaskKind::additive})
+      for (bool per_head : {false, true})
+        for (DType t : {DType::fp32, DType::fp16, DType::bf16}) {
+          Problem p;
+          p.B = 2, p.H = 2, p.Lq = l.Lq, p.Lk = l.Lk, p.d = 64, p.dtype = t;
+          p.mask = m, p.mask_per_head = per_head;
+          out.push_back(p);
+        }
+  Problem scaled;  // an explicit scale, as torch's scale= argument
+  scaled.Lq = 40, scaled.Lk = 70, scaled.d = 64, scaled.dtype = DType::fp16, scaled.scale_override = 0.05;
+  out.push_back(scaled);
+  return out;
+}
+
+}  // namespace attn

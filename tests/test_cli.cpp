@@ -1,0 +1,88 @@
+// test_cli.cpp: bad input gets a clear message and exit code 2, never a crash. Runs the
+// `flashsteps run` binary (every chapter's variants) as a learner would.
+#include <sys/wait.h>
+
+#include <array>
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <string>
+
+using Catch::Matchers::Contains;
+
+namespace {
+struct Outcome {
+  int code;
+  std::string output;
+};
+Outcome run(const std::string& args) {
+  const std::string cmd = std::string(FLASHSTEPS_BINARY) + " " + args + " 2>&1";
+  FILE* f = popen(cmd.c_str(), "r");
+  REQUIRE(f != nullptr);
+  Outcome o{-1, ""};
+  std::array<char, 4096> buf;
+  while (size_t n = fread(buf.data(), 1, buf.size(), f)) o.output.append(buf.data(), n);
+  const int status = pclose(f);
+  o.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return o;
+}
+void bad(const std::string& args, const std::string& says) {
+  INFO("flashsteps " << args);
+  const Outcome o = run(args);
+  INFO(o.output);
+  CHECK(o.code == 2);
+  CHECK_THAT(o.output, Contains(says));
+}
+}  // namespace
+
+TEST_CASE("non-positive sizes", "[cli]") {
+  bad("run -v naive -n 0", "query length (Lq) must be at least 1");
+  bad("run -v naive --lk -5", "key length (Lk) must be at least 1");
+  bad("run -v naive -b 0", "batch (B) must be at least 1");
+  bad("run -v naive -H -1", "heads (H) must be at least 1");
+  bad("run -v naive -d 0", "head dim (d) must be at least 1");
+}
+
+TEST_CASE("a head dim, dtype or variant that does not exist or is not supported", "[cli]") {
+  bad("run -v naive -d 300", "does not support head dim 300 (it supports fp32, fp16, bf16; d 1..256");
+  bad("run --dtype fp8", "unknown dtype \"fp8\": use fp32, fp16 or bf16");
+  bad("run -v no_such_variant", "unknown variant \"no_such_variant\" (known here: naive");
+  bad("run -v naive --causal sideways", "unknown causal alignment");
+  bad("run -v naive --mask maybe", "unknown mask");
+  bad("run -v naive --causal --mask bool", "cannot be combined");
+  bad("run --no-such-option", "--no-such-option");
+  bad("run -n abc", "abc");
+}
+
+TEST_CASE("a problem whose N x N buffers exceed device memory names both sizes", "[cli]") {
+  bad("run -v naive -b 64 -H 16 -n 1000000", "bytes) of device memory");
+  bad("run -v naive -b 64 -H 16 -n 1000000", "bytes) free");
+}
+
+#if !FLASHSTEPS_GPU
+TEST_CASE("a problem too large for the CPU emulation's time budget suggests a size", "[cli]") {
+  bad("run -v naive -n 2048 --cpu-budget 1", "try --lq");
+}
+#endif
+
+TEST_CASE("a good run passes, lists and writes its CSV", "[cli]") {
+  Outcome o = run("run -v naive -n 33 -d 40 --dtype bf16 --causal bottom-right --lq 20 --reps 1");
+  INFO(o.output);
+  CHECK(o.code == 0);
+  CHECK_THAT(o.output, Contains("pass"));
+  o = run("run --list");
+  CHECK(o.code == 0);
+  CHECK_THAT(o.output, Contains("01_naive_attention"));
+  const std::string csv = "cli_test.csv";
+  std::remove(csv.c_str());
+  o = run("run -v naive -n 17 --reps 1 --csv " + csv);
+  CHECK(o.code == 0);
+  FILE* f = std::fopen(csv.c_str(), "r");
+  REQUIRE(f != nullptr);
+  char line[512];
+  REQUIRE(std::fgets(line, sizeof line, f) != nullptr);
+  CHECK_THAT(std::string(line), Contains("device,driver,cuda,commit,timestamp,chapter,variant"));
+  REQUIRE(std::fgets(line, sizeof line, f) != nullptr);
+  CHECK_THAT(std::string(line), Contains(",01_naive_attention,naive,fp16,1,2,17,17,64,none,none,"));
+  std::fclose(f);
+  std::remove(csv.c_str());
+}

@@ -1,0 +1,192 @@
+// test_reference.cpp: the Eigen reference against an independent plain loop, and the checker
+// against outputs that must fail.
+#include <catch2/catch.hpp>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "harness/compare.h"
+#include "harness/reference.h"
+
+using namespace attn;
+
+namespace {
+// SDPA written out with loops, straight from its definition: one row at a time.
+std::vector<double> plain_sdpa(const Problem& p, const Inputs& in, std::vector<double>& lse) {
+  std::vector<double> o(p.q_elems(), 0.0);
+  lse.assign(p.heads() * p.Lq, 0.0);
+  // The scale the kernels receive: 1/sqrt(d) (or the given one) as a float.
+  const double scale = static_cast<float>(p.scale_override ? *p.scale_override : 1.0 / std::sqrt(static_cast<double>(p.d)));
+  for (int b = 0; b < p.B; ++b)
+    for (int h = 0; h < p.H; ++h)
+      for (int i = 0; i < p.Lq; ++i) {
+        std::vector<double> s(static_cast<size_t>(p.Lk));
+        double m = -std::numeric_limits<double>::infinity();
+        for (int j = 0; j < p.Lk; ++j) {
+          double dot = 0;
+          for (int c = 0; c < p.d; ++c)
+            dot += static_cast<double>(in.q[((static_cast<size_t>(b) * p.H + h) * p.Lq + i) * p.d + c]) *
+                   in.k[((static_cast<size_t>(b) * p.H + h) * p.Lk + j) * p.d + c];
+          bool visible = true;
+          if (p.causal == Causal::top_left) visible = j <= i;
+          if (p.causal == Causal::bottom_right) visible = j <= i + p.Lk - p.Lq;
+          double add = 0;
+          if (p.mask != MaskKind::none) {
+            const size_t plane = p.mask_per_head ? static_cast<size_t>(b) * p.H + h : 0;
+            const size_t at = (plane * p.Lq + i) * p.Lk + j;
+            if (p.mask == MaskKind::boolean) visible = visible && in.mask_bool[at] != 0;
+            if (p.mask == MaskKind::additive) add = in.mask_add[at];
+          }
+          s[static_cast<size_t>(j)] = visible ? dot * scale + add : -std::numeric_limits<double>::infinity();
+          m = std::max(m, s[static_cast<size_t>(j)]);
+        }
+        const size_t row = (static_cast<size_t>(b) * p.H + h) * p.Lq + i;
+        if (std::isinf(m)) {
+          lse[row] = m;
+          continue;  // no visible key: the output row stays 0
+        }
+        double l = 0;
+        for (double& x : s) l += x = std::exp(x - m);
+        lse[row] = m + std::log(l);
+        for (int j = 0; j < p.Lk; ++j)
+          for (int c = 0; c < p.d; ++c)
+            o[row * p.d + c] += s[static_cast<size_t>(j)] / l * in.v[((static_cast<size_t>(b) * p.H + h) * p.Lk + j) * p.d + c];
+      }
+  return o;
+}
+}  // namespace
+
+TEST_CASE("the Eigen reference equals a plain loop over SDPA's definition", "[reference]") {
+  struct Shape {
+    int B, H, Lq, Lk, d;
+  };
+  for (Shape s : {Shape{1, 1, 1, 1, 8}, Shape{2, 3, 17, 17, 16}, Shape{1, 2, 9, 31, 32}, Shape{2, 1, 31, 9, 24}})
+    for (Causal c : {Causal::none, Causal::top_left, Causal::bottom_right})
+      for (MaskKind m : {MaskKind::none, MaskKind::boolean, MaskKind::additive})
+        for (bool per_head : {false, true}) {
+          if ((c != Causal::none && m != MaskKind::none) || (m == MaskKind::none && per_head)) continue;
+          Problem p;
+          p.B = s.B, p.H = s.H, p.Lq = s.Lq, p.Lk = s.Lk, p.d = s.d;
+          p.dtype = DType::fp32, p.causal = c, p.mask = m, p.mask_per_head = per_head;
+          if (s.d == 24) p.scale_override = 0.3;
+          INFO(p.describe());
+          const Inputs in = Inputs::generate(p);
+          std::vector<double> lse;
+          const std::vector<double> want = plain_sdpa(p, in, lse);
+          const Selection all = Selection::all(p);
+          const Expected got = reference(p, in, all);
+          REQUIRE(got.o.size() == want.size());
+          for (size_t i = 0; i < want.size(); ++i) REQUIRE(std::fabs(got.o[i] - want[i]) <= 1e-12);
+          for (size_t i = 0; i < lse.size(); ++i)
+            REQUIRE((std::isinf(lse[i]) ? got.lse[i] == lse[i] : std::fabs(got.lse[i] - lse[i]) <= 1e-12));
+        }
+}
+
+TEST_CASE("a row with every key masked gives zeros and lse -inf", "[reference]") {
+  Problem p;
+  p.Lq = 10, p.Lk = 12, p.d = 8, p.dtype = DType::fp32, p.mask = MaskKind::boolean;
+  const Inputs in = Inputs::generate(p);  // row 3 of every plane is wholly masked
+  const Expected e = reference(p, in, Selection::all(p));
+  for (int c = 0; c < p.d; ++c) REQUIRE(e.o[static_cast<size_t>(3 * p.d + c)] == 0.0);
+  REQUIRE(std::isinf(e.lse[3]));
+  // Bottom-right alignment with Lq > Lk leaves the first Lq - Lk rows without any key.
+  Problem q;
+  q.Lq = 9, q.Lk = 4, q.d = 8, q.dtype = DType::fp32, q.causal = Causal::bottom_right;
+  const Expected f = reference(q, Inputs::generate(q), Selection::all(q));
+  for (int i = 0; i < q.Lq; ++i) REQUIRE(std::isinf(f.lse[static_cast<size_t>(i)]) == (i < q.Lq - q.Lk));
+}
+
+TEST_CASE("causal FLOPs count the visible pairs only", "[reference]") {
+  Problem p;
+  p.B = 2, p.H = 3, p.Lq = 100, p.Lk = 100, p.d = 64;
+  REQUIRE(p.flops() == 4.0 * 6 * 64 * 100 * 100);
+  p.causal = Causal::top_left;
+  REQUIRE(p.visible_pairs() == 100 * 101 / 2);
+  p.Lq = 30, p.Lk = 100;
+  REQUIRE(p.visible_pairs() == 30 * 31 / 2);  // top-left: row i sees i + 1 keys
+  p.causal = Causal::bottom_right;
+  long long n = 0;
+  for (int i = 0; i < 30; ++i) n += i + 70 + 1;
+  REQUIRE(p.visible_pairs() == n);
+  p.Lq = 100, p.Lk = 30;
+  n = 0;
+  for (int i = 0; i < 100; ++i) n += std::max(0, std::min(i - 70 + 1, 30));
+  REQUIRE(p.visible_pairs() == n);
+}
+
+TEST_CASE("the sample of a large problem keeps its edges", "[reference]") {
+  Problem p;
+  p.B = 8, p.H = 16, p.Lq = 4096, p.Lk = 4096, p.d = 128;
+  const Selection s = Selection::sample(p);
+  REQUIRE(s.heads.size() == 4);
+  REQUIRE(s.rows.front() == 0);
+  REQUIRE(s.rows.back() == 4095);
+  REQUIRE(std::find(s.rows.begin(), s.rows.end(), 63) != s.rows.end());
+  REQUIRE(std::find(s.rows.begin(), s.rows.end(), 64) != s.rows.end());
+  REQUIRE(std::is_sorted(s.rows.begin(), s.rows.end()));
+  for (const auto& [b, h] : s.heads) REQUIRE((b < p.B && h < p.H));
+  Problem small;
+  REQUIRE(Selection::sample(small).rows.size() == static_cast<size_t>(small.Lq));
+}
+
+TEST_CASE("the checker fails wrong outputs: an error, a NaN, a missed row", "[reference]") {
+  for (DType t : {DType::fp32, DType::fp16, DType::bf16}) {
+    Problem p;
+    p.B = 1, p.H = 2, p.Lq = 20, p.Lk = 33, p.d = 16, p.dtype = t;
+    INFO(p.describe());
+    const Inputs in = Inputs::generate(p);
+    const Selection all = Selection::all(p);
+    const Expected e = reference(p, in, all);
+    const std::vector<double> naive = naive_same_dtype(p, in, all);
+    std::vector<float> out(e.o.size());
+    for (size_t i = 0; i < out.size(); ++i) out[i] = round_to(t, static_cast<float>(e.o[i]));
+    const std::vector<double>* nv = t == DType::fp32 ? nullptr : &naive;
+    REQUIRE(compare(p, all, out, e, nv, nullptr).pass);  // the reference, rounded, passes
+
+    auto wrong = out;
+    wrong[37] += 8 * static_cast<float>(tolerance(t));
+    const Verdict w = compare(p, all, wrong, e, nv, nullptr);
+    REQUIRE_FALSE(w.pass);
+    REQUIRE(w.max_abs > tolerance(t));
+
+    auto nan = out;
+    nan[5] = std::numeric_limits<float>::quiet_NaN();
+    const Verdict n = compare(p, all, nan, e, nv, nullptr);
+    REQUIRE_FALSE(n.pass);
+    REQUIRE(n.nonfinite == 1);
+
+    auto inf = out;
+    inf.back() = std::numeric_limits<float>::infinity();
+    REQUIRE_FALSE(compare(p, all, inf, e, nv, nullptr).pass);
+
+    auto unwritten = out;  // a row left as the poison the harness fills outputs with
+    for (int c = 0; c < p.d; ++c) unwritten[static_cast<size_t>(7 * p.d + c)] = std::numeric_limits<float>::quiet_NaN();
+    REQUIRE_FALSE(compare(p, all, unwritten, e, nv, nullptr).pass);
+
+    std::vector<float> lse(p.heads() * p.Lq);
+    for (size_t i = 0; i < lse.size(); ++i) lse[i] = static_cast<float>(e.lse[i]);
+    REQUIRE(compare(p, all, out, e, nv, &lse).pass);
+    lse[3] += 0.01f;
+    REQUIRE_FALSE(compare(p, all, out, e, nv, &lse).pass);
+  }
+}
+
+TEST_CASE("FlashAttention's rule: twice the naive same-dtype error is the bound", "[reference]") {
+  Problem p;
+  p.Lq = 64, p.Lk = 300, p.d = 64, p.dtype = DType::fp16;
+  const Inputs in = Inputs::generate(p);
+  const Selection all = Selection::all(p);
+  const Expected e = reference(p, in, all);
+  const std::vector<double> naive = naive_same_dtype(p, in, all);
+  double naive_err = 0;
+  for (size_t i = 0; i < naive.size(); ++i) naive_err = std::max(naive_err, std::fabs(naive[i] - e.o[i]));
+  REQUIRE(naive_err > 0);
+  REQUIRE(naive_err < tolerance(p.dtype));
+  // An output off by three times the naive error everywhere fails the rule.
+  std::vector<float> out(e.o.size());
+  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(e.o[i] + 3 * naive_err);
+  const Verdict v = compare(p, all, out, e, &naive, nullptr);
+  REQUIRE(v.bound >= 2 * naive_err);
+  REQUIRE_FALSE(v.pass);
+  REQUIRE_THAT(v.why, Catch::Matchers::Contains("twice the same-dtype naive error"));
+}

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# run_tests.sh: the tests. Installs what is missing, then
+#   - builds the backend this machine runs (gpu with a GPU, else cpu) and runs every test: the
+#     emulator's, the reference's, every variant of every chapter over the sweep (on the cpu
+#     backend in each schedule order), the command line's;
+#   - on a machine without a GPU also compiles and links the gpu backend (its tests report
+#     themselves skipped), builds the emulator's tests with AddressSanitizer and runs them, and
+#     prints the emulator's benchmark.
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+"$root/tools/install_deps.sh"
+status=0
+step() { echo; echo "=== $*"; }
+
+step "build"
+configure "$root/build" $(backend_args)
+grep -m1 "flashsteps: backend" "$root/build/configure.log" || true
+build "$root/build"
+backend=$(grep -m1 '^FLASHSTEPS_BACKEND' "$root/build/CMakeCache.txt" | cut -d= -f2)
+step "tests ($backend backend)"
+ctest --test-dir "$root/build" --output-on-failure -j 2 || status=1
+
+if [ "$backend" = cpu ]; then
+  step "the emulator's tests under AddressSanitizer"
+  if configure "$root/build-asan" -DFLASHSTEPS_BACKEND=cpu -DFLASHSTEPS_SANITIZE=address -DCMAKE_BUILD_TYPE=Debug &&
+     build "$root/build-asan" --target simt_tests; then
+    "$root/build-asan/bin/simt_tests" | tail -2 || status=1
+  else
+    status=1
+  fi
+  step "the emulator's benchmark"
+  "$root/build/bin/simt_bench" || status=1
+  nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+  if [ -x "$nvcc" ]; then
+    step "the gpu backend compiles and links (no GPU here: its tests report themselves skipped)"
+    if configure "$root/build-gpu" -DFLASHSTEPS_BACKEND=gpu -DCMAKE_CUDA_COMPILER="$nvcc" && build "$root/build-gpu"; then
+      echo "built: $(ls "$root/build-gpu/bin" | tr '\n' ' ')"
+      ctest --test-dir "$root/build-gpu" | tail -12 || status=1
+    else
+      status=1
+    fi
+  fi
+fi
+step "$([ $status = 0 ] && echo "all passed" || echo "FAILED")"
+exit $status
