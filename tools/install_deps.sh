@@ -13,7 +13,7 @@ fi
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 echo "installing: ${missing[*]}"
-if ! { $sudo apt-get update -qq && $sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null; }; then
+if ! { $sudo apt-get update -qq && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null; }; then
   # A machine without a package registry may still have what it needs staged elsewhere
   # (CMAKE_PREFIX_PATH); configure will name anything still missing.
   echo "could not install ${missing[*]}; going on with what is here" >&2
