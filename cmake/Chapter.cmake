@@ -1,21 +1,31 @@
 # Chapter.cmake: what a numbered chapter folder declares, in its CMakeLists.txt:
 #   flashsteps_chapter(KERNELS a.cu b.cu SOURCES variants.cpp
-#                      [GPU_KERNELS c.cu] [GPU_LIBRARIES CUDA::cublas])
-# It builds the chapter's kernels and variants into an object library <chapter>_variants, a
-# binary named after the folder (its variants on one problem), and lists the chapter for the
-# tests, the tour and the benchmarks, which link every chapter.
+#                      [GPU_KERNELS c.cu] [GPU_LIBRARIES CUDA::cublas] [USES 01_naive_attention])
+# It builds the chapter's kernels into a library <chapter>_kernels (which a later chapter may
+# USE: it then includes "01_naive_attention/naive.h" and calls them), its variants into an object
+# library <chapter>_variants, and a binary named after the folder (its variants on one problem),
+# and lists the chapter for the tests, the tour and the benchmarks, which link every chapter.
 function(flashsteps_chapter)
-  cmake_parse_arguments(C "" "" "KERNELS;SOURCES;GPU_KERNELS;GPU_LIBRARIES" ${ARGN})
+  cmake_parse_arguments(C "" "" "KERNELS;SOURCES;GPU_KERNELS;GPU_LIBRARIES;USES" ${ARGN})
   get_filename_component(chapter ${CMAKE_CURRENT_SOURCE_DIR} NAME)
+  set(kernels ${chapter}_kernels)
+  add_library(${kernels} STATIC)
+  flashsteps_kernel_sources(${kernels} ${C_KERNELS})
+  if(FLASHSTEPS_BACKEND STREQUAL "gpu")
+    flashsteps_kernel_sources(${kernels} ${C_GPU_KERNELS})
+    target_link_libraries(${kernels} PUBLIC ${C_GPU_LIBRARIES})
+  endif()
+  target_include_directories(${kernels} PUBLIC ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/common)
+  target_link_libraries(${kernels} PUBLIC simt)
+  foreach(used IN LISTS C_USES)
+    target_link_libraries(${kernels} PUBLIC ${used}_kernels)
+  endforeach()
+  flashsteps_warnings(${kernels})
+
   set(lib ${chapter}_variants)
   add_library(${lib} OBJECT ${C_SOURCES})
-  flashsteps_kernel_sources(${lib} ${C_KERNELS})
-  if(FLASHSTEPS_BACKEND STREQUAL "gpu")
-    flashsteps_kernel_sources(${lib} ${C_GPU_KERNELS})
-    target_link_libraries(${lib} PUBLIC ${C_GPU_LIBRARIES})
-  endif()
   target_include_directories(${lib} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
-  target_link_libraries(${lib} PUBLIC harness)
+  target_link_libraries(${lib} PUBLIC harness ${kernels})
   flashsteps_warnings(${lib})
 
   add_executable(${chapter} ${PROJECT_SOURCE_DIR}/common/harness/chapter_main.cpp)

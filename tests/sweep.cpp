@@ -13,7 +13,7 @@ std::vector<Problem> shape_sweep() {
       for (DType t : {DType::fp32, DType::fp16, DType::bf16})
         for (Causal c : {Causal::none, Causal::top_left, Causal::bottom_right}) {
           Problem p;
-          const bool big = l.Lq * l.Lk > 20000;
+          const bool big = l.Lq >= 97 || l.Lk >= 97;  // keeps the emulated sweep within minutes
           p.B = big ? 1 : 2;
           p.H = big ? 2 : 3;
           p.Lq = l.Lq, p.Lk = l.Lk, p.d = d, p.dtype = t, p.causal = c;

@@ -1,5 +1,6 @@
 #include "device.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "errors.h"
@@ -16,12 +17,27 @@ std::string DeviceInfo::summary() const {
   if (emulated) {
     std::snprintf(buf, sizeof buf, "%s, %d worker thread(s): timings are not GPU timings", name.c_str(), sms);
   } else {
-    std::snprintf(buf, sizeof buf, "%s (sm_%d%d, %d SMs, %s), driver %s, CUDA runtime %s", name.c_str(), cc_major, cc_minor,
-                  sms, human_bytes(static_cast<double>(total_bytes)).c_str(), version_string(driver).c_str(),
-                  version_string(runtime).c_str());
+    std::snprintf(buf, sizeof buf, "%s (sm_%d%d, %d SMs, %s), driver %s (CUDA %s), CUDA runtime %s", name.c_str(),
+                  cc_major, cc_minor, sms, human_bytes(static_cast<double>(total_bytes)).c_str(), driver_version.c_str(),
+                  version_string(driver).c_str(), version_string(runtime).c_str());
   }
   return buf;
 }
+
+namespace {
+// The CUDA runtime knows the driver's API version only; the driver's own version string is what
+// results are usually labelled with, and nvidia-smi prints it.
+std::string nvidia_smi_driver() {
+  FILE* f = popen("nvidia-smi --query-gpu=driver_version --format=csv,noheader -i 0 2>/dev/null", "r");
+  if (!f) return "";
+  char buf[64] = {};
+  const bool got = std::fgets(buf, sizeof buf, f) != nullptr;
+  pclose(f);
+  std::string v = got ? buf : "";
+  while (!v.empty() && (v.back() == '\n' || v.back() == ' ')) v.pop_back();
+  return v;
+}
+}  // namespace
 
 const DeviceInfo& device() {
   static const DeviceInfo info = [] {
@@ -43,6 +59,8 @@ const DeviceInfo& device() {
     d.smem_optin = static_cast<int>(p.sharedMemPerBlockOptin);
     cudaDriverGetVersion(&d.driver);
     cudaRuntimeGetVersion(&d.runtime);
+    d.driver_version = d.emulated ? "none" : nvidia_smi_driver();
+    if (d.driver_version.empty()) d.driver_version = "unknown";
     return d;
   }();
   return info;
@@ -52,6 +70,29 @@ size_t free_device_bytes() {
   size_t free_b = 0, total = 0;
   check(cudaMemGetInfo(&free_b, &total), "cudaMemGetInfo");
   return free_b;
+}
+
+double copy_bandwidth_gbps() {
+  static const double gbps = [] {
+    if (device().emulated) return 0.0;
+    const size_t bytes = std::min<size_t>(size_t{512} << 20, free_device_bytes() / 4);
+    DeviceBuffer a(bytes), b(bytes);
+    cudaEvent_t start, stop;
+    check(cudaEventCreate(&start), "cudaEventCreate");
+    check(cudaEventCreate(&stop), "cudaEventCreate");
+    const int reps = 10;
+    for (int i = 0; i < 2; ++i) check(cudaMemcpyAsync(b.get(), a.get(), bytes, cudaMemcpyDeviceToDevice), "copy");
+    check(cudaEventRecord(start), "cudaEventRecord");
+    for (int i = 0; i < reps; ++i) check(cudaMemcpyAsync(b.get(), a.get(), bytes, cudaMemcpyDeviceToDevice), "copy");
+    check(cudaEventRecord(stop), "cudaEventRecord");
+    check(cudaEventSynchronize(stop), "copy");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    return 2.0 * static_cast<double>(bytes) * reps / (ms * 1e6);
+  }();
+  return gbps;
 }
 
 void check(cudaError_t e, const std::string& what) {

@@ -12,7 +12,8 @@ struct DeviceInfo {
   bool emulated = false;  // the cpu backend
   std::string name;       // "NVIDIA H100 80GB HBM3", or the emulator's
   int cc_major = 0, cc_minor = 0, sms = 0;
-  int driver = 0, runtime = 0;  // e.g. 12080 = 12.8
+  int driver = 0, runtime = 0;  // CUDA versions of the driver API and the runtime: 12080 = 12.8
+  std::string driver_version;   // the driver's own version (nvidia-smi's "570.86.15"), or "none"
   size_t total_bytes = 0, l2_bytes = 0;
   int smem_optin = 0;  // largest dynamic shared memory a block may opt in to
   std::string summary() const;  // one line for the tables
@@ -20,6 +21,9 @@ struct DeviceInfo {
 const DeviceInfo& device();
 std::string version_string(int cuda_version);  // 12080 -> "12.8"
 size_t free_device_bytes();
+// GB/s of a device-to-device copy (bytes read + bytes written), measured once per process: what
+// a memory-bound kernel can hope for. 0 on the CPU backend.
+double copy_bandwidth_gbps();
 
 // Throws CudaError naming `what` unless e is cudaSuccess.
 void check(cudaError_t e, const std::string& what);

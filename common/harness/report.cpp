@@ -51,12 +51,17 @@ void print_skip(const std::string& variant, const std::string& why) {
 void print_stages(const Result& r) {
   if (r.timing.stages.size() < 2 || r.timing.median_ms <= 0) return;
   double total = 0;
-  for (const auto& s : r.timing.stages) total += s.second;
-  std::printf("    ");
-  for (size_t i = 0; i < r.timing.stages.size(); ++i)
-    std::printf("%s%s %.4f ms (%.0f%%)", i ? " | " : "", r.timing.stages[i].first.c_str(), r.timing.stages[i].second,
-                100 * r.timing.stages[i].second / total);
-  std::printf("\n");
+  for (const auto& s : r.timing.stages) total += s.ms;
+  const double copy = copy_bandwidth_gbps();
+  for (const auto& s : r.timing.stages) {
+    std::printf("    %-26s %9.4f ms %4.0f%%", s.stage.c_str(), s.ms, 100 * s.ms / total);
+    if (s.bytes > 0 && s.ms > 0) {
+      const double gbps = s.bytes / (s.ms * 1e6);
+      std::printf("  %9.1f GB/s", gbps);
+      if (copy > 0) std::printf(" = %3.0f%% of a device copy (%.0f GB/s, measured now)", 100 * gbps / copy, copy);
+    }
+    std::printf("\n");
+  }
 }
 
 const char* const kCsvHeader =
@@ -70,7 +75,7 @@ std::string csv_row(const Result& r) {
   std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   const Problem& p = r.problem;
   std::ostringstream s;
-  s << '"' << dev.name << (dev.emulated ? " (CPU emulation)" : "") << "\"," << version_string(dev.driver) << ','
+  s << '"' << dev.name << "\"," << dev.driver_version << ','
     << version_string(dev.runtime) << ',' << commit_id() << ',' << ts << ',' << r.variant->chapter << ','
     << r.variant->name << ',' << dtype_name(p.dtype) << ',' << p.B << ',' << p.H << ',' << p.Lq << ',' << p.Lk << ','
     << p.d << ',' << causal_name(p.causal) << ',' << mask_name(p.mask) << ',' << r.timing.median_ms << ','

@@ -22,23 +22,25 @@ cudaEvent_t Stages::event(size_t i) {
 void Stages::begin() {
   used_ = 0;
   names_.clear();
+  bytes_.clear();
   check(cudaEventRecord(event(used_++)), "cudaEventRecord");
 }
-void Stages::run(const std::string& stage, const std::function<cudaError_t()>& launch) {
+void Stages::run(const std::string& stage, const std::function<cudaError_t()>& launch, double bytes) {
   check(launch(), "launch of \"" + stage + "\"");
   names_.push_back(stage);
+  bytes_.push_back(bytes);
   check(cudaEventRecord(event(used_++)), "cudaEventRecord");
 }
 void Stages::end() {
   check(cudaEventSynchronize(event(used_ - 1)), "the kernels");  // execution errors surface here
   check(cudaGetLastError(), "the kernels");
 }
-std::vector<std::pair<std::string, double>> Stages::times() const {
-  std::vector<std::pair<std::string, double>> t;
+std::vector<Stages::Time> Stages::times() const {
+  std::vector<Time> t;
   for (size_t i = 0; i < names_.size(); ++i) {
     float ms = 0;
     check(cudaEventElapsedTime(&ms, events_[i], events_[i + 1]), "cudaEventElapsedTime");
-    t.emplace_back(names_[i], ms);
+    t.push_back({names_[i], ms, bytes_[i]});
   }
   return t;
 }
@@ -60,17 +62,15 @@ Timing time_variant(const std::function<void()>& prepare, const std::function<vo
   t.reps = reps;
   std::vector<double> total;
   std::vector<std::vector<double>> per_stage;
-  std::vector<std::string> names;
+  std::vector<Stages::Time> last;
   for (int r = 0; r < reps; ++r) {
     execute();
-    const auto times = st.times();
+    last = st.times();
     double sum = 0;
-    per_stage.resize(times.size());
-    names.clear();
-    for (size_t i = 0; i < times.size(); ++i) {
-      sum += times[i].second;
-      per_stage[i].push_back(times[i].second);
-      names.push_back(times[i].first);
+    per_stage.resize(last.size());
+    for (size_t i = 0; i < last.size(); ++i) {
+      sum += last[i].ms;
+      per_stage[i].push_back(last[i].ms);
     }
     total.push_back(sum);
   }
@@ -81,7 +81,7 @@ Timing time_variant(const std::function<void()>& prepare, const std::function<vo
   };
   t.median_ms = median(total);
   t.min_ms = total.empty() ? 0 : *std::min_element(total.begin(), total.end());
-  for (size_t i = 0; i < per_stage.size(); ++i) t.stages.emplace_back(names[i], median(per_stage[i]));
+  for (size_t i = 0; i < per_stage.size(); ++i) t.stages.push_back({last[i].stage, median(per_stage[i]), last[i].bytes});
   return t;
 }
 

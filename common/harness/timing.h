@@ -17,25 +17,31 @@ class Stages {
   Stages(const Stages&) = delete;
   Stages& operator=(const Stages&) = delete;
 
-  void run(const std::string& stage, const std::function<cudaError_t()>& launch);
+  // `bytes`: what the stage moves to and from device memory by the variant's cost model (0 if
+  // not modelled), so that the breakdown can show each kernel's GB/s.
+  void run(const std::string& stage, const std::function<cudaError_t()>& launch, double bytes = 0);
 
   // Used by the harness around one execution of a variant.
   void begin();
   void end();
-  // Stage names and milliseconds of the last execution (after end()).
-  std::vector<std::pair<std::string, double>> times() const;
+  struct Time {
+    std::string stage;
+    double ms, bytes;
+  };
+  std::vector<Time> times() const;  // of the last execution (after end())
 
  private:
   cudaEvent_t event(size_t i);
   std::vector<cudaEvent_t> events_;
   std::vector<std::string> names_;
+  std::vector<double> bytes_;
   size_t used_ = 0;
 };
 
 struct Timing {
   int reps = 0;
   double median_ms = 0, min_ms = 0;
-  std::vector<std::pair<std::string, double>> stages;  // median per stage
+  std::vector<Stages::Time> stages;  // median per stage
 };
 
 // Runs `launch` `warmup` times, then `reps` times, each after `prepare` and after writing a buffer

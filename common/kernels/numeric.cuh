@@ -30,13 +30,18 @@ cudaError_t dispatch_dtype(DType t, F&& f) {
 }
 
 // The scaled score s of query i and key j of head (b, h) after is_causal and attn_mask; -inf
-// removes the key.
-__device__ __forceinline__ float mask_score(const AttentionParams& p, int b, int h, int i, int j, float s) {
+// removes the key. A kernel that works in base-2 exponents passes s already multiplied by
+// log2(e) and additive_scale = log2(e), so that the additive mask is converted the same way.
+__device__ __forceinline__ float mask_score(const AttentionParams& p, int b, int h, int i, int j, float s,
+                                            float additive_scale = 1.f) {
   if (p.causal != Causal::none && j > i + p.causal_offset()) return -INFINITY;
   if (p.mask_kind == MaskKind::none) return s;
   const long long at = b * p.mask_stride_b + h * p.mask_stride_h + static_cast<long long>(i) * p.Lk + j;
   if (p.mask_kind == MaskKind::boolean) return static_cast<const uint8_t*>(p.mask)[at] ? s : -INFINITY;
-  return s + static_cast<const float*>(p.mask)[at];
+  return s + additive_scale * static_cast<const float*>(p.mask)[at];
 }
+
+// log2(e): exp(x) = exp2(x * log2(e)), and exp2 is the GPU's native exponential.
+constexpr float kLog2e = 1.4426950408889634f;
 
 }  // namespace attn

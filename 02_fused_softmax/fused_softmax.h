@@ -1,0 +1,20 @@
+// fused_softmax.h: chapter 02's softmax kernels. Each reads the unscaled scores S = Q K^T that
+// chapter 01's GEMM kernel writes (with scale 1), and does scale, mask and softmax of a row in one
+// kernel, writing P for chapter 01's P V kernel. Four steps, one file each.
+#pragma once
+#include <cuda_runtime.h>
+
+#include "kernels/params.h"
+
+namespace ch02 {
+
+cudaError_t softmax_warp(const attn::AttentionParams& p, const float* S, float* P);   // a: a warp per row
+cudaError_t softmax_block(const attn::AttentionParams& p, const float* S, float* P);  // b: a block per row
+cudaError_t softmax_vec4(const attn::AttentionParams& p, const float* S, float* P);   // c: 128-bit accesses
+cudaError_t softmax_exp2(const attn::AttentionParams& p, const float* S, float* P);   // d: exp2, log2(e) folded
+
+// Whether a row of Lk floats fits in the shared memory one block may use (steps b to d keep the
+// row there and read S once; a longer row is read from memory again in each pass).
+bool row_fits_on_chip(int Lk);
+
+}  // namespace ch02

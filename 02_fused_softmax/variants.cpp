@@ -1,0 +1,57 @@
+// variants.cpp: chapter 02 in the registry. Every variant runs chapter 01's two GEMM kernels
+// (the first with scale 1: the softmax now scales) around one of this chapter's softmax kernels,
+// so the steps differ only in the softmax, and the per-kernel breakdown shows its share fall.
+#include "01_naive_attention/naive.h"
+#include "fused_softmax.h"
+#include "harness/registry.h"
+
+namespace {
+using namespace attn;
+using Softmax = cudaError_t (*)(const AttentionParams&, const float*, float*);
+
+double nn(const Problem& p) { return static_cast<double>(p.heads()) * p.Lq * p.Lk; }
+double nn(const AttentionParams& p) { return static_cast<double>(p.B) * p.H * p.Lq * p.Lk; }
+// P starts on a 16-byte boundary after S, so that rows of S and P share their alignment (the
+// vectorized kernels need it).
+size_t p_offset(double elements) { return (static_cast<size_t>(elements) + 3) / 4 * 4; }
+double in_bytes(const AttentionParams& p, int L) { return static_cast<double>(p.B) * p.H * L * p.d * dtype_size(p.dtype); }
+
+// The bytes each stage moves: the GEMMs as in chapter 01; the softmax reads S and writes P,
+// reading S again in each later pass when the row is not kept on chip.
+double gemm1_bytes(const AttentionParams& p) { return in_bytes(p, p.Lq) + in_bytes(p, p.Lk) + 4 * nn(p); }
+double gemm2_bytes(const AttentionParams& p) { return 4 * nn(p) + in_bytes(p, p.Lk) + in_bytes(p, p.Lq); }
+double softmax_bytes(int reads_of_S, const AttentionParams& p) { return 4 * nn(p) * (reads_of_S + 1); }
+
+Variant step(const char* name, const char* description, Softmax softmax, bool keeps_row, bool best = false) {
+  Variant v;
+  v.chapter = "02_fused_softmax";
+  v.name = name;
+  v.description = description;
+  v.best = best;
+  v.workspace_bytes = [](const Problem& p) { return (p_offset(nn(p)) + static_cast<size_t>(nn(p))) * sizeof(float); };
+  v.hbm_bytes = [keeps_row](const Problem& p) {
+    const int reads = keeps_row && ch02::row_fits_on_chip(p.Lk) ? 1 : 3;
+    return p.qkvo_bytes() + nn(p) * sizeof(float) * (1 + reads + 1 + 1);
+  };
+  v.cpu_flops_per_second = 6e8;
+  v.run = [softmax, keeps_row](const AttentionParams& p, Stages& st) {
+    float* S = static_cast<float*>(p.workspace);
+    float* P = S + p_offset(nn(p));
+    AttentionParams unscaled = p;
+    unscaled.scale = 1.f;
+    const int reads = keeps_row && ch02::row_fits_on_chip(p.Lk) ? 1 : 3;
+    st.run("S = QK^T", [&] { return ch01::scores(unscaled, S); }, gemm1_bytes(p));
+    st.run("P = softmax(scale*S)", [&] { return softmax(p, S, P); }, softmax_bytes(reads, p));
+    st.run("O = PV", [&] { return ch01::pv(p, P); }, gemm2_bytes(p));
+  };
+  return v;
+}
+
+const Register a(step("warp_per_row", "a warp per row: coalesced passes, shuffle reductions; scale and mask fused",
+                      ch02::softmax_warp, false));
+const Register b(step("block_per_row", "a block per row, kept in shared memory: S read once, P written once",
+                      ch02::softmax_block, true));
+const Register c(step("vectorized", "the block per row with 128-bit loads and stores", ch02::softmax_vec4, true));
+const Register d(step("exp2", "exp2f with log2(e) folded into the scale", ch02::softmax_exp2, true, true));
+
+}  // namespace
