@@ -54,7 +54,7 @@ void print_stages(const Result& r) {
   for (const auto& s : r.timing.stages) total += s.ms;
   const double copy = copy_bandwidth_gbps();
   for (const auto& s : r.timing.stages) {
-    std::printf("    %-26s %9.4f ms %4.0f%%", s.stage.c_str(), s.ms, 100 * s.ms / total);
+    std::printf("    %-30s %9.4f ms %4.0f%%", s.stage.c_str(), s.ms, 100 * s.ms / total);
     if (s.bytes > 0 && s.ms > 0) {
       const double gbps = s.bytes / (s.ms * 1e6);
       std::printf("  %9.1f GB/s", gbps);
