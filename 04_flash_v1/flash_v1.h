@@ -1,0 +1,35 @@
+// flash_v1.h: chapter 04, FlashAttention (v1): Q, K and V go through shared memory tile by tile;
+// nothing N x N is ever stored. Both kernels keep, as FlashAttention's Algorithm 1 does, the
+// output O and the row statistics l and m in global memory and update them after every K/V tile:
+// O_acc (fp32, [B*H][Lq][d]), l and m (fp32, [B*H][Lq]) in the workspace. Each writes O in the
+// inputs' type at the end, and lse = m + log(l).
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+#include "kernels/params.h"
+
+namespace ch04 {
+
+// Algorithm 1's block sizes for head dim d: Bc = ceil(M / 4d), Br = min(Bc, d), where M is the
+// number of floats of shared memory a block may use. The algorithm also keeps S_ij (Br x Bc) and
+// four row vectors on chip, which 4 * Bc * d does not count: while they do not fit, M is taken
+// 4d smaller.
+struct Blocks {
+  int M_device;  // floats of shared memory one block may use on this device
+  int M;         // the M the block sizes come from
+  int Bc, Br;
+  size_t smem_bytes;
+};
+Blocks algorithm1_blocks(int d);
+
+// Algorithm 1 as the paper writes it: one block per (batch, head) runs the whole double loop.
+cudaError_t algorithm1(const attn::AttentionParams& p, float* O_acc, float* l, float* m);
+
+// The FA1 CUDA kernel's structure: one block per (batch, head), one thread per row of a Q tile,
+// tiles of kTile rows of Q and of K and V.
+constexpr int kTile = 64;
+cudaError_t row_per_thread(const attn::AttentionParams& p, float* O_acc, float* l, float* m);
+
+}  // namespace ch04

@@ -1,0 +1,72 @@
+// variants.cpp: chapter 04 in the registry.
+#include <cstdio>
+
+#include "flash_v1.h"
+#include "harness/registry.h"
+
+namespace {
+using namespace attn;
+
+// O_acc, then l, then m, all fp32: the O(B * H * N) state FlashAttention keeps in global memory
+// (O_acc has d floats per row; in fp32 inputs it could be O itself).
+size_t rows(const Problem& p) { return p.heads() * static_cast<size_t>(p.Lq); }
+size_t workspace(const Problem& p) { return rows(p) * (static_cast<size_t>(p.d) + 2) * sizeof(float); }
+struct State {
+  float *O, *l, *m;
+};
+State state(const AttentionParams& p) {
+  float* O = static_cast<float*>(p.workspace);
+  float* l = O + static_cast<size_t>(p.B) * p.H * p.Lq * p.d;
+  return {O, l, l + static_cast<size_t>(p.B) * p.H * p.Lq};
+}
+
+// The bytes Algorithm 1 moves: K and V once; for each of the Tc K/V tiles, Q and O (read and
+// written, fp32) and l and m (read and written) of every row; O written once more at the end.
+double flash_v1_bytes(const Problem& p, int Bc) {
+  const double t = dtype_size(p.dtype), Tc = (p.Lk + Bc - 1) / Bc, heads = static_cast<double>(p.heads());
+  const double per_pass = p.Lq * (p.d * t + 2.0 * p.d * 4 + 4 * 4);
+  return heads * (2.0 * p.Lk * p.d * t + Tc * per_pass + p.Lq * p.d * (4 + t));
+}
+
+const Register algorithm1({
+    .chapter = "04_flash_v1",
+    .name = "algorithm1",
+    .description = "FlashAttention's Algorithm 1 as written: Bc, Br from M; K/V outer loop; O, l, m in HBM",
+    .writes_lse = true,
+    .workspace_bytes = workspace,
+    .hbm_bytes = [](const Problem& p) { return flash_v1_bytes(p, ch04::algorithm1_blocks(p.d).Bc); },
+    .cpu_flops_per_second = 4e8,
+    .plan =
+        [](const Problem& p) {
+          const ch04::Blocks b = ch04::algorithm1_blocks(p.d);
+          char s[200];
+          std::snprintf(s, sizeof s,
+                        "shared memory: %d floats; M = %d (what S_ij and the row vectors leave): Bc = ceil(M/4d) = %d, "
+                        "Br = min(Bc, d) = %d, Tc = %d, Tr = %d",
+                        b.M_device, b.M, b.Bc, b.Br, (p.Lk + b.Bc - 1) / b.Bc, (p.Lq + b.Br - 1) / b.Br);
+          return std::string(s);
+        },
+    .run =
+        [](const AttentionParams& p, Stages& st) {
+          const State s = state(p);
+          st.run("FlashAttention, Algorithm 1", [&] { return ch04::algorithm1(p, s.O, s.l, s.m); });
+        },
+});
+
+const Register row_per_thread({
+    .chapter = "04_flash_v1",
+    .name = "row_per_thread",
+    .description = "the FA1 kernel's shape: a block per (batch, head), a thread per row of a 64-row Q tile",
+    .writes_lse = true,
+    .best = true,
+    .workspace_bytes = workspace,
+    .hbm_bytes = [](const Problem& p) { return flash_v1_bytes(p, ch04::kTile); },
+    .cpu_flops_per_second = 6e8,
+    .run =
+        [](const AttentionParams& p, Stages& st) {
+          const State s = state(p);
+          st.run("FlashAttention, FA1 kernel", [&] { return ch04::row_per_thread(p, s.O, s.l, s.m); });
+        },
+});
+
+}  // namespace
