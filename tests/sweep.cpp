@@ -20,6 +20,15 @@ std::vector<Problem> shape_sweep() {
           p.seed = static_cast<uint64_t>(l.Lq * 1000 + l.Lk + d);
           out.push_back(p);
         }
+  // The other head dims the tensor-core chapters state: 96 and 256.
+  for (Lengths l : {Lengths{17, 97}, Lengths{97, 17}, Lengths{130, 130}})
+    for (int d : {96, 256})
+      for (DType t : {DType::fp16, DType::bf16})
+        for (Causal c : {Causal::none, Causal::top_left, Causal::bottom_right}) {
+          Problem p;
+          p.B = 1, p.H = 2, p.Lq = l.Lq, p.Lk = l.Lk, p.d = d, p.dtype = t, p.causal = c;
+          out.push_back(p);
+        }
   return out;
 }
 

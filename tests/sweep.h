@@ -7,7 +7,8 @@
 namespace attn {
 
 // Lengths that are no multiple of any tile (1, 17, 97, 257) and Lq != Lk both ways; head dims
-// 32, 64, 80, 128; every dtype; without is_causal and with both alignments; B*H > 1.
+// 32, 64, 80, 128 (and 96, 256 in fp16/bf16); every dtype; without is_causal and with both
+// alignments; B*H > 1.
 std::vector<Problem> shape_sweep();
 // Boolean and additive masks, shared and per head, with fully masked rows; an explicit scale.
 std::vector<Problem> mask_sweep();

@@ -6,6 +6,8 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <type_traits>
+
 #include "params.h"
 
 namespace attn {
@@ -27,6 +29,15 @@ cudaError_t dispatch_dtype(DType t, F&& f) {
     case DType::bf16: return f(__nv_bfloat16{});
   }
   return cudaErrorInvalidValue;
+}
+
+// Calls f with std::integral_constant<int, D>{} for the D among Ds that equals d (kernels whose
+// registers are sized by the head dim); cudaErrorInvalidValue if none does.
+template <int... Ds, class F>
+cudaError_t dispatch_head_dim(int d, F&& f) {
+  cudaError_t r = cudaErrorInvalidValue;
+  (void)((d == Ds ? (r = f(std::integral_constant<int, Ds>{}), true) : false) || ...);
+  return r;
 }
 
 // The scaled score s of query i and key j of head (b, h) after is_causal and attn_mask; -inf
