@@ -9,13 +9,13 @@
 //                            share them and meet in two shuffles (quad_max)
 //   O (16 x d) += P V        P's accumulators are already A fragments (kernels/mma.cuh): no trip
 //                            through shared memory; V's fragments by ldmatrix.trans
-// Scores are in base 2, scale * log2(e) applied to the accumulators. K and V tiles are plain
+// Scores are in base 2, scale * log2(e) applied to the accumulators; the softmax steps on the
+// accumulators are in fa2_tile.cuh, shared with step d and chapter 06. K and V tiles are plain
 // loads into padded shared-memory rows (d + 8 halves: ldmatrix's 8 rows fall on different banks).
 // Cost: P is rounded to fp16/bf16 before P V (the mma's inputs), as FlashAttention-2 does; the
 // row sums l are kept in fp32. The tiles are loaded while the tensor cores wait: step d overlaps.
+#include "fa2_tile.cuh"
 #include "flash_v2.h"
-#include "kernels/mma.cuh"
-#include "kernels/numeric.cuh"
 #include "simt/ptx.cuh"
 #include "simt/simt.h"
 
@@ -23,7 +23,6 @@ namespace ch05 {
 namespace {
 
 constexpr int kWarps = 4, Br = 16 * kWarps, Bc = 64;
-constexpr float kLn2 = 0.6931471805599453f;
 
 template <class T, int D>
 __global__ void __launch_bounds__(32 * kWarps) tensor_cores_kernel(const attn::AttentionParams p) {
@@ -31,7 +30,7 @@ __global__ void __launch_bounds__(32 * kWarps) tensor_cores_kernel(const attn::A
   T* Qs = simt::dynamic_smem<T>();  // [Br][LD]
   T* Ks = Qs + Br * LD;             // [Bc][LD]
   T* Vs = Ks + Bc * LD;             // [Bc][LD]
-  const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+  const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32, g = lane / 4;
   const int bh = static_cast<int>(blockIdx.y), b = bh / p.H, h = bh % p.H, q0 = static_cast<int>(blockIdx.x) * Br;
   const T* Q = static_cast<const T*>(p.q) + static_cast<size_t>(bh) * p.Lq * D;
   const T* K = static_cast<const T*>(p.k) + static_cast<size_t>(bh) * p.Lk * D;
@@ -45,8 +44,8 @@ __global__ void __launch_bounds__(32 * kWarps) tensor_cores_kernel(const attn::A
   uint32_t qa[D / 16][4];  // this warp's 16 rows of Q as A fragments, one per 16 columns
   for (int kk = 0; kk < D / 16; ++kk) simt::ldmatrix_x4(qa[kk], &Qs[(warp * 16 + lane % 16) * LD + kk * 16 + (lane / 16) * 8]);
 
-  const int row[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};  // the two rows this lane holds
-  float o[D / 8][4] = {}, m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+  RowState<D> st;  // this lane's two rows: their O, m and l
+  st.row[0] = q0 + warp * 16 + g, st.row[1] = st.row[0] + 8;
   const float scale_log2 = p.scale * attn::kLog2e;
 
   for (int k0 = 0; k0 < p.Lk; k0 += Bc) {
@@ -68,26 +67,8 @@ __global__ void __launch_bounds__(32 * kWarps) tensor_cores_kernel(const attn::A
         simt::mma_m16n8k16<T>(s[nt], qa[kk], kb, s[nt]);
       }
     }
-    float m_new[2] = {m[0], m[1]};
-    for (int nt = 0; nt < Bc / 8; ++nt)
-      for (int e = 0; e < 4; ++e) {
-        const int r = e / 2, key = k0 + nt * 8 + 2 * t + (e & 1);
-        s[nt][e] = key < p.Lk && row[r] < p.Lq
-                       ? attn::mask_score(p, b, h, row[r], key, s[nt][e] * scale_log2, attn::kLog2e)
-                       : -INFINITY;
-        m_new[r] = fmaxf(m_new[r], s[nt][e]);
-      }
-    float alpha[2], m_use[2], sum[2] = {0.f, 0.f};
-    for (int r = 0; r < 2; ++r) {
-      m_new[r] = attn::quad_max(m_new[r]);
-      m_use[r] = m_new[r] == -INFINITY ? 0.f : m_new[r];  // nothing visible yet: keep exp2 finite
-      alpha[r] = exp2f(m[r] - m_use[r]);
-      m[r] = m_new[r];
-    }
-    for (int nt = 0; nt < Bc / 8; ++nt)
-      for (int e = 0; e < 4; ++e) sum[e / 2] += s[nt][e] = exp2f(s[nt][e] - m_use[e / 2]);
-    for (int r = 0; r < 2; ++r) l[r] = l[r] * alpha[r] + sum[r];  // this lane's share; the quad adds up at the end
-    for (int nt = 0; nt < D / 8; ++nt) o[nt][0] *= alpha[0], o[nt][1] *= alpha[0], o[nt][2] *= alpha[1], o[nt][3] *= alpha[1];
+    scale_and_mask<Bc>(s, st, p, b, h, k0, scale_log2);  // base 2; masked keys -inf
+    online_softmax<Bc>(s, st);                           // m, alpha applied to l and O, s = P
 
     for (int kk = 0; kk < Bc / 16; ++kk) {  // O += P V, 16 keys at a time
       uint32_t pa[4];
@@ -95,22 +76,11 @@ __global__ void __launch_bounds__(32 * kWarps) tensor_cores_kernel(const attn::A
       for (int nt = 0; nt < D / 8; ++nt) {
         uint32_t vb[2];  // V rows kk*16 .. +15, columns nt*8 .. +7, transposed on the way
         simt::ldmatrix_x2_trans(vb, &Vs[(kk * 16 + lane % 16) * LD + nt * 8]);
-        simt::mma_m16n8k16<T>(o[nt], pa, vb, o[nt]);
+        simt::mma_m16n8k16<T>(st.o[nt], pa, vb, st.o[nt]);
       }
     }
   }
-
-  for (int r = 0; r < 2; ++r) {
-    const float lr = attn::quad_sum(l[r]);
-    const float inv_l = lr > 0.f ? 1.f / lr : 0.f;  // no visible key: O = 0
-    if (row[r] >= p.Lq) continue;
-    T* out = static_cast<T*>(p.o) + (static_cast<size_t>(bh) * p.Lq + row[r]) * D;
-    for (int nt = 0; nt < D / 8; ++nt) {
-      attn::store(out + nt * 8 + 2 * t, o[nt][2 * r] * inv_l);
-      attn::store(out + nt * 8 + 2 * t + 1, o[nt][2 * r + 1] * inv_l);
-    }
-    if (t == 0 && p.lse) p.lse[static_cast<size_t>(bh) * p.Lq + row[r]] = lr > 0.f ? (m[r] + log2f(lr)) * kLn2 : -INFINITY;
-  }
+  store_rows<T>(st, p, bh);
 }
 
 }  // namespace

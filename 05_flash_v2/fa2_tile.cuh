@@ -1,0 +1,88 @@
+// fa2_tile.cuh: the steps of FlashAttention-2 on tensor cores that every such kernel of the book
+// shares (steps c and d of this chapter, and chapter 06): what one warp does to its 16 rows for
+// one tile of Bc keys, once S = Q K^T is in its accumulators, and how it writes O at the end.
+//
+// A lane (g = lane / 4, t = lane % 4) holds rows g and g + 8 of the warp's 16 rows; of each
+// 8-column tile of S or O, columns 2t and 2t + 1 (kernels/mma.cuh).
+#pragma once
+#include "kernels/mma.cuh"
+#include "kernels/numeric.cuh"
+
+namespace ch05 {
+
+// One lane's share of the running state: its two rows of O (unnormalized), their maxima m (base
+// 2) and its part of their sums l (the quad adds the parts up at the end).
+template <int D>
+struct RowState {
+  float o[D / 8][4] = {};
+  float m[2] = {-INFINITY, -INFINITY};
+  float l[2] = {0.f, 0.f};
+  int row[2];  // the two query rows, absolute
+};
+
+// Scores in base 2 (scale * log2(e)), with is_causal or the mask, and -inf past the last key or
+// for a row past the last query.
+template <int Bc, int D>
+__device__ __forceinline__ void scale_and_mask(float (&s)[Bc / 8][4], const RowState<D>& st, const attn::AttentionParams& p,
+                                               int b, int h, int k0, float scale_log2) {
+  const int t = static_cast<int>(threadIdx.x % 4);
+  for (int nt = 0; nt < Bc / 8; ++nt)
+    for (int e = 0; e < 4; ++e) {
+      const int r = e / 2, key = k0 + nt * 8 + 2 * t + (e & 1);
+      s[nt][e] = key < p.Lk && st.row[r] < p.Lq
+                     ? attn::mask_score(p, b, h, st.row[r], key, s[nt][e] * scale_log2, attn::kLog2e)
+                     : -INFINITY;
+    }
+}
+
+// Scores in base 2 only: for a tile that no mask, no causal diagonal and no sequence end
+// crosses (chapter 06 sorts the tiles).
+template <int Bc>
+__device__ __forceinline__ void scale_only(float (&s)[Bc / 8][4], float scale_log2) {
+  for (int nt = 0; nt < Bc / 8; ++nt)
+    for (int e = 0; e < 4; ++e) s[nt][e] *= scale_log2;
+}
+
+// The online softmax on a tile of scores: new maxima, alpha = exp2(m_old - m_new) applied to l
+// and O, and the scores replaced by P = exp2(s - m_new) (fp32, still in the accumulators).
+template <int Bc, int D>
+__device__ __forceinline__ void online_softmax(float (&s)[Bc / 8][4], RowState<D>& st) {
+  float m_new[2] = {st.m[0], st.m[1]};
+  for (int nt = 0; nt < Bc / 8; ++nt)
+    for (int e = 0; e < 4; ++e) m_new[e / 2] = fmaxf(m_new[e / 2], s[nt][e]);
+  float alpha[2], m_use[2], sum[2] = {0.f, 0.f};
+  for (int r = 0; r < 2; ++r) {
+    m_new[r] = attn::quad_max(m_new[r]);
+    m_use[r] = m_new[r] == -INFINITY ? 0.f : m_new[r];  // nothing visible yet: keep exp2 finite
+    alpha[r] = exp2f(st.m[r] - m_use[r]);
+    st.m[r] = m_new[r];
+  }
+  for (int nt = 0; nt < Bc / 8; ++nt)
+    for (int e = 0; e < 4; ++e) sum[e / 2] += s[nt][e] = exp2f(s[nt][e] - m_use[e / 2]);
+  for (int r = 0; r < 2; ++r) st.l[r] = st.l[r] * alpha[r] + sum[r];
+  for (int nt = 0; nt < D / 8; ++nt) {
+    st.o[nt][0] *= alpha[0], st.o[nt][1] *= alpha[0];
+    st.o[nt][2] *= alpha[1], st.o[nt][3] *= alpha[1];
+  }
+}
+
+// O = o / l in the inputs' type, and lse = (m + log2 l) * ln 2; a row without a visible key gets
+// O = 0 and lse = -inf.
+template <class T, int D>
+__device__ __forceinline__ void store_rows(const RowState<D>& st, const attn::AttentionParams& p, int bh) {
+  const int t = static_cast<int>(threadIdx.x % 4);
+  for (int r = 0; r < 2; ++r) {
+    const float l = attn::quad_sum(st.l[r]);  // every lane of the warp takes part
+    const float inv_l = l > 0.f ? 1.f / l : 0.f;
+    if (st.row[r] >= p.Lq) continue;
+    T* out = static_cast<T*>(p.o) + (static_cast<size_t>(bh) * p.Lq + st.row[r]) * D;
+    for (int nt = 0; nt < D / 8; ++nt) {
+      attn::store(out + nt * 8 + 2 * t, st.o[nt][2 * r] * inv_l);
+      attn::store(out + nt * 8 + 2 * t + 1, st.o[nt][2 * r + 1] * inv_l);
+    }
+    if (t == 0 && p.lse)
+      p.lse[static_cast<size_t>(bh) * p.Lq + st.row[r]] = l > 0.f ? (st.m[r] + log2f(l)) * 0.6931471805599453f : -INFINITY;
+  }
+}
+
+}  // namespace ch05

@@ -1,0 +1,25 @@
+// causal.h: chapter 06, causal attention that does only the work the mask leaves.
+#pragma once
+#include <cuda_runtime.h>
+
+#include "kernels/params.h"
+
+namespace ch06 {
+
+// Chapter 05's pipelined kernel, with the K/V tiles above the causal diagonal skipped and the
+// mask applied only to the tiles that need it. heaviest_first: the Q tiles with the most keys to
+// visit are launched first, so that the last wave of blocks is made of light ones.
+cudaError_t skip_tiles(const attn::AttentionParams& p, bool heaviest_first);
+
+// The K/V tiles a Q tile [q0, q0 + rows) visits under is_causal (all of them without): up to the
+// one holding the last key its last row may see; 0 when no row sees any key.
+__host__ __device__ inline int tiles_to_visit(const attn::AttentionParams& p, int q0, int rows, int Bc) {
+  const int all = (p.Lk + Bc - 1) / Bc;
+  if (p.causal == attn::Causal::none) return all;
+  const int q_last = (q0 + rows < p.Lq ? q0 + rows : p.Lq) - 1;
+  const int keys = q_last + p.causal_offset() + 1;  // keys 0 .. keys - 1 are visible to some row
+  if (keys <= 0) return 0;
+  return keys >= p.Lk ? all : (keys + Bc - 1) / Bc;
+}
+
+}  // namespace ch06
