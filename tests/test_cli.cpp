@@ -86,3 +86,28 @@ TEST_CASE("a good run passes, lists and writes its CSV", "[cli]") {
   std::fclose(f);
   std::remove(csv.c_str());
 }
+
+TEST_CASE("the benchmark runner writes one checked row per measurement", "[cli]") {
+  const std::string csv = "bench_test.csv";
+  std::remove(csv.c_str());
+  const Outcome o = run("bench --sweep smoke --chapter 06 --reps 1 --csv " + csv);
+  INFO(o.output);
+  CHECK(o.code == 0);
+  CHECK_THAT(o.output, Contains("[12/12]"));
+  FILE* f = std::fopen(csv.c_str(), "r");
+  REQUIRE(f != nullptr);
+  char line[512];
+  int rows = 0, passed = 0;
+  REQUIRE(std::fgets(line, sizeof line, f) != nullptr);  // the header
+  while (std::fgets(line, sizeof line, f)) {
+    ++rows;
+    const std::string l = line;
+    CHECK_THAT(l, Contains(",06_causal,"));
+    passed += l.size() >= 2 && l.substr(l.size() - 2) == "1\n";
+  }
+  std::fclose(f);
+  CHECK(rows == 12);  // 3 variants x 4 smoke shapes
+  CHECK(passed == 12);
+  std::remove(csv.c_str());
+  bad("bench --sweep nosuch --csv " + csv, "unknown sweep");
+}

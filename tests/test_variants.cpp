@@ -15,7 +15,7 @@ void check_all_variants(const Problem& p, std::map<std::string, int>& ran) {
   o.reps = 0;
   o.sample = false;
   const Inputs in = Inputs::generate(p);
-  const Checker checker(p, in, false);
+  const Checker checker(p, in, o);
   const DeviceInputs dev(p, in);
   for (const Variant& v : registry()) {
     if (!v.unsupported(p).empty()) continue;

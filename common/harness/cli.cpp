@@ -150,7 +150,7 @@ std::vector<Result> run_all(const std::vector<const Variant*>& chosen, bool name
   }
   print_device_and_problem(p);
   const Inputs in = Inputs::generate(p);
-  const Checker checker(p, in, o.sample);
+  const Checker checker(p, in, o);
   const DeviceInputs dev(p, in);
   std::printf("checked: %zu of %zu output rows against the fp64 reference\n",
               checker.selection().heads.size() * checker.selection().rows.size(), p.heads() * static_cast<size_t>(p.Lq));

@@ -9,5 +9,7 @@ namespace attn {
 int chapter_main(int argc, char** argv, const std::string& chapter);
 // `flashsteps tour`: every chapter's best variant on one problem, with its speedup over chapter 01.
 int tour_main(int argc, char** argv);
+// `flashsteps bench`: the benchmark runner (bench.cpp).
+int bench_main(int argc, char** argv);
 
 }  // namespace attn

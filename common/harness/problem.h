@@ -41,8 +41,8 @@ struct Problem {
 const char* causal_name(Causal c);
 const char* mask_name(MaskKind m);
 
-// Seeded inputs. Q, K, V are standard normal, rounded to the problem's dtype and kept as float:
-// the reference then sees exactly what the kernel sees.
+// Seeded inputs. Q, K, V have mean 0 and variance 1 (a bell curve, see problem.cpp), rounded to
+// the problem's dtype and kept as float: the reference then sees exactly what the kernel sees.
 struct Inputs {
   std::vector<float> q, k, v;
   std::vector<uint8_t> mask_bool;   // boolean mask: some keys off, some rows wholly off

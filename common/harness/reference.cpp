@@ -36,13 +36,13 @@ Selection Selection::all(const Problem& p) {
   return s;
 }
 
-Selection Selection::sample(const Problem& p, double budget, int max_rows) {
+Selection Selection::sample(const Problem& p, double budget, int max_rows, int max_heads) {
   if (static_cast<double>(p.heads()) * p.Lq * p.Lk * p.d <= budget) return all(p);
   std::mt19937 rng(static_cast<unsigned>(p.seed) + 17);
   Selection s;
   s.heads.emplace_back(0, 0);
-  if (p.heads() > 1) s.heads.emplace_back(p.B - 1, p.H - 1);
-  for (int k = 0; k < 2 && s.heads.size() < p.heads(); ++k) {
+  if (p.heads() > 1 && max_heads > 1) s.heads.emplace_back(p.B - 1, p.H - 1);
+  for (int k = 0; k < max_heads - 2 && s.heads.size() < p.heads(); ++k) {
     const auto pick = std::make_pair(static_cast<int>(rng() % p.B), static_cast<int>(rng() % p.H));
     if (std::find(s.heads.begin(), s.heads.end(), pick) == s.heads.end()) s.heads.push_back(pick);
   }
@@ -92,18 +92,19 @@ Expected reference(const Problem& p, const Inputs& in, const Selection& sel) {
 std::vector<double> naive_same_dtype(const Problem& p, const Inputs& in, const Selection& sel) {
   const DType t = p.dtype;
   const float root = std::sqrt(p.scale());
-  auto scaled = [&](const std::vector<float>& x, size_t at) { return round_to(t, x[at] * root); };
   std::vector<double> out;
   out.reserve(sel.size(p.d));
-  std::vector<float> s(static_cast<size_t>(p.Lk)), o(static_cast<size_t>(p.d));
+  std::vector<float> k(static_cast<size_t>(p.Lk) * p.d), q(static_cast<size_t>(p.d)), s(static_cast<size_t>(p.Lk)),
+      o(static_cast<size_t>(p.d));
   for (const auto& [b, h] : sel.heads) {
     const size_t qh = (static_cast<size_t>(b) * p.H + h) * p.Lq * p.d, kh = (static_cast<size_t>(b) * p.H + h) * p.Lk * p.d;
+    for (size_t e = 0; e < k.size(); ++e) k[e] = round_to(t, in.k[kh + e] * root);  // K scaled in the dtype
     for (int i : sel.rows) {
+      for (int c = 0; c < p.d; ++c) q[static_cast<size_t>(c)] = round_to(t, in.q[qh + static_cast<size_t>(i) * p.d + c] * root);
       float m = -INFINITY;
       for (int j = 0; j < p.Lk; ++j) {
         float acc = 0.f;
-        for (int c = 0; c < p.d; ++c)
-          acc += scaled(in.q, qh + static_cast<size_t>(i) * p.d + c) * scaled(in.k, kh + static_cast<size_t>(j) * p.d + c);
+        for (int c = 0; c < p.d; ++c) acc += q[static_cast<size_t>(c)] * k[static_cast<size_t>(j) * p.d + c];
         float x = round_to(t, acc);
         x = visible(p, i, j) ? round_to(t, x + in.mask_at(p, b, h, i, j)) : -INFINITY;
         s[static_cast<size_t>(j)] = x;

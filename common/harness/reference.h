@@ -24,8 +24,8 @@ struct Selection {
   static Selection all(const Problem& p);
   // Every row when the problem is small (B*H*Lq*Lk*d up to `budget` multiply-adds), else at most
   // max_rows rows (the first and last rows, rows on 64-row tile edges, seeded random ones) of at
-  // most 4 heads (the first, the last, two seeded).
-  static Selection sample(const Problem& p, double budget = 2e8, int max_rows = 192);
+  // most max_heads heads (the first, the last, then seeded ones).
+  static Selection sample(const Problem& p, double budget = 2e8, int max_rows = 192, int max_heads = 4);
 };
 
 struct Expected {

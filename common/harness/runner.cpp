@@ -8,8 +8,9 @@
 
 namespace attn {
 
-Checker::Checker(const Problem& p, const Inputs& in, bool sample)
-    : p_(p), sel_(sample ? Selection::sample(p) : Selection::all(p)), ref_(reference(p, in, sel_)) {
+Checker::Checker(const Problem& p, const Inputs& in, const RunOptions& o)
+    : p_(p), sel_(o.sample ? Selection::sample(p, 2e8, o.sample_rows, o.sample_heads) : Selection::all(p)),
+      ref_(reference(p, in, sel_)) {
   if (p.dtype != DType::fp32) naive_ = naive_same_dtype(p, in, sel_);
 }
 Verdict Checker::check(const std::vector<float>& out, const std::vector<float>* lse) const {

@@ -13,13 +13,14 @@ namespace attn {
 struct RunOptions {
   int warmup = 1, reps = 10;     // timed repetitions (0: run once, untimed)
   bool sample = true;             // check a sample of the rows of large problems (see Selection)
+  int sample_rows = 192, sample_heads = 4;
   double cpu_budget_s = 120;      // cpu backend: refuse problems the emulator would take longer on
 };
 
 // The reference of one problem, computed once for every variant that runs it.
 class Checker {
  public:
-  Checker(const Problem& p, const Inputs& in, bool sample);
+  Checker(const Problem& p, const Inputs& in, const RunOptions& o);
   Verdict check(const std::vector<float>& out, const std::vector<float>* lse) const;
   const Selection& selection() const { return sel_; }
 
