@@ -6,6 +6,8 @@ namespace {
 using namespace attn;
 
 double nn(const Problem& p) { return static_cast<double>(p.heads()) * p.Lq * p.Lk; }  // elements of one N x N buffer
+double nn(const AttentionParams& p) { return static_cast<double>(p.B) * p.H * p.Lq * p.Lk; }
+double in_bytes(const AttentionParams& p, int L) { return static_cast<double>(p.B) * p.H * L * p.d * dtype_size(p.dtype); }
 float* S_of(const AttentionParams& p) { return static_cast<float*>(p.workspace); }
 void* P_of(const AttentionParams& p) { return S_of(p) + static_cast<size_t>(p.B) * p.H * p.Lq * p.Lk; }
 
@@ -20,9 +22,12 @@ const Register naive({
     .cpu_flops_per_second = 6e8,
     .run =
         [](const AttentionParams& p, Stages& st) {
-          st.run("S = scale*QK^T", [&] { return ch01::scores(p, S_of(p)); });
-          st.run("P = softmax(S)", [&] { return ch01::softmax_rows(p, S_of(p), P_of(p), false); });
-          st.run("O = PV", [&] { return ch01::pv(p, static_cast<const float*>(P_of(p))); });
+          // Each stage with the bytes it must move: S read three times by the softmax.
+          st.run("S = scale*QK^T", [&] { return ch01::scores(p, S_of(p)); },
+                 in_bytes(p, p.Lq) + in_bytes(p, p.Lk) + 4 * nn(p));
+          st.run("P = softmax(S)", [&] { return ch01::softmax_rows(p, S_of(p), P_of(p), false); }, 4 * nn(p) * 4);
+          st.run("O = PV", [&] { return ch01::pv(p, static_cast<const float*>(P_of(p))); },
+                 4 * nn(p) + in_bytes(p, p.Lk) + in_bytes(p, p.Lq));
         },
 });
 
@@ -35,9 +40,11 @@ const Register math_path({
     .hbm_bytes = [](const Problem& p) { return p.qkvo_bytes() + nn(p) * (sizeof(float) * 4 + dtype_size(p.dtype) * 2); },
     .run =
         [](const AttentionParams& p, Stages& st) {
-          st.run("S = scale*QK^T (cuBLAS)", [&] { return ch01::cublas_scores(p, S_of(p)); });
-          st.run("P = softmax(S)", [&] { return ch01::softmax_rows(p, S_of(p), P_of(p), true); });
-          st.run("O = PV (cuBLAS)", [&] { return ch01::cublas_pv(p, P_of(p)); });
+          const double t = static_cast<double>(dtype_size(p.dtype));
+          st.run("S = scale*QK^T (cuBLAS)", [&] { return ch01::cublas_scores(p, S_of(p)); },
+                 in_bytes(p, p.Lq) + in_bytes(p, p.Lk) + 4 * nn(p));
+          st.run("P = softmax(S)", [&] { return ch01::softmax_rows(p, S_of(p), P_of(p), true); }, nn(p) * (4 * 3 + t));
+          st.run("O = PV (cuBLAS)", [&] { return ch01::cublas_pv(p, P_of(p)); }, nn(p) * t + in_bytes(p, p.Lk) + in_bytes(p, p.Lq));
         },
 });
 #endif

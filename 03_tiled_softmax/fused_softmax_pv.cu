@@ -45,6 +45,7 @@ __global__ void fused_softmax_pv_kernel(const attn::AttentionParams p, const flo
     if (!active) continue;
 
     float x[2];  // this lane's two scores of the tile, in base 2, masked; -inf past the end
+    #pragma unroll
     for (int t = 0; t < 2; ++t) {
       const int j = j0 + lane + 32 * t;
       x[t] = j < p.Lk ? attn::mask_score(p, b, h, i, j, s[j] * scale_log2, attn::kLog2e) : -INFINITY;
@@ -58,6 +59,7 @@ __global__ void fused_softmax_pv_kernel(const attn::AttentionParams p, const flo
     Ps[warp][lane] = p0;
     Ps[warp][lane + 32] = p1;
     __syncwarp();  // the whole tile's P is visible to the warp
+    #pragma unroll
     for (int k = 0; k < kCols; ++k) {
       const int c = lane + 32 * k;
       float acc = 0.f;
@@ -70,6 +72,7 @@ __global__ void fused_softmax_pv_kernel(const attn::AttentionParams p, const flo
   if (!active) return;
   const float inv_l = l > 0.f ? 1.f / l : 0.f;  // no visible key: O = 0
   T* O = static_cast<T*>(p.o) + (static_cast<size_t>(bh) * p.Lq + i) * p.d;
+  #pragma unroll
   for (int k = 0; k < kCols; ++k)
     if (lane + 32 * k < p.d) attn::store(O + lane + 32 * k, o[k] * inv_l);
   if (lane == 0 && p.lse) p.lse[static_cast<size_t>(bh) * p.Lq + i] = l > 0.f ? (m + log2f(l)) * kLn2 : -INFINITY;

@@ -41,12 +41,15 @@ const Register fused({
     .name = "fused_softmax_pv",
     .description = "softmax and PV in one kernel, tile by tile, O rescaled as the max grows: P never stored",
     .writes_lse = true,
+    .max_heads = 65535,
     .best = true,
     .workspace_bytes = [](const Problem& p) { return static_cast<size_t>(nn(p)) * sizeof(float); },
+    // Q, K and O once; S written and read once; V read by every block of 4 rows (from L2, often:
+    // this counts every read as device-memory traffic, an upper bound).
     .hbm_bytes =
         [](const Problem& p) {
-          return p.qkvo_bytes() + nn(p) * sizeof(float) * 2 +
-                 static_cast<double>((p.Lq + 3) / 4) * p.heads() * p.Lk * p.d * dtype_size(p.dtype);
+          const double v = static_cast<double>(p.heads()) * p.Lk * p.d * dtype_size(p.dtype);
+          return p.qkvo_bytes() - v + nn(p) * sizeof(float) * 2 + ((p.Lq + 3) / 4) * v;
         },
     .cpu_flops_per_second = 6e8,
     .run =

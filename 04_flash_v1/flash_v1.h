@@ -27,7 +27,7 @@ Blocks algorithm1_blocks(int d);
 // Algorithm 1 as the paper writes it: one block per (batch, head) runs the whole double loop.
 cudaError_t algorithm1(const attn::AttentionParams& p, float* O_acc, float* l, float* m);
 
-// The FA1 CUDA kernel's structure: one block per (batch, head), one thread per row of a Q tile,
+// The FA1 CUDA kernel's structure, one block per (batch, head), with one thread per row of a Q tile,
 // tiles of kTile rows of Q and of K and V.
 constexpr int kTile = 64;
 cudaError_t row_per_thread(const attn::AttentionParams& p, float* O_acc, float* l, float* m);

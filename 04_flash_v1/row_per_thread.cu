@@ -1,8 +1,10 @@
-// row_per_thread.cu: the same algorithm, shaped like the FA1 CUDA kernel.
+// row_per_thread.cu: the same algorithm with the FA1 CUDA kernel's structure, a row per thread.
 //
 // Algorithm 1 had 256 threads share each line: every step ended in a barrier, and the row
-// maxima and sums needed warp reductions. The FA1 kernel gives each thread one row of the Q tile
-// instead: thread t computes the scores of its query against the K tile, their maximum, sum and
+// maxima and sums needed warp reductions. This kernel keeps FA1's structure (a block per
+// (batch, head), K/V tiles in the outer loop, O, l and m in global memory) but gives each thread
+// one row of the Q tile (FA1 itself computes a tile with warps and tensor cores; the thread per
+// row is the simplest correct shape, and chapter 05 takes the tensor cores): thread t computes the scores of its query against the K tile, their maximum, sum and
 // exponentials, and its row of O, alone; the block only shares the K, V and Q tiles in shared
 // memory. Tiles are kTile = 64 rows of Q and of K/V (Br = Bc), whatever d. Rows and keys past the
 // end of the sequence are masked, so any N works, and every head dim up to 256 fits.

@@ -20,12 +20,13 @@ State state(const AttentionParams& p) {
   return {O, l, l + static_cast<size_t>(p.B) * p.H * p.Lq};
 }
 
-// The bytes Algorithm 1 moves: K and V once; for each of the Tc K/V tiles, Q and O (read and
-// written, fp32) and l and m (read and written) of every row; O written once more at the end.
+// The bytes Algorithm 1 moves: O, l and m initialized; K and V once; for each of the Tc K/V
+// tiles, Q and O (read and written, fp32) and l and m (read and written) of every row; at the
+// end O read and written in the inputs' type, and the lse.
 double flash_v1_bytes(const Problem& p, int Bc) {
   const double t = dtype_size(p.dtype), Tc = (p.Lk + Bc - 1) / Bc, heads = static_cast<double>(p.heads());
-  const double per_pass = p.Lq * (p.d * t + 2.0 * p.d * 4 + 4 * 4);
-  return heads * (2.0 * p.Lk * p.d * t + Tc * per_pass + p.Lq * p.d * (4 + t));
+  const double init = p.Lq * (p.d + 2.0) * 4, per_pass = p.Lq * (p.d * t + 2.0 * p.d * 4 + 4 * 4);
+  return heads * (init + 2.0 * p.Lk * p.d * t + Tc * per_pass + p.Lq * (p.d * (4 + t) + 4));
 }
 
 const Register algorithm1({
@@ -40,10 +41,14 @@ const Register algorithm1({
         [](const Problem& p) {
           const ch04::Blocks b = ch04::algorithm1_blocks(p.d);
           char s[200];
-          std::snprintf(s, sizeof s,
-                        "shared memory: %d floats; M = %d (what S_ij and the row vectors leave): Bc = ceil(M/4d) = %d, "
-                        "Br = min(Bc, d) = %d, Tc = %d, Tr = %d",
-                        b.M_device, b.M, b.Bc, b.Br, (p.Lk + b.Bc - 1) / b.Bc, (p.Lq + b.Br - 1) / b.Br);
+          if (b.M == b.M_device)
+            std::snprintf(s, sizeof s, "M = %d floats of shared memory: Bc = ceil(M/4d) = %d, Br = min(Bc, d) = %d, Tc = %d, Tr = %d",
+                          b.M, b.Bc, b.Br, (p.Lk + b.Bc - 1) / b.Bc, (p.Lq + b.Br - 1) / b.Br);
+          else
+            std::snprintf(s, sizeof s,
+                          "shared memory: %d floats; M = %d (what S_ij and the row vectors leave): Bc = ceil(M/4d) = %d, "
+                          "Br = min(Bc, d) = %d, Tc = %d, Tr = %d",
+                          b.M_device, b.M, b.Bc, b.Br, (p.Lk + b.Bc - 1) / b.Bc, (p.Lq + b.Br - 1) / b.Br);
           return std::string(s);
         },
     .run =
@@ -56,7 +61,7 @@ const Register algorithm1({
 const Register row_per_thread({
     .chapter = "04_flash_v1",
     .name = "row_per_thread",
-    .description = "the FA1 kernel's shape: a block per (batch, head), a thread per row of a 64-row Q tile",
+    .description = "FA1's kernel structure (a block per (batch, head), K/V tiles outer), a row of Q per thread",
     .writes_lse = true,
     .best = true,
     .workspace_bytes = workspace,
@@ -65,7 +70,7 @@ const Register row_per_thread({
     .run =
         [](const AttentionParams& p, Stages& st) {
           const State s = state(p);
-          st.run("FlashAttention, FA1 kernel", [&] { return ch04::row_per_thread(p, s.O, s.l, s.m); });
+          st.run("FlashAttention, a row per thread", [&] { return ch04::row_per_thread(p, s.O, s.l, s.m); });
         },
 });
 

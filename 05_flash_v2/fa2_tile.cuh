@@ -21,17 +21,24 @@ struct RowState {
 };
 
 // Scores in base 2 (scale * log2(e)), with is_causal or the mask, and -inf past the last key or
-// for a row past the last query.
-template <int Bc, int D>
+// for a row past the last query. kAttnMask = false leaves out the attn_mask's code (chapter 06
+// instantiates its kernel per mode, so that a problem without a mask carries none).
+template <int Bc, int D, bool kAttnMask = true>
 __device__ __forceinline__ void scale_and_mask(float (&s)[Bc / 8][4], const RowState<D>& st, const attn::AttentionParams& p,
                                                int b, int h, int k0, float scale_log2) {
   const int t = static_cast<int>(threadIdx.x % 4);
+  #pragma unroll
   for (int nt = 0; nt < Bc / 8; ++nt)
+    #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const int r = e / 2, key = k0 + nt * 8 + 2 * t + (e & 1);
-      s[nt][e] = key < p.Lk && st.row[r] < p.Lq
-                     ? attn::mask_score(p, b, h, st.row[r], key, s[nt][e] * scale_log2, attn::kLog2e)
-                     : -INFINITY;
+      const int r = e / 2, i = st.row[r], key = k0 + nt * 8 + 2 * t + (e & 1);
+      const float x = s[nt][e] * scale_log2;
+      if (key >= p.Lk || i >= p.Lq)
+        s[nt][e] = -INFINITY;
+      else if constexpr (kAttnMask)
+        s[nt][e] = attn::mask_score(p, b, h, i, key, x, attn::kLog2e);
+      else
+        s[nt][e] = attn::causal_score(p, i, key, x);
     }
 }
 
@@ -39,7 +46,9 @@ __device__ __forceinline__ void scale_and_mask(float (&s)[Bc / 8][4], const RowS
 // crosses (chapter 06 sorts the tiles).
 template <int Bc>
 __device__ __forceinline__ void scale_only(float (&s)[Bc / 8][4], float scale_log2) {
+  #pragma unroll
   for (int nt = 0; nt < Bc / 8; ++nt)
+    #pragma unroll
     for (int e = 0; e < 4; ++e) s[nt][e] *= scale_log2;
 }
 
@@ -48,18 +57,25 @@ __device__ __forceinline__ void scale_only(float (&s)[Bc / 8][4], float scale_lo
 template <int Bc, int D>
 __device__ __forceinline__ void online_softmax(float (&s)[Bc / 8][4], RowState<D>& st) {
   float m_new[2] = {st.m[0], st.m[1]};
+  #pragma unroll
   for (int nt = 0; nt < Bc / 8; ++nt)
+    #pragma unroll
     for (int e = 0; e < 4; ++e) m_new[e / 2] = fmaxf(m_new[e / 2], s[nt][e]);
   float alpha[2], m_use[2], sum[2] = {0.f, 0.f};
+  #pragma unroll
   for (int r = 0; r < 2; ++r) {
     m_new[r] = attn::quad_max(m_new[r]);
     m_use[r] = m_new[r] == -INFINITY ? 0.f : m_new[r];  // nothing visible yet: keep exp2 finite
     alpha[r] = exp2f(st.m[r] - m_use[r]);
     st.m[r] = m_new[r];
   }
+  #pragma unroll
   for (int nt = 0; nt < Bc / 8; ++nt)
+    #pragma unroll
     for (int e = 0; e < 4; ++e) sum[e / 2] += s[nt][e] = exp2f(s[nt][e] - m_use[e / 2]);
+  #pragma unroll
   for (int r = 0; r < 2; ++r) st.l[r] = st.l[r] * alpha[r] + sum[r];
+  #pragma unroll
   for (int nt = 0; nt < D / 8; ++nt) {
     st.o[nt][0] *= alpha[0], st.o[nt][1] *= alpha[0];
     st.o[nt][2] *= alpha[1], st.o[nt][3] *= alpha[1];
@@ -71,11 +87,13 @@ __device__ __forceinline__ void online_softmax(float (&s)[Bc / 8][4], RowState<D
 template <class T, int D>
 __device__ __forceinline__ void store_rows(const RowState<D>& st, const attn::AttentionParams& p, int bh) {
   const int t = static_cast<int>(threadIdx.x % 4);
+  #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const float l = attn::quad_sum(st.l[r]);  // every lane of the warp takes part
     const float inv_l = l > 0.f ? 1.f / l : 0.f;
     if (st.row[r] >= p.Lq) continue;
     T* out = static_cast<T*>(p.o) + (static_cast<size_t>(bh) * p.Lq + st.row[r]) * D;
+    #pragma unroll
     for (int nt = 0; nt < D / 8; ++nt) {
       attn::store(out + nt * 8 + 2 * t, st.o[nt][2 * r] * inv_l);
       attn::store(out + nt * 8 + 2 * t + 1, st.o[nt][2 * r + 1] * inv_l);

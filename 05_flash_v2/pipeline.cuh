@@ -48,6 +48,7 @@ __device__ __forceinline__ void copy_tile(T* tile, const T* src, int rows, int v
 template <class T, int D>
 __device__ __forceinline__ void load_q(uint32_t (&qa)[D / 16][4], const T* Qs) {
   const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
+  #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk) simt::ldmatrix_x4(qa[kk], &Qs[at<D>(warp * 16 + lane % 16, kk * 16 + (lane / 16) * 8)]);
 }
 
@@ -55,8 +56,11 @@ __device__ __forceinline__ void load_q(uint32_t (&qa)[D / 16][4], const T* Qs) {
 template <class T, int D, int Bc>
 __device__ __forceinline__ void scores(float (&s)[Bc / 8][4], const uint32_t (&qa)[D / 16][4], const T* Kt) {
   const int lane = static_cast<int>(threadIdx.x % 32), mtx = lane / 8;  // the 8x8 matrix this lane addresses
+  #pragma unroll
   for (int nt = 0; nt < Bc / 8; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
+  #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk)
+    #pragma unroll
     for (int nt = 0; nt < Bc / 8; nt += 2) {
       uint32_t kb[4];
       simt::ldmatrix_x4(kb, &Kt[at<D>((nt + mtx / 2) * 8 + lane % 8, kk * 16 + (mtx % 2) * 8)]);
@@ -71,9 +75,11 @@ __device__ __forceinline__ void scores(float (&s)[Bc / 8][4], const uint32_t (&q
 template <class T, int D, int Bc>
 __device__ __forceinline__ void accumulate_pv(float (&o)[D / 8][4], const float (&s)[Bc / 8][4], const T* Vt) {
   const int lane = static_cast<int>(threadIdx.x % 32), mtx = lane / 8;
+  #pragma unroll
   for (int kk = 0; kk < Bc / 16; ++kk) {
     uint32_t pa[4];
     attn::p_fragment<T>(pa, s[2 * kk], s[2 * kk + 1]);
+    #pragma unroll
     for (int nt = 0; nt < D / 8; nt += 2) {
       uint32_t vb[4];
       simt::ldmatrix_x4_trans(vb, &Vt[at<D>(kk * 16 + (mtx % 2) * 8 + lane % 8, (nt + mtx / 2) * 8)]);

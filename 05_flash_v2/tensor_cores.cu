@@ -42,6 +42,7 @@ __global__ void __launch_bounds__(32 * kWarps) tensor_cores_kernel(const attn::A
   }
   __syncthreads();
   uint32_t qa[D / 16][4];  // this warp's 16 rows of Q as A fragments, one per 16 columns
+  #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk) simt::ldmatrix_x4(qa[kk], &Qs[(warp * 16 + lane % 16) * LD + kk * 16 + (lane / 16) * 8]);
 
   RowState<D> st;  // this lane's two rows: their O, m and l
@@ -59,8 +60,10 @@ __global__ void __launch_bounds__(32 * kWarps) tensor_cores_kernel(const attn::A
     __syncthreads();
 
     float s[Bc / 8][4];  // S = Q K^T: 8 tiles of 16 x 8
+    #pragma unroll
     for (int nt = 0; nt < Bc / 8; ++nt) {
       s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
+      #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk) {
         uint32_t kb[2];  // K rows nt*8 .. +7, columns kk*16 .. +15: B = K^T, "column-major"
         simt::ldmatrix_x2(kb, &Ks[(nt * 8 + lane % 8) * LD + kk * 16 + ((lane / 8) % 2) * 8]);
@@ -70,9 +73,11 @@ __global__ void __launch_bounds__(32 * kWarps) tensor_cores_kernel(const attn::A
     scale_and_mask<Bc>(s, st, p, b, h, k0, scale_log2);  // base 2; masked keys -inf
     online_softmax<Bc>(s, st);                           // m, alpha applied to l and O, s = P
 
+    #pragma unroll
     for (int kk = 0; kk < Bc / 16; ++kk) {  // O += P V, 16 keys at a time
       uint32_t pa[4];
       attn::p_fragment<T>(pa, s[2 * kk], s[2 * kk + 1]);
+      #pragma unroll
       for (int nt = 0; nt < D / 8; ++nt) {
         uint32_t vb[2];  // V rows kk*16 .. +15, columns nt*8 .. +7, transposed on the way
         simt::ldmatrix_x2_trans(vb, &Vs[(kk * 16 + lane % 16) * LD + nt * 8]);

@@ -6,8 +6,8 @@
 // tiles past that are skipped (the loop simply ends earlier), and of the tiles it visits, only
 // those that cross the diagonal, or the end of the sequence, need the mask. The others are
 // scaled and nothing else. An attn_mask, when given, goes through the same kernel but is applied
-// on every tile; the mode is a template parameter, so the kernel without any mask carries no
-// mask code at all.
+// on every tile; the mode is a template parameter, so the kernels of the other modes carry no
+// attn_mask code at all (and the kernel without is_causal tests only the end of the keys).
 // With the work per Q tile now proportional to its position, the order of the blocks matters:
 // blocks are launched in the order of their index, and the heavy tiles of the last head would
 // otherwise run alone at the end. heaviest_first launches, for every head, the heaviest Q tile
@@ -76,7 +76,7 @@ __global__ void __launch_bounds__(32 * kWarps) skip_tiles_kernel(const attn::Att
     // keys, or any tile under an attn_mask needs masking.
     const bool masked = kMode == Mode::mask || k0 + Bc > p.Lk || (kMode == Mode::causal && k0 + Bc - 1 > q0 + p.causal_offset());
     if (masked)
-      ch05::scale_and_mask<Bc>(s, st, p, b, h, k0, scale_log2);
+      ch05::scale_and_mask<Bc, D, kMode == Mode::mask>(s, st, p, b, h, k0, scale_log2);
     else
       ch05::scale_only<Bc>(s, scale_log2);
     ch05::online_softmax<Bc>(s, st);

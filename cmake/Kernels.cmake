@@ -8,8 +8,9 @@ function(flashsteps_kernel_sources target)
     set_source_files_properties(${ARGN} TARGET_DIRECTORY ${target} PROPERTIES
       LANGUAGE CXX
       # -fno-strict-aliasing: kernels reinterpret_cast buffers to float4 and half2, as CUDA allows.
-      # The prefix map makes the emulator's messages name files relative to the repository.
-      COMPILE_OPTIONS "-include;simt/simt.h;-fno-strict-aliasing;-fmacro-prefix-map=${PROJECT_SOURCE_DIR}/=")
+      # The prefix map makes the emulator's messages name files relative to the repository;
+      # #pragma unroll is nvcc's, the C++ compiler may ignore it.
+      COMPILE_OPTIONS "-include;simt/simt.h;-fno-strict-aliasing;-fmacro-prefix-map=${PROJECT_SOURCE_DIR}/=;-Wno-unknown-pragmas")
   endif()
   target_link_libraries(${target} PRIVATE simt)
 endfunction()

@@ -5,8 +5,9 @@ execute_process(COMMAND git -C ${SRC} rev-parse --short=12 HEAD OUTPUT_VARIABLE 
 if(NOT rc EQUAL 0)
   set(commit "unknown")
 else()
-  execute_process(COMMAND git -C ${SRC} diff --quiet HEAD -- . RESULT_VARIABLE dirty ERROR_QUIET)
-  if(NOT dirty EQUAL 0)
+  # Dirty: a change to a tracked file, or a file git does not track and does not ignore.
+  execute_process(COMMAND git -C ${SRC} status --porcelain OUTPUT_VARIABLE changes ERROR_QUIET)
+  if(NOT changes STREQUAL "")
     string(APPEND commit "-dirty")
   endif()
 endif()

@@ -46,6 +46,11 @@ std::vector<Problem> mask_sweep() {
           p.mask = m, p.mask_per_head = per_head;
           out.push_back(p);
         }
+  for (DType t : {DType::fp32, DType::fp16}) {  // rows too long to keep on chip (chapter 02's long-row path)
+    Problem p;
+    p.B = 1, p.H = 1, p.Lq = 3, p.Lk = 60001, p.d = 32, p.dtype = t, p.mask = MaskKind::additive;
+    out.push_back(p);
+  }
   Problem scaled;  // an explicit scale, as torch's scale= argument
   scaled.Lq = 40, scaled.Lk = 70, scaled.d = 64, scaled.dtype = DType::fp16, scaled.scale_override = 0.05;
   out.push_back(scaled);

@@ -10,6 +10,7 @@
 #include <map>
 
 #include "cli.h"
+#include "command.h"
 #include "errors.h"
 #include "report.h"
 
@@ -84,15 +85,8 @@ int bench_main(int argc, char** argv) {
   app.add_option("--budget", budget, "seconds one measurement may take, predicted from the variant's previous N (0: no limit)")
       ->capture_default_str();
   app.add_option("--csv", csv, "append the rows to this CSV file")->required();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 2;
-  }
-  try {
+  if (const int rc = parse_command_line(app, argc, argv); rc >= 0) return rc;
+  return guarded([&] {
     if (causal_f != "off" && causal_f != "on" && causal_f != "both") throw UsageError("--causal takes off, on or both");
     for (const std::string& t : dtype_f)
       if (!parse_dtype(t)) throw UsageError("unknown dtype \"" + t + "\"");
@@ -172,13 +166,7 @@ int bench_main(int argc, char** argv) {
     }
     std::fprintf(stderr, "%d measured, %d skipped, %d failed their check\n", done - skipped, skipped, failed);
     return failed ? 1 : 0;
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 2;
-  } catch (const CudaError& e) {
-    std::fprintf(stderr, "CUDA error: %s\n", e.what());
-    return 1;
-  }
+  });
 }
 
 }  // namespace attn

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "command.h"
 #include "errors.h"
 #include "report.h"
 
@@ -174,33 +175,6 @@ std::vector<Result> run_all(const std::vector<const Variant*>& chosen, bool name
   return results;
 }
 
-// Turns the exceptions of a command into the exit codes: 2 for bad input, 1 for a CUDA error.
-template <class F>
-int guarded(F&& f) {
-  try {
-    return f();
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 2;
-  } catch (const CudaError& e) {
-    std::fprintf(stderr, "CUDA error: %s\n", e.what());
-    return 1;
-  }
-}
-
-int parse(CLI::App& app, int argc, char** argv) {
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    std::fprintf(stderr, "run with --help for the options\n");
-    return 2;
-  }
-  return -1;
-}
-
 int finish(const std::vector<Result>& results, const std::string& csv) {
   if (!csv.empty()) append_csv(csv, results);
   for (const Result& r : results)
@@ -218,7 +192,7 @@ int chapter_main(int argc, char** argv, const std::string& chapter) {
   add_problem_options(app, a);
   app.add_option("-v,--variant", a.variants, "run only this variant (repeatable)");
   app.add_flag("--list", a.list, "list the variants and what they support");
-  if (const int rc = parse(app, argc, argv); rc >= 0) return rc;
+  if (const int rc = parse_command_line(app, argc, argv); rc >= 0) return rc;
   return guarded([&] {
     const auto pool = variants_of(chapter);
     if (a.list) {
@@ -237,7 +211,7 @@ int tour_main(int argc, char** argv) {
                "speedup over chapter 01."};
   Args a;
   add_problem_options(app, a);
-  if (const int rc = parse(app, argc, argv); rc >= 0) return rc;
+  if (const int rc = parse_command_line(app, argc, argv); rc >= 0) return rc;
   return guarded([&] {
     const Problem p = build_problem(a, app);
     const RunOptions o = build_options(a);

@@ -38,6 +38,9 @@ std::string Variant::unsupported(const Problem& p) const {
     return "variant " + name + " has no is_causal (it supports " + supports() + ")";
   if (p.mask != MaskKind::none && !mask)
     return "variant " + name + " takes no attn_mask (it supports " + supports() + ")";
+  if (max_heads > 0 && static_cast<long long>(p.heads()) > max_heads)
+    return "variant " + name + " runs at most " + std::to_string(max_heads) + " heads (B*H), not " +
+           std::to_string(p.heads()) + ": its grid has one row of blocks per head";
   return "";
 }
 

@@ -40,13 +40,18 @@ cudaError_t dispatch_head_dim(int d, F&& f) {
   return r;
 }
 
+// The scaled score s of query i and key j after is_causal: -inf when the key is not visible.
+__device__ __forceinline__ float causal_score(const AttentionParams& p, int i, int j, float s) {
+  return p.causal != Causal::none && j > i + p.causal_offset() ? -INFINITY : s;
+}
+
 // The scaled score s of query i and key j of head (b, h) after is_causal and attn_mask; -inf
 // removes the key. A kernel that works in base-2 exponents passes s already multiplied by
 // log2(e) and additive_scale = log2(e), so that the additive mask is converted the same way.
 __device__ __forceinline__ float mask_score(const AttentionParams& p, int b, int h, int i, int j, float s,
                                             float additive_scale = 1.f) {
-  if (p.causal != Causal::none && j > i + p.causal_offset()) return -INFINITY;
-  if (p.mask_kind == MaskKind::none) return s;
+  s = causal_score(p, i, j, s);
+  if (p.mask_kind == MaskKind::none || s == -INFINITY) return s;
   const long long at = b * p.mask_stride_b + h * p.mask_stride_h + static_cast<long long>(i) * p.Lk + j;
   if (p.mask_kind == MaskKind::boolean) return static_cast<const uint8_t*>(p.mask)[at] ? s : -INFINITY;
   return s + additive_scale * static_cast<const float*>(p.mask)[at];

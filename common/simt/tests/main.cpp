@@ -1,5 +1,6 @@
-// main.cpp: the Catch2 runner of the emulator's tests. On the gpu backend without a GPU it
-// reports the whole binary as skipped (exit code 77, CTest's SKIP_RETURN_CODE).
+// main.cpp: the Catch2 runner of the emulator's tests and of the project's. On the gpu backend
+// without a GPU it reports the whole binary as skipped (exit code 77, CTest's SKIP_RETURN_CODE),
+// never passed.
 #define CATCH_CONFIG_RUNNER
 #include <cuda_runtime.h>
 

@@ -1,0 +1,38 @@
+// command.h: how every command line of the project starts and ends: a parse error or bad input
+// exits with code 2 and a message, a failed CUDA call with code 1.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "errors.h"
+
+namespace attn {
+
+// Parses the command line; returns -1 to go on, or the exit code (0 after --help, 2 on an error).
+inline int parse_command_line(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "error: %s\nrun with --help for the options\n", e.what());
+    return 2;
+  }
+  return -1;
+}
+
+// Runs a command's body, turning its exceptions into exit codes.
+template <class F>
+int guarded(F&& body) {
+  try {
+    return body();
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  } catch (const CudaError& e) {
+    std::fprintf(stderr, "CUDA error: %s\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace attn
