@@ -37,7 +37,6 @@ __global__ void split_k_kernel(const attn::AttentionParams p) {
 
   float q[D], o[D];
   const T* qrow = static_cast<const T*>(p.q) + (static_cast<size_t>(bh) * p.Lq + (active ? i : 0)) * D;
-  #pragma unroll
   for (int e = 0; e < D; ++e) q[e] = attn::load(qrow + e) * scale_log2, o[e] = 0.f;
   float m = -INFINITY, l = 0.f;
 
@@ -52,13 +51,11 @@ __global__ void split_k_kernel(const attn::AttentionParams p) {
     __syncthreads();
     if (!active) continue;
     float s[kSlice], m_tile = m;  // this warp's quarter of the tile: keys w * kSlice ...
-    #pragma unroll
     for (int c = 0; c < kSlice; ++c) {
       const int j = w * kSlice + c, key = k0 + j;
       float x = -INFINITY;
       if (key < p.Lk) {
         float dot = 0.f;
-        #pragma unroll
         for (int e = 0; e < D; ++e) dot += q[e] * Ks[j * D + e];
         x = attn::mask_score(p, b, h, i, key, dot, attn::kLog2e);
       }
@@ -68,14 +65,11 @@ __global__ void split_k_kernel(const attn::AttentionParams p) {
     const float m_use = m_tile == -INFINITY ? 0.f : m_tile;  // nothing visible yet: keep exp2 finite
     const float alpha = exp2f(m - m_use);
     float sum = 0.f;
-    #pragma unroll
     for (int c = 0; c < kSlice; ++c) sum += s[c] = exp2f(s[c] - m_use);
     l = l * alpha + sum;
     m = m_tile;
-    #pragma unroll
     for (int e = 0; e < D; ++e) {
       float acc = 0.f;
-      #pragma unroll
       for (int c = 0; c < kSlice; ++c) acc += s[c] * Vs[(w * kSlice + c) * D + e];
       o[e] = o[e] * alpha + acc;
     }
@@ -87,24 +81,20 @@ __global__ void split_k_kernel(const attn::AttentionParams p) {
   float* part_o = Ks;                            // [kWarps][Br][D]
   float* part_m = part_o + kWarps * Br * D;      // [kWarps][Br]
   float* part_l = part_m + kWarps * Br;          // [kWarps][Br]
-  #pragma unroll
   for (int e = 0; e < D; ++e) part_o[(w * Br + r) * D + e] = o[e];
   part_m[w * Br + r] = m;
   part_l[w * Br + r] = l;
   __syncthreads();
   if (!active) return;
   float m_row = -INFINITY, l_row = 0.f;
-  #pragma unroll
   for (int x = 0; x < kWarps; ++x) m_row = fmaxf(m_row, part_m[x * Br + r]);
   const float m_use = m_row == -INFINITY ? 0.f : m_row;
   float scale_of[kWarps];
-  #pragma unroll
   for (int x = 0; x < kWarps; ++x) l_row += part_l[x * Br + r] * (scale_of[x] = exp2f(part_m[x * Br + r] - m_use));
   const float inv_l = l_row > 0.f ? 1.f / l_row : 0.f;  // no visible key: O = 0
   T* out = static_cast<T*>(p.o) + (static_cast<size_t>(bh) * p.Lq + i) * D;
   for (int e = w; e < D; e += kWarps) {  // each warp writes a quarter of the columns
     float acc = 0.f;
-    #pragma unroll
     for (int x = 0; x < kWarps; ++x) acc += part_o[(x * Br + r) * D + e] * scale_of[x];
     attn::store(out + e, acc * inv_l);
   }

@@ -30,7 +30,6 @@ __global__ void split_q_kernel(const attn::AttentionParams p) {
 
   float q[D], o[D];
   const T* qrow = static_cast<const T*>(p.q) + (static_cast<size_t>(bh) * p.Lq + (active ? i : 0)) * D;
-  #pragma unroll
   for (int e = 0; e < D; ++e) q[e] = attn::load(qrow + e) * scale_log2, o[e] = 0.f;
   float m = -INFINITY, l = 0.f;
 
@@ -45,13 +44,11 @@ __global__ void split_q_kernel(const attn::AttentionParams p) {
     __syncthreads();
     if (!active) continue;
     float s[Bc], m_tile = m;  // the whole tile
-    #pragma unroll
     for (int j = 0; j < Bc; ++j) {
       const int key = k0 + j;
       float x = -INFINITY;
       if (key < p.Lk) {
         float dot = 0.f;
-        #pragma unroll
         for (int e = 0; e < D; ++e) dot += q[e] * Ks[j * D + e];
         x = attn::mask_score(p, b, h, i, key, dot, attn::kLog2e);
       }
@@ -61,14 +58,11 @@ __global__ void split_q_kernel(const attn::AttentionParams p) {
     const float m_use = m_tile == -INFINITY ? 0.f : m_tile;  // nothing visible yet: keep exp2 finite
     const float alpha = exp2f(m - m_use);
     float sum = 0.f;
-    #pragma unroll
     for (int j = 0; j < Bc; ++j) sum += s[j] = exp2f(s[j] - m_use);
     l = l * alpha + sum;
     m = m_tile;
-    #pragma unroll
     for (int e = 0; e < D; ++e) {
       float acc = 0.f;
-      #pragma unroll
       for (int j = 0; j < Bc; ++j) acc += s[j] * Vs[j * D + e];
       o[e] = o[e] * alpha + acc;
     }
@@ -77,7 +71,6 @@ __global__ void split_q_kernel(const attn::AttentionParams p) {
   if (!active) return;
   const float inv_l = l > 0.f ? 1.f / l : 0.f;  // no visible key: O = 0
   T* out = static_cast<T*>(p.o) + (static_cast<size_t>(bh) * p.Lq + i) * D;
-  #pragma unroll
   for (int e = 0; e < D; ++e) attn::store(out + e, o[e] * inv_l);
   if (p.lse) p.lse[static_cast<size_t>(bh) * p.Lq + i] = l > 0.f ? (m + log2f(l)) * 0.6931471805599453f : -INFINITY;
 }
