@@ -10,8 +10,8 @@
 // attn_mask code at all (and the kernel without is_causal tests only the end of the keys).
 // With the work per Q tile now proportional to its position, the order of the blocks matters:
 // blocks are launched in the order of their index, and the heavy tiles of the last head would
-// otherwise run alone at the end. heaviest_first launches, for every head, the heaviest Q tile
-// first, then the next heaviest, so the last wave is made of short blocks.
+// otherwise run alone at the end. heaviest_first launches the heaviest Q tile of every head
+// first, then the next heaviest of every head, and so on, so the last wave is made of short blocks.
 // Cost: none over chapter 05 on the tiles that run; a block whose rows see no key (bottom-right
 // alignment with Lq > Lk) writes zeros without loading anything.
 #include "05_flash_v2/pipeline.cuh"
