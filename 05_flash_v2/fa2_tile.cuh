@@ -103,4 +103,18 @@ __device__ __forceinline__ void store_rows(const RowState<D>& st, const attn::At
   }
 }
 
+// Calls f(T{}, std::integral_constant<int, D>{}) with the problem's 16-bit type T and its head
+// dim D among those of the tensor-core kernels (flash_v2.h's kTensorCoreDims); fp32 inputs or
+// another head dim give cudaErrorInvalidValue.
+template <class F>
+cudaError_t dispatch_tensor_core(const attn::AttentionParams& p, F&& f) {
+  return attn::dispatch_dtype(p.dtype, [&](auto t) {
+    if constexpr (std::is_same_v<decltype(t), float>) {
+      return cudaErrorInvalidValue;
+    } else {
+      return attn::dispatch_head_dim<32, 64, 96, 128, 256>(p.d, [&](auto d) { return f(t, d); });
+    }
+  });
+}
+
 }  // namespace ch05

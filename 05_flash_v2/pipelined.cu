@@ -73,17 +73,11 @@ Tiles pipelined_tiles(int d) {
 }
 
 cudaError_t pipelined(const attn::AttentionParams& p) {
-  return attn::dispatch_dtype(p.dtype, [&](auto t) {
+  return dispatch_tensor_core(p, [&](auto t, auto d) {
     using T = decltype(t);
-    if constexpr (std::is_same_v<T, float>) {
-      return cudaErrorInvalidValue;
-    } else {
-      return attn::dispatch_head_dim<32, 64, 96, 128, 256>(p.d, [&](auto d) {
-        constexpr int D = decltype(d)::value;
-        return simt::launch(pipelined_kernel<T, D>, dim3((p.Lq + Br - 1) / Br, p.B * p.H), dim3(32 * kWarps),
-                            smem_bytes<T, D>(), p);
-      });
-    }
+    constexpr int D = decltype(d)::value;
+    return simt::launch(pipelined_kernel<T, D>, dim3((p.Lq + Br - 1) / Br, p.B * p.H), dim3(32 * kWarps),
+                        smem_bytes<T, D>(), p);
   });
 }
 

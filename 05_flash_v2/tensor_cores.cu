@@ -91,18 +91,11 @@ __global__ void __launch_bounds__(32 * kWarps) tensor_cores_kernel(const attn::A
 }  // namespace
 
 cudaError_t tensor_cores(const attn::AttentionParams& p) {
-  if (p.dtype == attn::DType::fp32) return cudaErrorInvalidValue;
-  return attn::dispatch_dtype(p.dtype, [&](auto t) {
+  return dispatch_tensor_core(p, [&](auto t, auto d) {
     using T = decltype(t);
-    if constexpr (std::is_same_v<T, float>) {
-      return cudaErrorInvalidValue;
-    } else {
-      return attn::dispatch_head_dim<32, 64, 96, 128, 256>(p.d, [&](auto d) {
-        constexpr int D = decltype(d)::value;
-        const size_t smem = (Br + 2 * Bc) * (D + 8) * sizeof(T);
-        return simt::launch(tensor_cores_kernel<T, D>, dim3((p.Lq + Br - 1) / Br, p.B * p.H), dim3(32 * kWarps), smem, p);
-      });
-    }
+    constexpr int D = decltype(d)::value;
+    const size_t smem = (Br + 2 * Bc) * (D + 8) * sizeof(T);
+    return simt::launch(tensor_cores_kernel<T, D>, dim3((p.Lq + Br - 1) / Br, p.B * p.H), dim3(32 * kWarps), smem, p);
   });
 }
 

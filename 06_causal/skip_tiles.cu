@@ -97,18 +97,12 @@ cudaError_t launch(const attn::AttentionParams& p, bool heaviest_first) {
 }  // namespace
 
 cudaError_t skip_tiles(const attn::AttentionParams& p, bool heaviest_first) {
-  return attn::dispatch_dtype(p.dtype, [&](auto t) {
+  return ch05::dispatch_tensor_core(p, [&](auto t, auto d) {
     using T = decltype(t);
-    if constexpr (std::is_same_v<T, float>) {
-      return cudaErrorInvalidValue;
-    } else {
-      return attn::dispatch_head_dim<32, 64, 96, 128, 256>(p.d, [&](auto d) {
-        constexpr int D = decltype(d)::value;
-        if (p.mask_kind != attn::MaskKind::none) return launch<T, D, Mode::mask>(p, heaviest_first);
-        if (p.causal != attn::Causal::none) return launch<T, D, Mode::causal>(p, heaviest_first);
-        return launch<T, D, Mode::none>(p, heaviest_first);
-      });
-    }
+    constexpr int D = decltype(d)::value;
+    if (p.mask_kind != attn::MaskKind::none) return launch<T, D, Mode::mask>(p, heaviest_first);
+    if (p.causal != attn::Causal::none) return launch<T, D, Mode::causal>(p, heaviest_first);
+    return launch<T, D, Mode::none>(p, heaviest_first);
   });
 }
 
