@@ -83,7 +83,7 @@ int main() {
       }
     }
   char what[96];
-  std::snprintf(what, sizeof what, "flash-style kernel, B=1 H=2 N=256 d=64 (%d workers)", simt::schedule().workers > 0 ? simt::schedule().workers : static_cast<int>(std::thread::hardware_concurrency()));
+  std::snprintf(what, sizeof what, "flash-style kernel, B=1 H=2 N=256 d=64 (%d worker(s))", simt::schedule().workers > 0 ? simt::schedule().workers : static_cast<int>(std::thread::hardware_concurrency()));
   row(what, fl, "ms", 100);
   std::printf("flash-style kernel max abs error against a double-precision reference: %.2e\n", err);
   for (float* p : {dq, dk, dv, dout}) cudaFree(p);
