@@ -1,20 +1,29 @@
 #!/usr/bin/env python3
-"""bench_torch_sdpa.py: PyTorch's scaled_dot_product_attention, the baselines, in the project's CSV.
+"""bench_torch_sdpa.py: PyTorch's scaled_dot_product_attention, the baselines, and the book's kernels
+beside them in one process, in the project's CSV.
 
 Runs torch.nn.functional.scaled_dot_product_attention on the shapes the chapters are measured on,
 with each of PyTorch's backends forced in turn (math, efficient, flash = FlashAttention-2, cuDNN),
 and writes one row per measurement in the schema of common/harness/report.cpp (chapter "torch",
 variant sdpa_math | sdpa_efficient | sdpa_flash | sdpa_cudnn), so that the chapters' rows and these
-can be plotted together (tools/plot_speedups.py). Speedups are only meaningful between rows
-measured on the same GPU in the same session: run this right after the chapters' sweep.
+can be plotted together (tools/plot_speedups.py).
+
+With --chapters LIB (the gpu build's build-gpu/lib/libflashsteps_capi.so) the book's variants run in
+the same process, on the same tensors, checked against the same fp32 reference, and timed in the
+same rounds: each round runs every implementation once, in an order that rotates from round to
+round, so that a clock that drifts during the run shifts them all alike. Speedups are then
+same-run ratios. Without it, a speedup is only meaningful between rows measured on the same GPU in
+the same session.
 
 Timing follows notes/00_overview.md: CUDA events around the call only, warm-up first, a buffer of
 twice the L2 size written between repetitions, median and minimum of >= 20 repetitions.
 
   tools/bench_torch_sdpa.py --csv results/nvidia-h100-80gb-hbm3/torch.csv   # FlashAttention's sweep
+  tools/bench_torch_sdpa.py --chapters build-gpu/lib/libflashsteps_capi.so --variants best --csv out.csv
   tools/bench_torch_sdpa.py --shapes small --dtype fp16 --causal off
 """
 import argparse
+import ctypes
 import datetime
 import gc
 import math
@@ -22,6 +31,7 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -41,15 +51,21 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def sweep(which, dtypes, causals):
-    """(B, H, N, d, dtype, causal) tuples. FlashAttention's convention: B*N = 16k tokens, hidden
-    size 2048 (H = 32 for d = 64, H = 16 for d = 128)."""
+    """(B, H, Lq, Lk, d, dtype, causal) tuples. FlashAttention's convention: B*N = 16k tokens, hidden
+    size 2048 (H = 32 for d = 64, H = 16 for d = 128). "uneven": Lq != Lk (a short query block
+    against a long context, and the reverse), 16k key tokens."""
+    if which == "uneven":
+        lengths = [(512, 4096), (1024, 8192), (4096, 1024), (8192, 512)]
+        tokens = 16384
+        return [(max(1, tokens // max(lq, lk)), H, lq, lk, d, dtype, causal)
+                for dtype in dtypes for d, H in ((64, 32), (128, 16)) for causal in causals for lq, lk in lengths]
     tokens, lengths = (16384, [512, 1024, 2048, 4096, 8192, 16384]) if which == "flash" else (2048, [256, 1024])
     shapes = []
     for dtype in dtypes:
         for d, H in ((64, 32), (128, 16)):
             for causal in causals:
                 for N in lengths:
-                    shapes.append((tokens // N, H, N, d, dtype, causal))
+                    shapes.append((tokens // N, H, N, N, d, dtype, causal))
     return shapes
 
 
@@ -118,32 +134,108 @@ def open_csv(path):
 def parse_args(argv):
     ap = argparse.ArgumentParser(
         description="Time torch.nn.functional.scaled_dot_product_attention with each backend forced "
-                    "(math, efficient, flash, cudnn) and write rows in the project's CSV schema.",
+                    "(math, efficient, flash, cudnn), and optionally the book's variants in the same process, "
+                    "and write rows in the project's CSV schema.",
         epilog="Needs PyTorch with CUDA and a GPU; exits 2 without them. Skipped backends and progress go to "
-               "stderr. Exit code 1 if any backend's output failed the check against the fp32 math backend.")
-    ap.add_argument("--shapes", choices=["flash", "small"], default="flash",
+               "stderr. Exit code 1 if any output failed the check against the fp32 math backend.")
+    ap.add_argument("--shapes", choices=["flash", "small", "uneven"], default="flash",
                     help="flash: B*N = 16k, N = 512..16k, d = 64 (H = 32) and d = 128 (H = 16) (default); "
-                         "small: B*N = 2k, N = 256 and 1k, for a quick look")
+                         "small: B*N = 2k, N = 256 and 1k, for a quick look; uneven: Lq != Lk")
     ap.add_argument("--dtype", choices=["fp16", "bf16", "both"], default="both", help="input type (default both)")
     ap.add_argument("--causal", choices=["off", "on", "both"], default="both",
                     help="is_causal=True, PyTorch's top-left alignment (default both)")
     ap.add_argument("--backends", default=",".join(BACKENDS),
-                    help="comma-separated subset of " + ",".join(BACKENDS) + " (default all)")
+                    help="comma-separated subset of " + ",".join(BACKENDS) + " (default all); 'none' for none")
+    ap.add_argument("--chapters", metavar="LIB",
+                    help="the book's C interface (build-gpu/lib/libflashsteps_capi.so): its variants run and are "
+                         "timed in the same rounds as PyTorch's backends")
+    ap.add_argument("--variants", default="best",
+                    help="with --chapters: best (each chapter's best variant, default), all, or a comma-separated "
+                         "list of names")
     ap.add_argument("--reps", type=int, default=30, help="timed repetitions, at least 20 (default 30)")
     ap.add_argument("--warmup", type=int, default=3, help="untimed runs first (default 3)")
+    ap.add_argument("--budget", type=float, default=0,
+                    help="seconds: no new shape is started after this long (default 0: no limit)")
     ap.add_argument("--csv", metavar="FILE", help="append the rows to FILE (header if new); default stdout")
     ap.add_argument("--commit", default=None,
-                    help="commit column (default: $FLASHSTEPS_COMMIT, else git rev-parse --short=12 HEAD, else unknown)")
+                    help="commit column (default: the library's with --chapters, else $FLASHSTEPS_COMMIT, else "
+                         "git rev-parse --short=12 HEAD, else unknown)")
     args = ap.parse_args(argv)
     if args.reps < 20:
         ap.error("--reps must be at least 20: the project reports the median and minimum of >= 20 repetitions")
     if args.warmup < 1:
         ap.error("--warmup must be at least 1: the first call also checks the output")
-    args.backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    if not math.isfinite(args.budget) or args.budget < 0:
+        ap.error("--budget must be a number of seconds >= 0")
+    names = [b.strip() for b in args.backends.split(",") if b.strip()]
+    args.backends = [] if names == ["none"] else names
     bad = [b for b in args.backends if b not in BACKENDS]
-    if bad or not args.backends:
-        ap.error(f"--backends: unknown backend(s) {', '.join(bad) or '(none given)'}; choose from {', '.join(BACKENDS)}")
+    if bad or not (args.backends or args.chapters):
+        ap.error(f"--backends: unknown backend(s) {', '.join(bad) or '(none given)'}; choose from {', '.join(BACKENDS)}"
+                 + ("" if args.chapters else " (or give --chapters)"))
     return args
+
+
+class Chapters:
+    """The book's variants through common/harness/capi.h (ctypes). Needs no torch: the caller passes
+    device pointers."""
+
+    DTYPE = {"fp32": 0, "fp16": 1, "bf16": 2}
+
+    class Problem(ctypes.Structure):
+        _fields_ = [("B", ctypes.c_int), ("H", ctypes.c_int), ("Lq", ctypes.c_int), ("Lk", ctypes.c_int),
+                    ("d", ctypes.c_int), ("dtype", ctypes.c_int), ("causal", ctypes.c_int), ("scale", ctypes.c_float)]
+
+    def __init__(self, path):
+        lib = ctypes.CDLL(str(path))
+        P, c, cp, vp = ctypes.POINTER(self.Problem), ctypes.c_char_p, ctypes.c_int, ctypes.c_void_p
+        for name, res, argtypes in (("fs_variant_count", cp, []), ("fs_variant_name", c, [cp]),
+                                    ("fs_variant_chapter", c, [cp]), ("fs_variant_best", cp, [cp]),
+                                    ("fs_unsupported", c, [c, P]), ("fs_workspace_bytes", ctypes.c_double, [c, P]),
+                                    ("fs_hbm_bytes", ctypes.c_double, [c, P]),
+                                    ("fs_run", cp, [c, P, vp, vp, vp, vp, vp, vp]), ("fs_synchronize", cp, []),
+                                    ("fs_last_error", c, []), ("fs_commit", c, [])):
+            fn = getattr(lib, name)
+            fn.restype, fn.argtypes = res, argtypes
+        self.lib = lib
+        self.variants = [(lib.fs_variant_chapter(i).decode(), lib.fs_variant_name(i).decode(), bool(lib.fs_variant_best(i)))
+                         for i in range(lib.fs_variant_count())]
+        self.commit = lib.fs_commit().decode()
+
+    def select(self, spec):
+        """[(chapter, name)] for "best", "all" or a comma-separated list; raises ValueError for unknown names."""
+        if spec == "best":
+            return [(c, n) for c, n, best in self.variants if best]
+        if spec == "all":
+            return [(c, n) for c, n, _ in self.variants]
+        known = {n: c for c, n, _ in self.variants}
+        names = [n.strip() for n in spec.split(",") if n.strip()]
+        unknown = [n for n in names if n not in known]
+        if unknown or not names:
+            raise ValueError(f"unknown variant(s) {', '.join(unknown) or '(none given)'}; known: {', '.join(known)}")
+        return [(known[n], n) for n in names]
+
+    def problem(self, B, H, Lq, Lk, d, dtype, causal, scale):
+        return self.Problem(B, H, Lq, Lk, d, self.DTYPE[dtype], 1 if causal else 0, scale)
+
+    def unsupported(self, name, prob):
+        why = self.lib.fs_unsupported(name.encode(), ctypes.byref(prob))
+        return "unknown variant" if why is None else why.decode()
+
+    def workspace_bytes(self, name, prob):
+        return int(self.lib.fs_workspace_bytes(name.encode(), ctypes.byref(prob)))
+
+    def hbm_bytes(self, name, prob):
+        return self.lib.fs_hbm_bytes(name.encode(), ctypes.byref(prob))
+
+    def run(self, name, prob, q, k, v, o, workspace):
+        """Launches (asynchronously) on device pointers; raises RuntimeError with the library's message."""
+        if self.lib.fs_run(name.encode(), ctypes.byref(prob), q, k, v, o, workspace, None) != 0:
+            raise RuntimeError(self.lib.fs_last_error().decode())
+
+    def synchronize(self):
+        if self.lib.fs_synchronize() != 0:
+            raise RuntimeError(self.lib.fs_last_error().decode())
 
 
 class Bench:
@@ -163,15 +255,18 @@ class Bench:
             print("bench_torch_sdpa: this PyTorch does not report the L2 size; flushing 128 MiB", file=sys.stderr)
         # Written between repetitions so that none finds the previous one's Q, K, V in L2.
         self.flush = torch.empty(2 * l2, dtype=torch.uint8, device="cuda")
+        # A kernel that spins for ~0.1 ms after the flush keeps the GPU busy while Python records the start
+        # event and calls in: the time between the events is then the call's kernels, not the host's overhead.
+        self.spin = getattr(torch.cuda, "_sleep", None)
 
     def backend(self, name):
         return getattr(self.SDPBackend, BACKEND_ENUM[name], None)
 
-    def inputs(self, B, H, N, d, dtype):
+    def inputs(self, B, H, Lq, Lk, d, dtype):
         torch = self.torch
         g = torch.Generator(device="cuda").manual_seed(1)
         tdtype = torch.float16 if dtype == "fp16" else torch.bfloat16
-        return [torch.randn(B, H, N, d, generator=g, device="cuda", dtype=tdtype) for _ in range(3)]
+        return [torch.randn(B, H, L, d, generator=g, device="cuda", dtype=tdtype) for L in (Lq, Lk, Lk)]
 
     def reference(self, q, k, v, causal):
         """The math backend in fp32 (inputs upcast exactly), a few (batch, head) planes at a time."""
@@ -187,43 +282,79 @@ class Bench:
                 out[s] = self.sdpa(qf[s].float(), kf[s].float(), vf[s].float(), is_causal=causal)
         return out.view(B, H, Lq, d)
 
-    def measure(self, backend, q, k, v, causal, ref, dtype):
-        """(median_ms, min_ms, max_err, pass). Raises RuntimeError when the backend refuses."""
+    def torch_call(self, backend, q, k, v, causal):
+        """A callable that runs the forced backend, after one checked call whose output it returns.
+        Raises RuntimeError (with PyTorch's reasons) when the backend refuses."""
         torch = self.torch
-        with self.sdpa_kernel(backend):
-            # PyTorch says why a forced backend cannot run in warnings, then raises "No available kernel".
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                try:
-                    out = self.sdpa(q, k, v, is_causal=causal)
-                except torch.cuda.OutOfMemoryError:
-                    raise
-                except RuntimeError as e:
-                    why = "; ".join(str(w.message).strip() for w in caught)
-                    raise RuntimeError(f"{first_line(e)}{' (' + why + ')' if why else ''}") from None
-            err = (out.float() - ref).abs()
-            tol = TOLERANCE[dtype]
-            finite = bool(torch.isfinite(out).all())
-            max_err = float(err.max()) if finite else math.inf
-            ok = finite and bool((err <= tol + tol * ref.abs()).all())
-            del out, err
-            for _ in range(self.warmup - 1):
-                self.sdpa(q, k, v, is_causal=causal)
-            events = []
-            for _ in range(self.reps):
+
+        def call():
+            with self.sdpa_kernel(backend):
+                return self.sdpa(q, k, v, is_causal=causal)
+        # PyTorch says why a forced backend cannot run in warnings, then raises "No available kernel".
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                out = call()
+            except torch.cuda.OutOfMemoryError:
+                raise
+            except RuntimeError as e:
+                why = "; ".join(str(w.message).strip() for w in caught)
+                raise RuntimeError(f"{first_line(e)}{' (' + why + ')' if why else ''}") from None
+        return call, out
+
+    def check(self, out, ref, dtype):
+        """(max_err, pass): every element within the harness's tolerance, none NaN or Inf."""
+        torch = self.torch
+        err = (out.float() - ref).abs()
+        tol = TOLERANCE[dtype]
+        finite = bool(torch.isfinite(out).all())
+        max_err = float(err.max()) if finite else math.inf
+        return max_err, finite and bool((err <= tol + tol * ref.abs()).all())
+
+    def time_rounds(self, calls):
+        """calls: [callable]. Warm-up, then self.reps rounds, each running every callable once after an L2
+        flush, the order rotating by one from round to round. Returns [(median_ms, min_ms)] in input order."""
+        torch = self.torch
+        for call in calls:
+            for _ in range(self.warmup - 1):  # the checked call was the first warm-up
+                call()
+        events = [[] for _ in calls]
+        n = len(calls)
+        for r in range(self.reps):
+            for j in range(n):
+                i = (r + j) % n
                 self.flush.zero_()  # on the stream before the start event: not timed
+                if self.spin:
+                    self.spin(200_000)
                 start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 start.record()
-                self.sdpa(q, k, v, is_causal=causal)
+                calls[i]()
                 stop.record()
-                events.append((start, stop))
-            torch.cuda.synchronize()
-        times = [a.elapsed_time(b) for a, b in events]
-        return statistics.median(times), min(times), max_err, ok
+                events[i].append((start, stop))
+        torch.cuda.synchronize()
+        result = []
+        for ev in events:
+            times = [a.elapsed_time(b) for a, b in ev]
+            result.append((statistics.median(times), min(times)))
+        return result
 
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    chapters = None
+    if args.chapters:
+        try:
+            chapters = Chapters(args.chapters)
+            ours = chapters.select(args.variants)
+        except OSError as e:
+            print(f"bench_torch_sdpa: cannot load the book's C interface {args.chapters}: {e} "
+                  "(build it with the gpu backend: build-gpu/lib/libflashsteps_capi.so)", file=sys.stderr)
+            return 2
+        except ValueError as e:
+            print(f"bench_torch_sdpa: --variants: {e}", file=sys.stderr)
+            return 2
+    else:
+        ours = []
     try:
         import torch
     except ImportError:
@@ -241,68 +372,114 @@ def main(argv=None):
               "(needs PyTorch >= 2.3)", file=sys.stderr)
         return 2
 
+    commit = args.commit or (chapters.commit if chapters else default_commit())
+    if chapters and not args.commit and chapters.commit != default_commit():
+        print(f"bench_torch_sdpa: the library was built from {chapters.commit}, the tree is at {default_commit()}; "
+              "the rows carry the library's", file=sys.stderr)
     device = torch.cuda.get_device_name(0).replace('"', '""')
-    fixed = f'"{device}",{driver_version()},{torch.version.cuda or "none"},{args.commit or default_commit()}'
+    fixed = f'"{device}",{driver_version()},{torch.version.cuda or "none"},{commit}'
     dtypes = ["fp16", "bf16"] if args.dtype == "both" else [args.dtype]
     causals = {"off": [False], "on": [True], "both": [False, True]}[args.causal]
     shapes = sweep(args.shapes, dtypes, causals)
-    total, done, failed = len(shapes) * len(args.backends), 0, 0
+    per_shape = len(args.backends) + len(ours)
+    total, done, failed = len(shapes) * per_shape, 0, 0
     out = open_csv(args.csv)
     print(f"bench_torch_sdpa: {torch.cuda.get_device_name(0)}, PyTorch {torch.__version__}, CUDA {torch.version.cuda}, "
-          f"{total} measurements", file=sys.stderr)
+          f"{total} measurements" + (f", the book's variants from {commit}" if chapters else ""), file=sys.stderr)
+    start_time = time.monotonic()
 
-    for B, H, N, d, dtype, causal in shapes:
-        shape = f"{dtype} B={B} H={H} N={short_n(N)} d={d}{' causal' if causal else ''}"
+    def release():
+        gc.collect()
+        torch.cuda.empty_cache()
+
+    for B, H, Lq, Lk, d, dtype, causal in shapes:
+        shape = (f"{dtype} B={B} H={H} " + (f"N={short_n(Lq)}" if Lq == Lk else f"Lq={short_n(Lq)} Lk={short_n(Lk)}")
+                 + f" d={d}{' causal' if causal else ''}")
+        if args.budget and time.monotonic() - start_time > args.budget:
+            done += per_shape
+            print(f"[{done}/{total}] skip {shape}: past the budget of {args.budget:.0f} s", file=sys.stderr)
+            continue
         q = k = v = ref = None
         try:
-            q, k, v = bench.inputs(B, H, N, d, dtype)
+            q, k, v = bench.inputs(B, H, Lq, Lk, d, dtype)
             ref = bench.reference(q, k, v, causal)
         except RuntimeError as e:  # out of memory, most likely (torch.cuda.OutOfMemoryError is one)
             why = first_line(e)
         if ref is None:
             q = k = v = None
-            gc.collect()
-            torch.cuda.empty_cache()
-            done += len(args.backends)
-            print(f"[{done}/{total}] skip {shape}, every backend: no inputs or fp32 reference ({why})", file=sys.stderr)
+            release()
+            done += per_shape
+            print(f"[{done}/{total}] skip {shape}, every implementation: no inputs or fp32 reference ({why})",
+                  file=sys.stderr)
             continue
+        # Every implementation: (chapter, variant, call, extra bytes, modelled bytes, max_err, pass).
+        impls, held = [], []
         for name in args.backends:
-            done += 1
-            variant = f"sdpa_{name}"
             backend = bench.backend(name)
             why = None
             if backend is None:
                 why = f"PyTorch {torch.__version__} has no {BACKEND_ENUM[name]} backend"
             else:
                 try:
-                    median_ms, min_ms, max_err, ok = bench.measure(backend, q, k, v, causal, ref, dtype)
+                    call, o = bench.torch_call(backend, q, k, v, causal)
+                    max_err, ok = bench.check(o, ref, dtype)
+                    del o
                 except torch.cuda.OutOfMemoryError:  # before RuntimeError: it is one
                     why = "out of memory"
                 except RuntimeError as e:
                     why = first_line(e)
             if why:
-                gc.collect()
-                torch.cuda.empty_cache()  # what the failed call held goes back before the next backend
-                print(f"[{done}/{total}] skip {variant} {shape}: {why}", file=sys.stderr)
+                release()  # what the failed call held goes back before the next one
+                done += 1
+                print(f"[{done}/{total}] skip sdpa_{name} {shape}: {why}", file=sys.stderr)
                 continue
-            flops = 4.0 * B * H * d * visible_pairs(N, N, causal)
-            # GB/s from a cost model of Q, K, V and O only, each read or written once: the least any
-            # backend must move. The math backend also writes and reads S and P, so its figure is a floor.
-            moved = ELEM_BYTES[dtype] * 4.0 * B * H * N * d
-            extra = B * H * N * N * (4 + ELEM_BYTES[dtype]) if name == "math" else 0  # S in fp32 and P
+            # GB/s from a cost model of Q, K, V and O only, each read or written once: the least any backend
+            # must move. The math backend also writes and reads S and P, so its figure is a floor.
+            moved = ELEM_BYTES[dtype] * 2.0 * B * H * (Lq + Lk) * d
+            extra = B * H * Lq * Lk * (4 + ELEM_BYTES[dtype]) if name == "math" else 0  # S in fp32 and P
+            impls.append(("torch", f"sdpa_{name}", call, extra, moved, max_err, ok))
+        for chapter, name in ours:
+            prob = chapters.problem(B, H, Lq, Lk, d, dtype, causal, 1.0 / math.sqrt(d))
+            why = chapters.unsupported(name, prob)
+            if not why:
+                try:
+                    ws_bytes = chapters.workspace_bytes(name, prob)
+                    ws = torch.empty(max(ws_bytes, 1), dtype=torch.uint8, device="cuda")
+                    o = torch.full_like(q, math.nan)  # an element the kernel leaves unwritten fails the check
+                    ptrs = (q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), ws.data_ptr() if ws_bytes else None)
+                    chapters.run(name, prob, *ptrs)
+                    chapters.synchronize()
+                    max_err, ok = bench.check(o, ref, dtype)
+                    held.append((ws, o))
+                    call = (lambda name=name, prob=prob, ptrs=ptrs: chapters.run(name, prob, *ptrs))
+                    impls.append((chapter, name, call, ws_bytes, chapters.hbm_bytes(name, prob), max_err, ok))
+                    continue
+                except torch.cuda.OutOfMemoryError:
+                    why = "out of memory"
+                except RuntimeError as e:
+                    why = first_line(e)
+            release()
+            done += 1
+            print(f"[{done}/{total}] skip {chapter}/{name} {shape}: {why}", file=sys.stderr)
+        if impls:
+            times = bench.time_rounds([i[2] for i in impls])
+            if chapters:
+                chapters.synchronize()  # a kernel that failed while timed: its rows would be wrong
+        flops = 4.0 * B * H * d * visible_pairs(Lq, Lk, causal)
+        for (chapter, variant, _, extra, moved, max_err, ok), (median_ms, min_ms) in zip(impls, times if impls else []):
+            done += 1
             tflops = flops / (median_ms * 1e9)
             gbps = moved / (median_ms * 1e6)
             stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-            out.write(f"{fixed},{stamp},torch,{variant},{dtype},{B},{H},{N},{N},{d},"
+            out.write(f"{fixed},{stamp},{chapter},{variant},{dtype},{B},{H},{Lq},{Lk},{d},"
                       f"{'top-left' if causal else 'none'},none,{median_ms:.6g},{min_ms:.6g},{tflops:.6g},"
                       f"{gbps:.6g},{extra},{max_err:.6g},{int(ok)}\n")
-            out.flush()  # a long sweep that dies keeps the rows it measured
             failed += not ok
-            print(f"[{done}/{total}] {variant:15} {shape}: {median_ms:.4f} ms, {tflops:.1f} TFLOP/s, "
+            print(f"[{done}/{total}] {chapter + '/' + variant:32} {shape}: {median_ms:.4f} ms, {tflops:.1f} TFLOP/s, "
                   f"max error {max_err:.2e} {'pass' if ok else 'FAIL'}", file=sys.stderr)
-        del q, k, v, ref
-        gc.collect()
-        torch.cuda.empty_cache()
+        out.flush()  # a long sweep that dies keeps the rows it measured
+        del q, k, v, ref, impls, held
+        release()
 
     if out is not sys.stdout:
         out.close()

@@ -1,0 +1,103 @@
+// capi.cpp: the registry and the runner's launch path behind capi.h's C functions.
+#include "capi.h"
+
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "errors.h"
+#include "report.h"
+
+namespace {
+using namespace attn;
+
+std::string g_error;
+std::string g_why;  // the string fs_unsupported returns
+
+const Variant* at(int i) {
+  return i >= 0 && i < static_cast<int>(registry().size()) ? &registry()[static_cast<size_t>(i)] : nullptr;
+}
+
+Problem problem_of(const fs_problem& f) {
+  Problem p;
+  p.B = f.B, p.H = f.H, p.Lq = f.Lq, p.Lk = f.Lk, p.d = f.d;
+  p.dtype = static_cast<DType>(f.dtype);
+  p.causal = static_cast<Causal>(f.causal);
+  p.scale_override = f.scale;
+  return p;
+}
+
+// Runs `body`, turning the harness's exceptions into the C convention: 0, or 1 and a message.
+template <class F>
+int guarded(F&& body) {
+  try {
+    body();
+    return 0;
+  } catch (const std::exception& e) {
+    g_error = e.what();
+    return 1;
+  }
+}
+}  // namespace
+
+extern "C" {
+
+int fs_variant_count(void) { return static_cast<int>(registry().size()); }
+const char* fs_variant_name(int i) { return at(i) ? at(i)->name.c_str() : nullptr; }
+const char* fs_variant_chapter(int i) { return at(i) ? at(i)->chapter.c_str() : nullptr; }
+int fs_variant_best(int i) { return at(i) && at(i)->best ? 1 : 0; }
+
+const char* fs_unsupported(const char* variant, const fs_problem* p) {
+  const Variant* v = find_variant(variant);
+  if (!v) return nullptr;
+  g_why = v->unsupported(problem_of(*p));
+  return g_why.c_str();
+}
+double fs_workspace_bytes(const char* variant, const fs_problem* p) {
+  const Variant* v = find_variant(variant);
+  return v ? static_cast<double>(v->workspace_bytes(problem_of(*p))) : -1;
+}
+double fs_hbm_bytes(const char* variant, const fs_problem* p) {
+  const Variant* v = find_variant(variant);
+  if (!v) return -1;
+  const Problem q = problem_of(*p);
+  return v->hbm_bytes ? v->hbm_bytes(q) : q.qkvo_bytes();
+}
+
+int fs_run(const char* variant, const fs_problem* p, const void* q, const void* k, const void* v, void* o,
+           void* workspace, float* lse) {
+  return guarded([&] {
+    const Variant* var = find_variant(variant);
+    if (!var) throw UsageError(std::string("unknown variant ") + variant);
+    const Problem pr = problem_of(*p);
+    pr.validate();
+    if (const std::string why = var->unsupported(pr); !why.empty()) throw UsageError(why);
+    AttentionParams a{};
+    a.q = q, a.k = k, a.v = v, a.o = o;
+    a.dtype = pr.dtype;
+    a.B = pr.B, a.H = pr.H, a.Lq = pr.Lq, a.Lk = pr.Lk, a.d = pr.d;
+    a.scale = pr.scale();
+    a.causal = pr.causal;
+    a.mask_kind = MaskKind::none;
+    a.workspace = workspace;
+    a.lse = var->writes_lse ? lse : nullptr;
+    static Stages stages;  // its events mark the stages, as in the harness's own timing
+    stages.begin();
+    var->run(a, stages);  // checks every launch
+  });
+}
+
+int fs_synchronize(void) {
+  return guarded([] {
+    check(cudaDeviceSynchronize(), "the kernels");
+    check(cudaGetLastError(), "the kernels");
+  });
+}
+
+const char* fs_last_error(void) { return g_error.c_str(); }
+const char* fs_commit(void) {
+  static const std::string c = commit_id();
+  return c.c_str();
+}
+
+}  // extern "C"

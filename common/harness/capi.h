@@ -1,0 +1,46 @@
+// capi.h: the book's variants behind a C interface, for a benchmark that times them and PyTorch's
+// scaled_dot_product_attention in one process, on the same tensors (tools/bench_torch_sdpa.py
+// --chapters, through ctypes). Built as libflashsteps_capi.so on the gpu backend only.
+//
+// Every function is safe to call without a GPU: the queries answer, fs_run returns an error.
+#pragma once
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// One problem, as the harness's Problem (common/harness/problem.h) without the mask.
+typedef struct {
+  int B, H, Lq, Lk, d;
+  int dtype;   // 0 fp32, 1 fp16, 2 bf16 (attn::DType)
+  int causal;  // 0 none, 1 top-left, 2 bottom-right (attn::Causal)
+  float scale;
+} fs_problem;
+
+int fs_variant_count(void);
+const char* fs_variant_name(int i);
+const char* fs_variant_chapter(int i);
+int fs_variant_best(int i);  // 1 for the chapter's best variant (the one the tour runs)
+
+// Why the variant cannot run the problem (dtype, head dim, features, grid limits), or "" if it can;
+// NULL for an unknown variant.
+const char* fs_unsupported(const char* variant, const fs_problem* p);
+// Device memory of its own the variant needs (its N x N buffers...), and the HBM bytes its cost model
+// says it moves; -1 for an unknown variant.
+double fs_workspace_bytes(const char* variant, const fs_problem* p);
+double fs_hbm_bytes(const char* variant, const fs_problem* p);
+// Launches the variant's kernels on the legacy default stream, on device pointers in torch's
+// contiguous [B, H, L, d] layout. `workspace` holds fs_workspace_bytes bytes (NULL when 0), `lse`
+// B*H*Lq floats or NULL. Every launch is checked; the kernels run asynchronously: call fs_synchronize
+// before reading the output. Returns 0, or 1 with the reason in fs_last_error().
+int fs_run(const char* variant, const fs_problem* p, const void* q, const void* k, const void* v, void* o,
+           void* workspace, float* lse);
+// Waits for the device and returns 0, or 1 when a kernel failed (the message in fs_last_error()).
+int fs_synchronize(void);
+const char* fs_last_error(void);
+const char* fs_commit(void);  // the commit the library was built from
+
+#ifdef __cplusplus
+}
+#endif

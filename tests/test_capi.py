@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""test_capi.py: the book's C interface (libflashsteps_capi.so, gpu backend) as
+tools/bench_torch_sdpa.py --chapters loads it, through ctypes.
+
+  python3 tests/test_capi.py LIB FLASHSTEPS_BINARY     # exit 0 pass, 1 fail
+
+Checks, without needing a GPU: the library lists the same variants as `flashsteps run --list`, one
+best variant per chapter; its answers about a problem (unsupported, workspace bytes, modelled bytes)
+are those of the registry; a run without a usable GPU fails with a message instead of crashing; and
+the benchmark script refuses a missing library or an unknown variant with exit code 2.
+"""
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import bench_torch_sdpa as bench  # noqa: E402
+
+failures = []
+
+
+def expect(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def has_gpu():
+    try:
+        return subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def main():
+    lib, binary = sys.argv[1], sys.argv[2]
+    c = bench.Chapters(lib)
+
+    listed = subprocess.run([binary, "run", "--list"], capture_output=True, text=True, check=True).stdout
+    names = re.findall(r"^  (\S+) ", listed, re.M)
+    expect(sorted(n for _, n, _ in c.variants) == sorted(names), f"the library lists the {len(names)} variants of --list")
+    best = c.select("best")
+    chapters = sorted({ch for ch, _, _ in c.variants})
+    expect(sorted(ch for ch, _ in best) == chapters, "one best variant per chapter")
+
+    p = c.problem(1, 2, 128, 96, 64, "fp16", False, 0.125)
+    expect(c.unsupported("naive", p) == "", "naive runs fp16 d = 64")
+    expect("fp32" in c.unsupported("pipelined", c.problem(1, 2, 128, 96, 64, "fp32", False, 0.125)),
+           "pipelined refuses fp32 and says so")
+    expect(c.unsupported("no_such_variant", p) == "unknown variant", "an unknown name is reported, not a crash")
+    # naive keeps S and P in fp32: 2 * B * H * Lq * Lk * 4 bytes (01_naive_attention/variants.cpp).
+    expect(c.workspace_bytes("naive", p) == 2 * 1 * 2 * 128 * 96 * 4, "naive's workspace is its two N x N buffers")
+    expect(c.workspace_bytes("pipelined", p) == 0, "pipelined needs no workspace")
+    expect(c.hbm_bytes("pipelined", p) >= 2 * 2 * (128 + 96) * 64, "modelled bytes are at least Q, K, V, O once")
+
+    try:
+        c.select("bogus")
+        expect(False, "--variants bogus is refused")
+    except ValueError as e:
+        expect("bogus" in str(e), "--variants bogus is refused, naming it")
+
+    if not has_gpu():
+        try:
+            c.run("pipelined", p, None, None, None, None, None)
+            expect(False, "a run without a GPU fails")
+        except RuntimeError as e:
+            expect(len(str(e)) > 0, f"a run without a GPU fails with a message ({e})")
+
+    script = ROOT / "tools" / "bench_torch_sdpa.py"
+    r = subprocess.run([sys.executable, str(script), "--chapters", "/nonexistent/lib.so"], capture_output=True, text=True)
+    expect(r.returncode == 2 and "cannot load" in r.stderr, "a missing library: exit 2 with a message")
+    r = subprocess.run([sys.executable, str(script), "--chapters", lib, "--variants", "bogus"], capture_output=True,
+                       text=True)
+    expect(r.returncode == 2 and "bogus" in r.stderr, "an unknown --variants name: exit 2 naming it")
+
+    print(f"{len(failures)} failure(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
