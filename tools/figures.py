@@ -13,7 +13,7 @@ Nothing here is a measurement. Each figure takes its rule from the file that def
   05_mma_fragments.svg    which lane holds which element of mma.m16n8k16's A, B and C: the
                           formulas are read from common/simt/include/simt/fragments.h
   05_swizzle_banks.svg    the shared-memory banks of ldmatrix's 8 rows, plain, padded and swizzled:
-                          the swizzle is read from at<D>() in 05_flash_v2/pipeline.cuh
+                          the swizzled address is read from 05_flash_v2/pipeline.cuh
   06_tile_map.svg         chapter 06's tiles (skipped, masked, visited without a mask): the rules
                           of tools/causal_schedule.py, which reproduces 06_causal/causal.h
   06_schedule.svg         skip_tiles' and balanced's launch orders on a small GPU (a model:
@@ -79,7 +79,7 @@ def check(cond, what):
 
 def c_expr_to_python(expr):
     """An integer C++ expression of +, *, /, %, ^, &, >>, parentheses and names, as Python."""
-    check(re.fullmatch(r"[\w\s+*/%^&>()]+", expr) is not None, f"unexpected characters in {expr!r}")
+    check(re.fullmatch(r"[\w\s+*/%^&<>()]+", expr) is not None, f"unexpected characters in {expr!r}")
     return expr.replace("/", "//")
 
 
@@ -95,14 +95,17 @@ def fragment_layout():
 
 
 def swizzle_rule():
-    """at<D>() of 05_flash_v2/pipeline.cuh: (swizzled(row, col, D), padded(row, col, D)) in elements."""
+    """The layouts of 05_flash_v2/pipeline.cuh as Python functions of (row, col, D), in elements:
+    (swizzled, padded). The swizzle is the one `return` expression there that XORs; the padding
+    is rows of D + 8 elements."""
     src = (ROOT / "05_flash_v2/pipeline.cuh").read_text()
-    m = re.search(r"int at\(int row, int col\)\s*\{\s*if constexpr \(D % 64 == 0\) \{\s*return (.+?);\s*\}"
-                  r"\s*else\s*\{\s*return (.+?);\s*\}", src)
-    check(m is not None, "05_flash_v2/pipeline.cuh: cannot read at<D>(); tools/figures.py must follow it")
-    swz = eval("lambda row, col, D: " + c_expr_to_python(m.group(1)))  # noqa: S307
-    pad = eval("lambda row, col, D: " + c_expr_to_python(m.group(2)))  # noqa: S307
-    return swz, pad
+    xors = [e for e in re.findall(r"return ([^;{}]+);", src) if "^" in e and "row" in e and "col" in e]
+    check(len(xors) == 1, "05_flash_v2/pipeline.cuh: cannot find the one swizzled address (a `return` with ^); "
+          "tools/figures.py must follow the code")
+    check("D + 8" in src, "05_flash_v2/pipeline.cuh: no rows padded to D + 8 elements any more; "
+          "tools/figures.py must follow the code")
+    swz = eval("lambda row, col, D: " + c_expr_to_python(xors[0]))  # noqa: S307 (our own header)
+    return swz, lambda row, col, D: row * (D + 8) + col
 
 
 def save(fig, path, check_twice):
@@ -452,8 +455,8 @@ def fig_swizzle_banks(args):
     swz, pad = swizzle_rule()
     layouts = [
         ("plain: row r at r·D", lambda r, col, D: r * D + col),
-        ("padded (step c): row r at r·(D + 8)", pad),
-        ("swizzled (step d): chunk c at c ^ (r % 8)", swz),
+        ("padded: row r at r·(D + 8)", pad),
+        ("swizzled: chunk c at c ^ (r % 8)", swz),
     ]
     dims = args.swizzle_dims
     fig, axes = plt.subplots(len(dims), 3, figsize=(14, 3.3 * len(dims) + 0.6), squeeze=False)
@@ -486,7 +489,7 @@ def fig_swizzle_banks(args):
             if title.startswith("plain"):
                 check(ways[0] == 8, f"d = {D}: the plain layout puts the 8 rows on the same banks")
     fig.suptitle("Shared-memory banks (32 banks of 4 bytes) under an ldmatrix of 8 rows: each cell is the banks a "
-                 "16-byte chunk lands on.\nComputed from at<D>() of 05_flash_v2/pipeline.cuh (bank = byte address / 4 "
+                 "16-byte chunk lands on.\nComputed from the swizzled address of 05_flash_v2/pipeline.cuh (bank = byte address / 4 "
                  "mod 32); arithmetic, not the emulator's counters", fontsize=10)
     fig.tight_layout()
     return fig
