@@ -1,7 +1,14 @@
 // test_variants.cpp: every registered variant against the fp64 reference over the sweep. Run by
 // CTest once per schedule order on the cpu backend (SIMT_ORDER), once on a GPU.
+// FLASHSTEPS_VARIANTS=name[,name...] narrows the sweep to those variants (a student's kernel, a
+// step in progress): the same problems and checks, in seconds instead of minutes.
 #include <catch2/catch.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
+#include <set>
+#include <sstream>
 
 #include "harness/runner.h"
 #include "sweep.h"
@@ -9,8 +16,34 @@
 using namespace attn;
 
 namespace {
+// Keeps only the variants FLASHSTEPS_VARIANTS names, once, before the first problem; an unknown
+// name is an error (exit code 2), never a sweep that silently checks nothing.
+void narrow_registry_once() {
+  static const bool narrowed = [] {
+    const char* env = std::getenv("FLASHSTEPS_VARIANTS");
+    if (env == nullptr || *env == '\0') return false;
+    std::set<std::string> wanted;
+    std::istringstream names(env);
+    for (std::string name; std::getline(names, name, ',');)
+      if (!name.empty()) wanted.insert(name);
+    for (const std::string& name : wanted)
+      if (find_variant(name) == nullptr) {
+        std::fprintf(stderr, "FLASHSTEPS_VARIANTS: no variant named '%s' (build/bin/flashsteps run --list)\n",
+                     name.c_str());
+        std::exit(2);
+      }
+    auto& all = registry();
+    all.erase(std::remove_if(all.begin(), all.end(), [&](const Variant& v) { return wanted.count(v.name) == 0; }),
+              all.end());
+    std::fprintf(stderr, "FLASHSTEPS_VARIANTS: the sweep runs %zu variant(s)\n", all.size());
+    return true;
+  }();
+  (void)narrowed;
+}
+
 // Every variant that supports p, run once (untimed) and checked on every row.
 void check_all_variants(const Problem& p, std::map<std::string, int>& ran) {
+  narrow_registry_once();
   RunOptions o;
   o.reps = 0;
   o.sample = false;

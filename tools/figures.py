@@ -1,0 +1,630 @@
+#!/usr/bin/env python3
+"""figures.py: the notes' figures, drawn from the code's own rules and from arithmetic.
+
+Nothing here is a measurement. Each figure takes its rule from the file that defines it:
+
+  01_memory_traffic.svg   chapter 01's cost model (01_naive_attention/variants.cpp): S written once
+                          and read three times, P written once and read once
+  02_reduction_trees.svg  common/kernels/reduce.cuh: warp_max's butterfly, block_reduce's two levels
+  03_online_softmax.svg   the split-softmax identity of notes/03 on one row of 8 scores in 2 blocks
+                          (the numbers are computed here and checked against a direct softmax)
+  04_loop_order.svg       FlashAttention-1's loop order (chapter 04) against FlashAttention-2's
+                          (chapter 05)
+  05_mma_fragments.svg    which lane holds which element of mma.m16n8k16's A, B and C: the
+                          formulas are read from common/simt/include/simt/fragments.h
+  05_swizzle_banks.svg    the shared-memory banks of ldmatrix's 8 rows, plain, padded and swizzled:
+                          the swizzled address is read from 05_flash_v2/pipeline.cuh
+  06_tile_map.svg         chapter 06's tiles (skipped, masked, visited without a mask): the rules
+                          of tools/causal_schedule.py, which reproduces 06_causal/causal.h
+  06_schedule.svg         skip_tiles' and balanced's launch orders on a small GPU (a model:
+                          tools/causal_schedule.py's greedy scheduler)
+
+  tools/figures.py                          # writes notes/figures/*.svg
+  tools/figures.py --out DIR --check        # CI: writes into DIR, draws each figure twice and
+                                            # fails unless both SVGs are byte-identical
+  tools/figures.py --br 128 --bc 64         # chapter 05/06 tiles other than the current code's
+
+The SVGs are deterministic (fixed svg.hashsalt, no date, text kept as text), so regenerating them
+does not churn git. Each figure checks what it draws (every fragment element held by exactly one
+lane, the swizzle a permutation, the online softmax equal to the direct one): a failed check exits
+with status 1.
+"""
+import argparse
+import io
+import math
+import re
+import sys
+import xml.dom.minidom
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+
+try:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import FancyArrowPatch, Rectangle
+except ImportError:
+    print("figures.py needs matplotlib: apt-get install python3-matplotlib", file=sys.stderr)
+    sys.exit(77)
+
+import causal_schedule  # noqa: E402  (tools/causal_schedule.py: chapter 06's tile rules)
+
+plt.rcParams.update({
+    "svg.hashsalt": "flashsteps",  # fixed ids: the same figure gives the same bytes
+    "svg.fonttype": "none",        # text stays text: small, diffable files
+    "font.size": 9,
+    "font.family": "DejaVu Sans",
+    "axes.titlesize": 10,
+})
+METADATA = {"Date": None, "Creator": "tools/figures.py"}
+
+BLUE, ORANGE, GREEN, RED, GREY = "#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8c8c8c"
+LIGHT = "#eeeeee"
+
+
+class CheckFailed(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise CheckFailed(what)
+
+
+# --------------------------------------------------------------------------------------------
+# Rules read from the code
+# --------------------------------------------------------------------------------------------
+
+def c_expr_to_python(expr):
+    """An integer C++ expression of +, *, /, %, ^, &, >>, parentheses and names, as Python."""
+    check(re.fullmatch(r"[\w\s+*/%^&<>()]+", expr) is not None, f"unexpected characters in {expr!r}")
+    return expr.replace("/", "//")
+
+
+def fragment_layout():
+    """The six functions of simt/fragments.h as Python functions of (lane, i)."""
+    src = (ROOT / "common/simt/include/simt/fragments.h").read_text()
+    funcs = {}
+    for name in ("a_row", "a_col", "b_k", "b_n", "c_row", "c_col"):
+        m = re.search(name + r"\(int lane, int (?:/\*i\*/|i)\)\s*\{\s*return (.+?);\s*\}", src)
+        check(m is not None, f"simt/fragments.h: cannot read {name}(); tools/figures.py must follow the header")
+        funcs[name] = eval("lambda lane, i: " + c_expr_to_python(m.group(1)))  # noqa: S307 (our own header)
+    return funcs
+
+
+def swizzle_rule():
+    """The layouts of 05_flash_v2/pipeline.cuh as Python functions of (row, col, D), in elements:
+    (swizzled, padded). The swizzle is the one `return` expression there that XORs; the padding
+    is rows of D + 8 elements."""
+    src = (ROOT / "05_flash_v2/pipeline.cuh").read_text()
+    xors = [e for e in re.findall(r"return ([^;{}]+);", src) if "^" in e and "row" in e and "col" in e]
+    check(len(xors) == 1, "05_flash_v2/pipeline.cuh: cannot find the one swizzled address (a `return` with ^); "
+          "tools/figures.py must follow the code")
+    check("D + 8" in src, "05_flash_v2/pipeline.cuh: no rows padded to D + 8 elements any more; "
+          "tools/figures.py must follow the code")
+    swz = eval("lambda row, col, D: " + c_expr_to_python(xors[0]))  # noqa: S307 (our own header)
+    return swz, lambda row, col, D: row * (D + 8) + col
+
+
+def save(fig, path, check_twice):
+    if path.suffix == ".png":  # for a look on screen; the notes embed the SVGs
+        fig.savefig(path, dpi=110, bbox_inches="tight")
+        plt.close(fig)
+        print(f"wrote {path}")
+        return
+    buf = io.BytesIO()
+    fig.savefig(buf, format="svg", metadata=METADATA, bbox_inches="tight")
+    data = buf.getvalue()
+    if check_twice:
+        again = io.BytesIO()
+        fig.savefig(again, format="svg", metadata=METADATA, bbox_inches="tight")
+        check(again.getvalue() == data, f"{path.name}: two renderings differ (the SVG is not deterministic)")
+        xml.dom.minidom.parseString(data)  # well-formed, or it raises
+    plt.close(fig)
+    path.write_bytes(data)
+    print(f"wrote {path} ({len(data)} bytes)")
+
+
+def box(ax, x, y, w, h, text, color, fontsize=9, alpha=1.0, textcolor="black", lw=1.0):
+    ax.add_patch(Rectangle((x, y), w, h, facecolor=color, edgecolor="black", linewidth=lw, alpha=alpha))
+    ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=fontsize, color=textcolor)
+
+
+def arrow(ax, a, b, text="", color="black", rad=0.0, offset=(0, 0), fontsize=8, lw=1.2):
+    ax.add_patch(FancyArrowPatch(a, b, arrowstyle="-|>", mutation_scale=10, color=color, linewidth=lw,
+                                 connectionstyle=f"arc3,rad={rad}"))
+    if text:
+        ax.text((a[0] + b[0]) / 2 + offset[0], (a[1] + b[1]) / 2 + offset[1], text, ha="center", va="center",
+                fontsize=fontsize, color=color, bbox=dict(facecolor="white", edgecolor="none", pad=1))
+
+
+# --------------------------------------------------------------------------------------------
+# Chapter 01: what the naive chapter stores and moves
+# --------------------------------------------------------------------------------------------
+
+def fig_memory_traffic(args):
+    N, d, elt = args.n01, args.d01, 2  # fp16 inputs; S and P are fp32 (4 bytes) whatever the input
+    qkvo_per_score = 4 * N * d * elt / (N * N)
+    # 01_naive_attention/variants.cpp: S written once and read three times, P written once and read once.
+    s_write, s_read, p_write, p_read = 4, 3 * 4, 4, 4
+    per_score = s_write + s_read + p_write + p_read
+    check(per_score == 24, "chapter 01's cost model is 24 bytes per score")
+    head_mib = per_score * N * N / 2**20
+
+    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(11, 4.6), gridspec_kw={"width_ratios": [1, 1.35]})
+    # Left: one head's buffers to scale (element counts), N x d strips against N x N squares.
+    ax0.set_title(f"One head's buffers, to scale (N = {N}, d = {d})")
+    x = 0
+    for name in ("Q", "K", "V", "O"):
+        ax0.add_patch(Rectangle((x, 0), d, N, facecolor=BLUE, edgecolor="black", linewidth=0.6))
+        ax0.text(x + d / 2, N + 80, name, ha="center", va="bottom")
+        x += d + 330
+    ax0.text(x / 2 - 165, -120, f"N x d, fp16: {N * d * elt // 1024} KiB each", ha="center", va="top", fontsize=8)
+    x += 200
+    for name in ("S", "P"):
+        ax0.add_patch(Rectangle((x, 0), N, N, facecolor=ORANGE, edgecolor="black", linewidth=0.6))
+        ax0.text(x + N / 2, N / 2, f"{name}\nN x N, fp32\n{N * N * 4 // 2**20} MiB", ha="center", va="center")
+        x += N + 200
+    ax0.set_xlim(-100, x)
+    ax0.set_ylim(-700, N + 500)
+    ax0.set_aspect("equal")
+    ax0.axis("off")
+
+    # Right: the round trips of one score through device memory.
+    ax1.set_title("Bytes per score through device memory (chapter 01's cost model)")
+    ax1.set_xlim(0, 10)
+    ax1.set_ylim(-1.4, 5.4)
+    ax1.axis("off")
+    kernels = [("scores.cu\nS = scale·QKᵀ", 0.3), ("softmax.cu\n3 passes per row", 3.7), ("pv.cu\nO = PV", 7.1)]
+    for text, kx in kernels:
+        box(ax1, kx, 4.0, 2.6, 1.1, text, "#dce6f2")
+    ax1.add_patch(Rectangle((0.1, 0.3), 9.8, 1.5, facecolor=LIGHT, edgecolor=GREY))
+    ax1.text(9.8, 1.7, "device memory (HBM)", fontsize=8, color=GREY, va="top", ha="right")
+    box(ax1, 2.1, 0.5, 1.6, 0.8, "S (fp32)", ORANGE)
+    box(ax1, 5.6, 0.5, 1.6, 0.8, "P (fp32)", ORANGE)
+    arrow(ax1, (1.6, 4.0), (2.6, 1.3), f"write {s_write} B", RED, offset=(-0.45, 0))
+    arrow(ax1, (3.2, 1.3), (4.4, 4.0), f"read ×3: {s_read} B", RED, offset=(0.1, 0))
+    arrow(ax1, (5.4, 4.0), (6.0, 1.3), f"write {p_write} B", RED, offset=(0.05, 0))
+    arrow(ax1, (6.9, 1.3), (8.1, 4.0), f"read {p_read} B", RED, offset=(0.1, 0))
+    ax1.text(5.0, -0.7,
+             f"S and P: {per_score} bytes per score  ({head_mib:.0f} MiB per head at N = {N})\n"
+             f"Q, K, V, O: 4·N·d·2 / N² = {qkvo_per_score:.3f} bytes per score",
+             ha="center", va="center", fontsize=9,
+             bbox=dict(facecolor="white", edgecolor=GREY, boxstyle="round,pad=0.4"))
+    return fig
+
+
+# --------------------------------------------------------------------------------------------
+# Chapter 02: the reduction trees of reduce.cuh
+# --------------------------------------------------------------------------------------------
+
+def fig_reduction_trees(args):
+    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(12, 6.2), gridspec_kw={"width_ratios": [1.15, 1]})
+    # Left: warp_max, for (offset = 16; offset > 0; offset /= 2) v = max(v, shfl_xor(v, offset)).
+    offsets = [16, 8, 4, 2, 1]
+    holds = [{lane} for lane in range(32)]  # which lanes' inputs each lane has combined so far
+    contrib = {0}  # the lanes whose stage-s values reach lane 0 at the end
+    tree = []  # per stage, the set of lanes on lane 0's tree
+    for o in reversed(offsets):
+        tree.append(set(contrib))
+        contrib = contrib | {lane ^ o for lane in contrib}
+    tree.append(set(contrib))
+    tree.reverse()  # tree[s]: lanes whose value after stage s feeds lane 0's result
+    for s, o in enumerate(offsets):
+        new = [holds[lane] | holds[lane ^ o] for lane in range(32)]
+        for lane in range(32):
+            on = lane in tree[s + 1] and (lane in tree[s] or (lane ^ o) in tree[s])
+            for src in (lane, lane ^ o):
+                hot = on and src in tree[s]
+                ax0.plot([s, s + 1], [src, lane], color=RED if hot else "#cccccc", linewidth=1.4 if hot else 0.5,
+                         zorder=3 if hot else 1)
+        holds = new
+    check(all(h == set(range(32)) for h in holds), "after five exchanges every lane holds all 32 values")
+    for s in range(6):
+        ax0.scatter([s] * 32, range(32), s=9, color="black", zorder=4)
+    for s, o in enumerate(offsets):
+        ax0.text(s + 0.5, -1.6, f"xor {o}", ha="center", fontsize=8)
+    ax0.set_xticks(range(6), ["input"] + [f"after {k}" for k in range(1, 6)])
+    ax0.set_yticks([0, 8, 16, 24, 31])
+    ax0.set_ylabel("lane")
+    ax0.set_ylim(32, -2.5)
+    ax0.set_title("warp_max: a butterfly of 5 __shfl_xor_sync\n"
+                  "every lane ends with the maximum of all 32; red: what reaches lane 0")
+
+    # Right: block_reduce for 256 threads (8 warps), as softmax_block.cu calls it.
+    ax1.set_title("block_max / block_sum, 256 threads (reduce.cuh):\n"
+                  "two levels of butterflies and three __syncthreads")
+    ax1.set_xlim(0, 8.6)
+    ax1.set_ylim(-0.3, 9.6)
+    ax1.axis("off")
+    for w in range(8):
+        box(ax1, 0.2 + w * 1.03, 7.6, 0.9, 1.2, f"warp {w}\n5 shfl", "#dce6f2", fontsize=7)
+        arrow(ax1, (0.65 + w * 1.03, 7.6), (0.65 + w * 1.03, 6.55), color=BLUE, lw=0.9)
+    box(ax1, 0.2, 5.7, 8.2, 0.8, "lane 0 of each warp: scratch[warp] = v   (scratch: 33 floats of shared memory)",
+        LIGHT, fontsize=7.5)
+    for yb, n in ((5.35, 1), (2.75, 2), (0.45, 3)):
+        ax1.plot([0.1, 8.5], [yb, yb], linestyle="--", color=RED, linewidth=1)
+        ax1.text(8.5, yb + 0.12, f"__syncthreads ({n})", ha="right", va="bottom", color=RED, fontsize=8)
+    box(ax1, 2.2, 3.4, 4.2, 1.4, "warp 0: lane l < 8 reads scratch[l],\nthe others the identity (−∞ or 0);\n"
+        "one more butterfly (5 shfl)", "#dce6f2", fontsize=8)
+    arrow(ax1, (4.3, 5.7), (4.3, 4.8), color=BLUE, lw=0.9)
+    box(ax1, 2.2, 1.4, 4.2, 0.9, "lane 0 of warp 0: scratch[32] = result", LIGHT, fontsize=8)
+    arrow(ax1, (4.3, 3.4), (4.3, 2.3), color=BLUE, lw=0.9)
+    ax1.text(4.3, 0.95, "every thread reads scratch[32]", ha="center", fontsize=8)
+    ax1.text(4.3, -0.15, "barrier (3): scratch may be reused by the next reduction", ha="center", fontsize=7,
+             color=GREY)
+    return fig
+
+
+# --------------------------------------------------------------------------------------------
+# Chapter 03: the online softmax on one row of 8 scores in 2 blocks
+# --------------------------------------------------------------------------------------------
+
+ROW_SCORES = [2.0, 0.5, 3.0, 1.0, 1.5, 4.0, 0.0, 2.5]
+ROW_VALUES = [1.0, -1.0, 2.0, 0.5, 3.0, 1.0, -2.0, 0.0]  # V with d = 1, so that O is one number
+
+
+def online_softmax_steps(x, v, block):
+    """The tile-by-tile update of notes/03 ("Rescaling O, step by step"), in base e."""
+    m, l, o = -math.inf, 0.0, 0.0
+    steps = []
+    for start in range(0, len(x), block):
+        xs, vs = x[start:start + block], v[start:start + block]
+        m_tile = max(xs)
+        m_new = max(m, m_tile)
+        alpha = math.exp(m - m_new) if m != -math.inf else 0.0
+        p = [math.exp(xj - m_new) for xj in xs]
+        l_new = alpha * l + sum(p)
+        o_new = alpha * o + sum(pj * vj for pj, vj in zip(p, vs))
+        steps.append(dict(start=start, m_old=m, m_tile=m_tile, m=m_new, alpha=alpha, p=p, l=l_new, o=o_new))
+        m, l, o = m_new, l_new, o_new
+    return steps
+
+
+def fig_online_softmax(args):
+    x, v = ROW_SCORES, ROW_VALUES
+    steps = online_softmax_steps(x, v, 4)
+    m_all = max(x)
+    e = [math.exp(xj - m_all) for xj in x]
+    l_all = sum(e)
+    o_all = sum(ej * vj for ej, vj in zip(e, v)) / l_all
+    last = steps[-1]
+    check(abs(last["l"] - l_all) < 1e-12 and abs(last["o"] / last["l"] - o_all) < 1e-12,
+          "the online softmax equals the direct one")
+
+    fig = plt.figure(figsize=(11, 7.2))
+    ax = fig.add_axes([0.06, 0.58, 0.9, 0.36])
+    colors = [BLUE] * 4 + [ORANGE] * 4
+    ax.bar(range(8), x, color=colors, edgecolor="black", linewidth=0.6)
+    for j, xj in enumerate(x):
+        ax.text(j, xj + 0.08, f"x{j + 1} = {xj:g}\nv{j + 1} = {v[j]:g}", ha="center", va="bottom", fontsize=8)
+    ax.hlines(steps[0]["m"], -0.45, 3.45, colors=BLUE, linestyles="--")
+    ax.hlines(steps[1]["m"], -0.45, 7.45, colors=ORANGE, linestyles="--")
+    ax.text(-0.4, steps[0]["m"] + 0.06, f"m after block 1 = {steps[0]['m']:g}", color=BLUE, fontsize=8, va="bottom")
+    ax.text(7.45, steps[1]["m"] + 0.06, f"m after block 2 = {steps[1]['m']:g}", color=ORANGE, fontsize=8,
+            ha="right", va="bottom")
+    ax.axvline(3.5, color=GREY, linewidth=0.8)
+    ax.set_xticks(range(8), [f"key {j + 1}" for j in range(8)])
+    ax.set_ylim(-0.3, 5.6)
+    ax.set_ylabel("score")
+    ax.set_title("One row of 8 scores, read in 2 blocks of 4: the running maximum m, sum l and output õ")
+
+    lines = []
+    s1, s2 = steps
+    lines.append("block 1 (keys 1-4):  m = max(−∞, " + f"{s1['m_tile']:g}) = {s1['m']:g}      "
+                 "α = 0 (nothing before)")
+    lines.append("   p = e^(x − m)  = " + "  ".join(f"{pj:.4f}" for pj in s1["p"]))
+    lines.append(f"   l = Σ p = {s1['l']:.4f}        õ = Σ p·v = {s1['o']:.4f}")
+    lines.append(f"block 2 (keys 5-8):  m = max({s1['m']:g}, {s2['m_tile']:g}) = {s2['m']:g}      "
+                 f"α = e^({s1['m']:g} − {s2['m']:g}) = {s2['alpha']:.4f}")
+    lines.append("   p = e^(x − m)  = " + "  ".join(f"{pj:.4f}" for pj in s2["p"]))
+    lines.append(f"   l = α·{s1['l']:.4f} + {sum(s2['p']):.4f} = {s2['l']:.4f}"
+                 f"        õ = α·{s1['o']:.4f} + {sum(pj * vj for pj, vj in zip(s2['p'], v[4:])):.4f}"
+                 f" = {s2['o']:.4f}")
+    lines.append(f"end:  O = õ / l = {s2['o'] / s2['l']:.4f}        lse = m + ln l = {s2['m'] + math.log(s2['l']):.4f}")
+    lines.append(f"check, all 8 at once:  m = {m_all:g},  l = {l_all:.4f},  O = Σ softmax(x)·v = {o_all:.4f}")
+    fig.text(0.06, 0.47, "\n".join(lines), family="DejaVu Sans Mono", fontsize=9, va="top", linespacing=1.7)
+    return fig
+
+
+# --------------------------------------------------------------------------------------------
+# Chapters 04 and 05: FlashAttention-1's loop order against FlashAttention-2's
+# --------------------------------------------------------------------------------------------
+
+def fig_loop_order(args):
+    tr, tc = 4, 4
+    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(12, 5.4))
+    block_colors = [BLUE, ORANGE, GREEN, "#8172b2"]
+    for ax in (ax0, ax1):
+        ax.set_xlim(-0.2, tc + 2.6)
+        ax.set_ylim(tr + 1.3, -1.0)
+        ax.set_aspect("equal")
+        ax.axis("off")
+        for j in range(tc):
+            ax.text(j + 0.5, -0.25, f"K{j + 1},V{j + 1}", ha="center", fontsize=8)
+        for i in range(tr):
+            ax.text(-0.15, i + 0.5, f"Q{i + 1}", ha="right", va="center", fontsize=8)
+    # FA1 (Algorithm 1, chapter 04): one block per (batch, head); j outside, i inside.
+    order = 0
+    for j in range(tc):
+        for i in range(tr):
+            order += 1
+            box(ax0, j, i, 1, 1, str(order), "#dce6f2", fontsize=10)
+    for j in range(tc):
+        ax0.add_patch(FancyArrowPatch((j + 0.82, 0.1), (j + 0.82, tr - 0.1), arrowstyle="-|>", mutation_scale=8,
+                                      color="black", linewidth=0.8))
+    box(ax0, tc + 0.6, 0, 1.8, tr, "HBM\nO_i, l_i, m_i\n\nread and\nwritten at\nevery step:\n"
+        f"Tc = {tc} times\neach", LIGHT, fontsize=8)
+    for i in range(tr):
+        ax0.add_patch(FancyArrowPatch((tc + 0.05, i + 0.5), (tc + 0.55, i + 0.5), arrowstyle="<|-|>",
+                                      mutation_scale=8, color=RED, linewidth=1.0))
+    ax0.set_title("FlashAttention-1 (chapter 04): K/V tiles outside, Q tiles inside\n"
+                  "one block per (batch, head) walks the whole grid; O goes out and back")
+    ax0.text(tc / 2, tr + 0.6, "K, V read once;  Q, O, l, m read (and O, l, m written) Tc times",
+             ha="center", fontsize=8)
+    # FA2 (chapter 05): one block per Q tile, j inside; O in registers, written once.
+    for i in range(tr):
+        for j in range(tc):
+            box(ax1, j, i, 1, 1, str(j + 1), block_colors[i % 4], fontsize=10, alpha=0.55)
+        ax1.add_patch(FancyArrowPatch((0.1, i + 0.82), (tc - 0.1, i + 0.82), arrowstyle="-|>", mutation_scale=8,
+                                      color="black", linewidth=0.8))
+        ax1.add_patch(FancyArrowPatch((tc + 0.05, i + 0.5), (tc + 0.55, i + 0.5), arrowstyle="-|>",
+                                      mutation_scale=8, color=RED, linewidth=1.0))
+    box(ax1, tc + 0.6, 0, 1.8, tr, "HBM\nO_i, lse_i\n\nwritten once,\nat the end", LIGHT, fontsize=8)
+    ax1.set_title("FlashAttention-2 (chapter 05): Q tiles outside, one block each\n"
+                  "O_i, l_i, m_i stay in registers; the blocks run in parallel")
+    ax1.text(tc / 2, tr + 0.6, "Q read and O written once;  K, V read once per Q tile: Tr times",
+             ha="center", fontsize=8)
+    return fig
+
+
+# --------------------------------------------------------------------------------------------
+# Chapter 05: mma.m16n8k16's fragments
+# --------------------------------------------------------------------------------------------
+
+def fig_mma_fragments(args):
+    f = fragment_layout()
+    operands = [  # name, rows, cols, elements per lane, (row, col) of element i of lane
+        ("A (16 x 16, fp16/bf16): a[0..7]", 16, 16, 8, lambda lane, i: (f["a_row"](lane, i), f["a_col"](lane, i)), "a"),
+        ("B (16 x 8, k x n): b[0..3]", 16, 8, 4, lambda lane, i: (f["b_k"](lane, i), f["b_n"](lane, i)), "b"),
+        ("C, D (16 x 8, fp32): c[0..3]", 16, 8, 4, lambda lane, i: (f["c_row"](lane, i), f["c_col"](lane, i)), "c"),
+    ]
+    cmap = plt.get_cmap("tab20")
+    fig, axes = plt.subplots(1, 3, figsize=(15, 7.6), gridspec_kw={"width_ratios": [16, 8, 8]})
+    for ax, (title, rows, cols, per_lane, where, reg) in zip(axes, operands):
+        owner = {}
+        for lane in range(32):
+            for i in range(per_lane):
+                rc = where(lane, i)
+                check(rc not in owner, f"{title}: element {rc} held by two lanes")
+                check(0 <= rc[0] < rows and 0 <= rc[1] < cols, f"{title}: element {rc} outside the matrix")
+                owner[rc] = (lane, i)
+        check(len(owner) == rows * cols, f"{title}: every element held by exactly one lane")
+        for (r, c), (lane, i) in owner.items():
+            g = lane // 4
+            ax.add_patch(Rectangle((c, r), 1, 1, facecolor=cmap(2 * (g % 8) + (lane % 2)), edgecolor="white",
+                                   linewidth=0.5, alpha=0.9))
+            bold = lane == 5
+            ax.text(c + 0.5, r + 0.38, f"T{lane}", ha="center", va="center", fontsize=6.5,
+                    fontweight="bold" if bold else "normal")
+            ax.text(c + 0.5, r + 0.74, f"{reg}{i}", ha="center", va="center", fontsize=5.5, color="#333333")
+            if bold:
+                ax.add_patch(Rectangle((c, r), 1, 1, fill=False, edgecolor="black", linewidth=1.6))
+        ax.set_xlim(0, cols)
+        ax.set_ylim(rows, 0)
+        ax.set_aspect("equal")
+        ax.set_xticks([k + 0.5 for k in range(cols)], range(cols), fontsize=7)
+        ax.set_yticks([k + 0.5 for k in range(rows)], range(rows), fontsize=7)
+        ax.tick_params(length=0)
+        ax.set_xlabel("n" if reg == "b" else "column (k)" if reg == "a" else "column (n)")
+        ax.set_ylabel("k" if reg == "b" else "row (m)")
+        ax.set_title(title)
+    fig.suptitle("mma.sync.m16n8k16: lane T holds element i (a_i, b_i, c_i) of each operand; two 16-bit elements "
+                 "share a register (a0,a1 | a2,a3 ...)\nlane = 4g + t: A and C rows g and g + 8; lane T5 (g = 1, t = 1) "
+                 "outlined.  From common/simt/include/simt/fragments.h (the PTX ISA's layout)", fontsize=10)
+    return fig
+
+
+# --------------------------------------------------------------------------------------------
+# Chapter 05: shared-memory banks, plain, padded, swizzled
+# --------------------------------------------------------------------------------------------
+
+def bank_groups(layout, D, rows=8, elt=2):
+    """For rows 0..rows-1 and each logical 16-byte chunk: the group of 4 banks it lands in (0..7)."""
+    chunks = D * elt // 16
+    out = []
+    for r in range(rows):
+        row = []
+        for c in range(chunks):
+            byte = layout(r, c * 8) * elt
+            check(byte % 16 == 0, "a 16-byte chunk stays 16-byte aligned")
+            row.append((byte // 4) % 32 // 4)
+        out.append(row)
+    return out
+
+
+def conflict_ways(groups, c):
+    """How many of the 8 rows one ldmatrix matrix reads (logical chunk c) share a bank group."""
+    col = [groups[r][c] for r in range(len(groups))]
+    return max(col.count(g) for g in set(col))
+
+
+def fig_swizzle_banks(args):
+    swz, pad = swizzle_rule()
+    layouts = [
+        ("plain: row r at r·D", lambda r, col, D: r * D + col),
+        ("padded: row r at r·(D + 8)", pad),
+        ("swizzled: chunk c at c ^ (r % 8)", swz),
+    ]
+    dims = args.swizzle_dims
+    fig, axes = plt.subplots(len(dims), 3, figsize=(14, 3.3 * len(dims) + 0.6), squeeze=False)
+    cmap = plt.get_cmap("tab10")
+    for row_axes, D in zip(axes, dims):
+        check(D % 64 == 0, "the swizzle applies to head dims that are multiples of 64")
+        for ax, (title, layout) in zip(row_axes, layouts):
+            groups = bank_groups(lambda r, col: layout(r, col, D), D)
+            chunks = len(groups[0])
+            ways = [conflict_ways(groups, c) for c in range(chunks)]
+            for r in range(8):
+                for c in range(chunks):
+                    gid = groups[r][c]
+                    ax.add_patch(Rectangle((c, r), 1, 1, facecolor=cmap(gid), edgecolor="white", alpha=0.75))
+                    ax.text(c + 0.5, r + 0.5, f"{4 * gid}-{4 * gid + 3}", ha="center", va="center", fontsize=6)
+            ax.add_patch(Rectangle((0, 0), 1, 8, fill=False, edgecolor="black", linewidth=2))
+            ax.set_xlim(0, chunks)
+            ax.set_ylim(8, 0)
+            ax.set_aspect("equal")
+            ax.set_xticks([c + 0.5 for c in range(chunks)], range(chunks), fontsize=7)
+            ax.set_yticks([r + 0.5 for r in range(8)], range(8), fontsize=7)
+            ax.tick_params(length=0)
+            ax.set_xlabel("logical 16-byte chunk c (8 fp16 columns)")
+            ax.set_ylabel("row r")
+            ax.set_title(f"d = {D}, {title}\nchunk 0 of rows 0-7 (outlined): {ways[0]}-way; "
+                         f"worst chunk: {max(ways)}-way", fontsize=9)
+            if layout is swz:
+                for c in range(chunks):
+                    check(ways[c] == 1, f"d = {D}: the swizzle gives the 8 rows of chunk {c} 8 different bank groups")
+            if title.startswith("plain"):
+                check(ways[0] == 8, f"d = {D}: the plain layout puts the 8 rows on the same banks")
+    fig.suptitle("Shared-memory banks (32 banks of 4 bytes) under an ldmatrix of 8 rows: each cell is the banks a "
+                 "16-byte chunk lands on.\nComputed from the swizzled address of 05_flash_v2/pipeline.cuh (bank = byte address / 4 "
+                 "mod 32); arithmetic, not the emulator's counters", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+# --------------------------------------------------------------------------------------------
+# Chapter 06: the tile map and the launch orders (models from tools/causal_schedule.py)
+# --------------------------------------------------------------------------------------------
+
+def draw_tiles(ax, s, title):
+    colors = {"#": BLUE, "/": ORANGE, ".": "white"}
+    for q in range(s.tr):
+        for k in range(s.tc):
+            y0, x0 = q * s.br, k * s.bc
+            h, w = min(s.br, s.lq - y0), min(s.bc, s.lk - x0)
+            ax.add_patch(Rectangle((x0, y0), w, h, facecolor=colors[s.cell(q, k)], edgecolor="black",
+                                   linewidth=0.5, alpha=0.8))
+    # The visible region's edge: query i sees keys j <= i + offset (top of row i to its bottom).
+    lo = max(0, -s.offset)  # the first query that sees a key
+    pts = [(min(i + s.offset + 1, s.lk), y) for i in range(lo, s.lq) for y in (i, i + 1)]
+    if pts:
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], color=RED, linewidth=1.3)
+    if lo > 0:
+        ax.axhline(min(lo, s.lq), color=RED, linewidth=0.8, linestyle=":")
+    ax.set_xlim(0, s.lk)
+    ax.set_ylim(s.lq, 0)
+    ax.set_aspect("equal")
+    ax.set_xlabel("key j")
+    ax.set_ylabel("query i")
+    visited = sum(s.tiles_to_visit(q) for q in range(s.tr))
+    masked = sum(1 for q in range(s.tr) for k in range(s.tiles_to_visit(q)) if s.masked(q, k))
+    ax.set_title(f"{title}\n{visited} of {s.tr * s.tc} tiles visited, {masked} of them masked", fontsize=9)
+    return visited
+
+
+def fig_tile_map(args):
+    br, bc = args.br, args.bc
+    shapes = [
+        (causal_schedule.Shape(1024, 1024, "top-left", br, bc), "N = 1024, is_causal (top-left)"),
+        (causal_schedule.Shape(300, 1000, "bottom-right", br, bc), "Lq = 300, Lk = 1000, bottom-right"),
+        (causal_schedule.Shape(1000, 300, "bottom-right", br, bc), "Lq = 1000, Lk = 300, bottom-right"),
+    ]
+    fig, axes = plt.subplots(1, 3, figsize=(14, 5.6), gridspec_kw={"width_ratios": [1, 1.2, 0.55]})
+    for ax, (s, title) in zip(axes, shapes):
+        draw_tiles(ax, s, title)
+    handles = [Rectangle((0, 0), 1, 1, facecolor=c, edgecolor="black", alpha=0.8) for c in (BLUE, ORANGE, "white")]
+    fig.legend(handles, ["visited, no mask (scale_only)", "visited and masked (diagonal or end of keys)", "skipped"],
+               loc="lower center", ncol=3, frameon=False)
+    fig.suptitle(f"Chapter 06's tiles, Br = {br} rows of Q by Bc = {bc} keys (the rules of 06_causal/causal.h "
+                 "tiles_to_visit and skip_tiles.cu's `masked`,\nas tools/causal_schedule.py reproduces them); red: "
+                 "the last key each query sees", fontsize=10)
+    fig.tight_layout(rect=(0, 0.06, 1, 0.95))
+    return fig
+
+
+def fig_schedule(args):
+    s = causal_schedule.Shape(args.sched_n, args.sched_n, "top-left", args.br, args.bc)
+    heads, slots = args.sched_heads, args.sched_sms * args.sched_per_sm
+    orders = ["skip_tiles", "balanced"]
+    fig, axes = plt.subplots(len(orders), 1, figsize=(12, 7.5), sharex=True)
+    cmap = plt.get_cmap("viridis")
+    results = {}
+    for ax, o in zip(axes, orders):
+        blocks = causal_schedule.blocks_in_order(s, o, heads)
+        runs, makespan, first_idle = causal_schedule.simulate(blocks, slots, 0.0)
+        results[o] = makespan
+        wmax = max(b[2] for b in blocks) or 1
+        for st, en, slot, (h, label, w) in runs:
+            ax.barh(slot, en - st, left=st, height=0.9, color=cmap(w / wmax), edgecolor="white", linewidth=0.4)
+            if en - st >= 0.06 * makespan:
+                ax.text(st + (en - st) / 2, slot, label, ha="center", va="center", fontsize=6,
+                        color="white" if w / wmax < 0.6 else "black")
+        total = sum(b[2] for b in blocks)
+        ax.axvline(total / slots, color=RED, linewidth=1, linestyle="--")
+        ax.set_ylim(slots - 0.5, -0.5)
+        ax.set_ylabel("slot (SM x resident block)")
+        ax.set_title(f"{o}: makespan {makespan:g} tile-times; dashed: the ideal, total work / slots = "
+                     f"{total / slots:g}", fontsize=9)
+    check(results["balanced"] <= results["skip_tiles"], "heaviest first never ends later in this model")
+    axes[-1].set_xlabel("time, in units of one K/V tile (the model's assumption: a block takes as long as the "
+                        "tiles it visits)")
+    fig.suptitle(f"MODEL, not a measurement: N = {args.sched_n}, {heads} heads, Br = {args.br}, Bc = {args.bc}, "
+                 f"{args.sched_sms} SMs x {args.sched_per_sm} blocks; each bar a block, labelled with its Q tile,\n"
+                 "coloured by its work (yellow heaviest). Greedy list scheduling in launch order "
+                 "(tools/causal_schedule.py)", fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1, 0.94))
+    return fig
+
+
+FIGURES = {
+    "01_memory_traffic": fig_memory_traffic,
+    "02_reduction_trees": fig_reduction_trees,
+    "03_online_softmax": fig_online_softmax,
+    "04_loop_order": fig_loop_order,
+    "05_mma_fragments": fig_mma_fragments,
+    "05_swizzle_banks": fig_swizzle_banks,
+    "06_tile_map": fig_tile_map,
+    "06_schedule": fig_schedule,
+}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="\n".join(__doc__.splitlines()[2:]))
+    ap.add_argument("--out", default=str(ROOT / "notes" / "figures"), help="folder for the SVGs (default notes/figures)")
+    ap.add_argument("--only", action="append", choices=sorted(FIGURES), help="draw only this figure (repeatable)")
+    ap.add_argument("--png", action="store_true", help="write PNGs instead (to look at; not committed)")
+    ap.add_argument("--check", action="store_true", help="draw each figure twice and fail unless the SVGs are identical")
+    ap.add_argument("--n01", type=int, default=4096, help="chapter 01's N (default 4096)")
+    ap.add_argument("--d01", type=int, default=64, help="chapter 01's head dim (default 64)")
+    ap.add_argument("--br", type=int, default=64,
+                    help="chapter 05/06's rows of Q per tile (default 64: pipe::Br in 05_flash_v2/pipeline.cuh)")
+    ap.add_argument("--bc", type=int, default=128,
+                    help="chapter 05/06's keys per K/V tile (default 128: block_cols<D>() for d <= 64)")
+    ap.add_argument("--swizzle-dims", type=int, nargs="+", default=[64, 128], help="head dims of the bank figure")
+    ap.add_argument("--sched-n", type=int, default=2048, help="sequence length of the schedule figure")
+    ap.add_argument("--sched-heads", type=int, default=4, help="B*H of the schedule figure")
+    ap.add_argument("--sched-sms", type=int, default=8, help="multiprocessors of the schedule figure's small GPU")
+    ap.add_argument("--sched-per-sm", type=int, default=2, help="resident blocks per SM of the schedule figure")
+    args = ap.parse_args()
+    for name in ("n01", "d01", "br", "bc", "sched_n", "sched_heads", "sched_sms", "sched_per_sm"):
+        if getattr(args, name) < 1:
+            ap.error(f"--{name.replace('_', '-')} must be at least 1")
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        for name in args.only or FIGURES:
+            save(FIGURES[name](args), out / f"{name}.{'png' if args.png else 'svg'}", args.check)
+    except CheckFailed as e:
+        print(f"figures.py: check failed: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
