@@ -150,8 +150,8 @@ def parse_args(argv):
                     help="the book's C interface (build-gpu/lib/libflashsteps_capi.so): its variants run and are "
                          "timed in the same rounds as PyTorch's backends")
     ap.add_argument("--variants", default="best",
-                    help="with --chapters: best (each chapter's best variant, default), all, or a comma-separated "
-                         "list of names")
+                    help="with --chapters: best (each chapter's best variant, default), all, either followed by "
+                         "chapter prefixes (all:05,06), or a comma-separated list of names")
     ap.add_argument("--reps", type=int, default=30, help="timed repetitions, at least 20 (default 30)")
     ap.add_argument("--warmup", type=int, default=3, help="untimed runs first (default 3)")
     ap.add_argument("--budget", type=float, default=0,
@@ -203,11 +203,16 @@ class Chapters:
         self.commit = lib.fs_commit().decode()
 
     def select(self, spec):
-        """[(chapter, name)] for "best", "all" or a comma-separated list; raises ValueError for unknown names."""
-        if spec == "best":
-            return [(c, n) for c, n, best in self.variants if best]
-        if spec == "all":
-            return [(c, n) for c, n, _ in self.variants]
+        """[(chapter, name)] for "best" or "all" (optionally ":05,06": of the chapters with those prefixes) or a
+        comma-separated list of names; raises ValueError for unknown names or prefixes that match nothing."""
+        kind, _, prefixes = spec.partition(":")
+        if kind in ("best", "all"):
+            wanted = [p.strip() for p in prefixes.split(",") if p.strip()]
+            chosen = [(c, n) for c, n, best in self.variants
+                      if (kind == "all" or best) and (not wanted or any(c.startswith(p) for p in wanted))]
+            if not chosen:
+                raise ValueError(f"no chapter starts with {prefixes!r}")
+            return chosen
         known = {n: c for c, n, _ in self.variants}
         names = [n.strip() for n in spec.split(",") if n.strip()]
         unknown = [n for n in names if n not in known]

@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
-# gpu_session.sh: what a session with an NVIDIA GPU runs, in steps that each fit a 10-minute call.
-# Everything it writes goes to $OUT (default: results/gpu-session).
+# gpu_session.sh: what a session with an NVIDIA GPU runs. Everything it writes goes to $OUT
+# (default: results/gpu-session).
 #
-#   tools/gpu_session.sh test                build for this GPU; every test (the timing checks
-#                                            too); compute-sanitizer memcheck and racecheck
+#   tools/gpu_session.sh all [--budget S]    the whole first pass in one call, within S seconds
+#                                            (default 540): build for sm_90, every test, the
+#                                            sanitizers, the chapters beside PyTorch's SDPA in one
+#                                            process, ncu on each chapter's best variant; then packs
+#                                            $OUT into a few files (summary.txt first)
+#   tools/gpu_session.sh test                build; every test (the timing checks too);
+#                                            compute-sanitizer memcheck, racecheck and synccheck
 #   tools/gpu_session.sh bench [args...]     `flashsteps bench` into $OUT/chapters.csv
 #                                            (e.g. --chapter 05 --chapter 06, or --sweep small)
-#   tools/gpu_session.sh torch [args...]     PyTorch's SDPA backends into $OUT/torch.csv
+#   tools/gpu_session.sh sdpa [args...]      tools/bench_torch_sdpa.py with the chapters in the same
+#                                            process into $OUT/sdpa.csv (e.g. --shapes uneven)
+#   tools/gpu_session.sh torch [args...]     PyTorch's SDPA backends alone into $OUT/torch.csv
 #   tools/gpu_session.sh plots               the figures and the README table from $OUT/*.csv
 #
 # On a machine without a package registry, stage the header-only dependencies into .deps first;
@@ -19,30 +26,158 @@ build=$root/build-gpu
 export FLASHSTEPS_COMMIT=${FLASHSTEPS_COMMIT:-$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}
 prefix=()
 [ -d "$root/.deps/usr" ] && prefix=(-DCMAKE_PREFIX_PATH="$root/.deps/usr")
+start=$SECONDS
+budget=540
+
+left() { echo $((budget - (SECONDS - start))); }
+note() { echo "$*" | tee -a "$out/summary.txt"; }
+# step <name> <seconds> <command...>: runs the command with at most that long (and never past the
+# budget), logs it to $out/<name>.log, and notes how it ended in summary.txt.
+step() {
+  local name=$1 want=$2
+  shift 2
+  local t
+  t=$(left)
+  ((want < t)) || want=$t
+  if ((want < 10)); then
+    note "SKIPPED $name: the budget is spent"
+    return 0
+  fi
+  local t0=$SECONDS rc=0
+  timeout --kill-after=10 "$want" "$@" >"$out/$name.log" 2>&1 || rc=$?
+  case $rc in
+    0) note "ok      $name ($((SECONDS - t0)) s)" ;;
+    77) note "SKIPPED $name (it says why in $name.log)" ;;
+    124 | 137) note "TIMEOUT $name after $want s (its log has what it did)" ;;
+    *) note "FAILED  $name (exit $rc, $((SECONDS - t0)) s): see $name.log" ;;
+  esac
+  return 0
+}
+
+configure_and_build() {
+  cmake -S "$root" -B "$build" -G Ninja -DFLASHSTEPS_BACKEND=gpu -DCMAKE_CUDA_ARCHITECTURES=90 \
+    -DCMAKE_BUILD_TYPE=Release "${prefix[@]}"
+  cmake --build "$build" -j "$(nproc)"
+}
+
+device_info() {
+  nvidia-smi
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu \
+    --format=csv
+  nvcc --version
+  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' || true
+  echo "commit $FLASHSTEPS_COMMIT"
+}
+
+# Every variant on small shapes that cross tile edges, with and without is_causal and masks.
+sanitize() {
+  local status=0
+  for tool in memcheck racecheck synccheck; do
+    for args in "--lq 130 --lk 97 -d 64" "--lq 77 --lk 200 -d 128 --dtype bf16 --causal bottom-right" \
+                "-n 100 -d 96 --mask additive --mask-per-head -b 2"; do
+      echo "== $tool: flashsteps run --reps 0 $args"
+      # shellcheck disable=SC2086
+      compute-sanitizer --tool "$tool" --error-exitcode 9 "$build/bin/flashsteps" run --reps 0 $args ||
+        { status=1; echo "$tool FAILED on: $args"; }
+    done
+  done
+  return $status
+}
+
+# ncu on each chapter's best variant at one shape (B = 4, H = 16, N = 4096, d = 128, fp16), with the
+# counters the emulator models; metrics this ncu does not know are dropped (and named), not fatal.
+profile() {
+  local metrics=(gpu__time_duration.sum dram__bytes_read.sum dram__bytes_write.sum lts__t_bytes.sum
+    l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum
+    l1tex__t_requests_pipe_lsu_mem_global_op_st.sum l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum
+    l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum
+    l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum
+    smsp__inst_executed_pipe_tensor_op_hmma.sum sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active
+    sm__warps_active.avg.pct_of_peak_sustained_active sm__throughput.avg.pct_of_peak_sustained_elapsed
+    smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio
+    smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio
+    smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio
+    smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio
+    smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio
+    smsp__average_warps_issue_stalled_wait_per_issue_active.ratio)
+  local known
+  known=$(ncu --query-metrics 2>/dev/null | awk '{print $1}') || { echo "ncu --query-metrics failed"; return 1; }
+  local use=() m
+  for m in "${metrics[@]}"; do
+    if grep -qx "${m%%.*}" <<<"$known"; then use+=("$m"); else echo "ncu does not know ${m%%.*}: dropped"; fi
+  done
+  local metric_list
+  metric_list=$(IFS=,; echo "${use[*]}")
+  local v status=0
+  for v in $("$build/bin/flashsteps" run --list | awk '/\(best\)/{print $1}'); do
+    echo "== ncu: $v"
+    ncu --clock-control none --csv --log-file "$out/ncu_$v.csv" --metrics "$metric_list" \
+      "$build/bin/flashsteps" run -v "$v" --reps 0 -b 4 -H 16 -n 4096 -d 128 --dtype fp16 ||
+      { status=1; echo "ncu FAILED on $v (LibraryNotLoaded and ERR_NVGPUCTRPERM are the machine's, not the kernel's)"; }
+  done
+  return $status
+}
+
+# A few files to carry home: the summary, the device, the CSVs, and one archive of everything.
+pack() {
+  (cd "$out" && tar -czf /tmp/gpu_session_all.tar.gz ./* && mv /tmp/gpu_session_all.tar.gz all.tar.gz)
+  local f
+  for f in "$out"/*; do
+    case ${f##*/} in
+      summary.txt | all.tar.gz | chapters.csv | sdpa.csv | torch.csv | device.txt) ;;
+      *) rm -rf "$f" ;;
+    esac
+  done
+}
 
 case "${1:-}" in
+  all)
+    shift
+    if [ "${1:-}" = --budget ]; then budget=$2; shift 2; fi
+    : >"$out/summary.txt"
+    note "gpu_session.sh all: commit $FLASHSTEPS_COMMIT, budget $budget s, $(date -u +%FT%TZ)"
+    device_info >"$out/device.txt" 2>&1 || true
+    note "device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo none)"
+    if [ -x "$build/bin/flashsteps" ] && grep -q "$FLASHSTEPS_COMMIT" "$build/commit.txt" 2>/dev/null; then
+      note "ok      build (already built from this commit)"
+    else
+      step build 300 configure_and_build
+      echo "$FLASHSTEPS_COMMIT" >"$build/commit.txt"
+    fi
+    step tests 120 ctest --test-dir "$build" -E timing --output-on-failure
+    # The targets first: chapters 05 and 06 against FlashAttention-2 (and the other backends) at
+    # d = 64 and 128, N = 512..16k, causal and not, in one process; then the early chapters, smaller.
+    step sdpa 150 python3 "$root/tools/bench_torch_sdpa.py" --chapters "$build/lib/libflashsteps_capi.so" \
+      --variants all:05,06 --shapes flash --dtype fp16 --reps 20 --budget 120 --csv "$out/sdpa.csv"
+    step sdpa_early 60 python3 "$root/tools/bench_torch_sdpa.py" --chapters "$build/lib/libflashsteps_capi.so" \
+      --variants best --shapes small --dtype fp16 --reps 20 --budget 45 --csv "$out/sdpa.csv"
+    step sanitizers 90 sanitize
+    step ncu 90 profile
+    step softmax 30 "$build/bin/02_fused_softmax" -n 4096 --csv "$out/chapters.csv"
+    step timing 60 "$build/bin/flashsteps_timing"
+    grep -h "^\[" "$out/sdpa.log" "$out/sdpa_early.log" 2>/dev/null | tail -60 >>"$out/summary.txt" || true
+    grep -hE "test cases|assertions|tests passed|ERROR SUMMARY|RACECHECK SUMMARY|FAILED" "$out"/*.log 2>/dev/null |
+      sort | uniq -c >>"$out/summary.txt" || true
+    pack
+    note "done in $((SECONDS - start)) s; files: $(cd "$out" && ls | tr '\n' ' ')"
+    ;;
   test)
-    { nvidia-smi; nvcc --version; } >"$out/device.txt" 2>&1 || true
-    cmake -S "$root" -B "$build" -G Ninja -DFLASHSTEPS_BACKEND=gpu -DCMAKE_CUDA_ARCHITECTURES=native "${prefix[@]}" \
-      >"$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
-    cmake --build "$build" -j "$(nproc)" >"$out/build.log" 2>&1 || { tail -60 "$out/build.log"; exit 1; }
+    device_info >"$out/device.txt" 2>&1 || true
+    configure_and_build >"$out/build.log" 2>&1 || { tail -60 "$out/build.log"; exit 1; }
     status=0
     ctest --test-dir "$build" --output-on-failure 2>&1 | tee "$out/ctest.log" | tail -25 || status=1
-    # Every variant on small shapes that cross tile edges, with and without is_causal and masks.
-    for tool in memcheck racecheck; do
-      for args in "--lq 130 --lk 97 -d 64" "--lq 77 --lk 200 -d 128 --dtype bf16 --causal bottom-right" \
-                  "-n 100 -d 96 --mask additive --mask-per-head -b 2"; do
-        echo "== $tool: flashsteps run --reps 0 $args" >>"$out/sanitizer.log"
-        compute-sanitizer --tool "$tool" --error-exitcode 9 "$build/bin/flashsteps" run --reps 0 $args \
-          >>"$out/sanitizer.log" 2>&1 || { status=1; echo "$tool FAILED on: $args"; }
-      done
-    done
+    sanitize >"$out/sanitizer.log" 2>&1 || status=1
     grep -E "ERROR SUMMARY|RACECHECK SUMMARY|FAILED" "$out/sanitizer.log" | sort | uniq -c
     exit $status
     ;;
   bench)
     shift
     "$build/bin/flashsteps" bench --csv "$out/chapters.csv" "$@" 2> >(tee -a "$out/bench.log" >&2)
+    ;;
+  sdpa)
+    shift
+    python3 "$root/tools/bench_torch_sdpa.py" --chapters "$build/lib/libflashsteps_capi.so" --csv "$out/sdpa.csv" "$@" \
+      2> >(tee -a "$out/sdpa.log" >&2)
     ;;
   torch)
     shift
@@ -52,7 +187,7 @@ case "${1:-}" in
     python3 "$root/tools/plot_speedups.py" "$out"/*.csv --out "$out" --readme "$root/README.md"
     ;;
   *)
-    sed -n '2,16p' "$0"
+    sed -n '2,23p' "$0"
     exit 2
     ;;
 esac
