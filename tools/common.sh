@@ -12,14 +12,59 @@ configure() {
   local dir=$1
   shift
   mkdir -p "$dir"
+  echo "configuring $dir (log: $dir/configure.log)"
   # shellcheck disable=SC2086
   cmake -S "$root" -B "$dir" "${generator[@]}" "$@" ${FLASHSTEPS_CMAKE_ARGS:-} >"$dir/configure.log" 2>&1 ||
     { cat "$dir/configure.log"; return 1; }
 }
+
+# The build's own lines go to the log; the terminal gets a line every 10 % of the steps, and one
+# when 30 s pass without any: how far, what was built last, and the time so far.
 build() {
   local dir=$1
   shift
-  cmake --build "$dir" -j "$jobs" "$@" >"$dir/build.log" 2>&1 || { tail -60 "$dir/build.log"; return 1; }
+  echo "building $dir with $jobs jobs (log: $dir/build.log)"
+  local start=$SECONDS
+  cmake --build "$dir" -j "$jobs" "$@" 2>&1 | tee "$dir/build.log" | progress "$start"
+  local status=${PIPESTATUS[0]}
+  if [ "$status" != 0 ]; then
+    tail -60 "$dir/build.log"
+    echo "the build failed after $((SECONDS - start)) s (log: $dir/build.log)"
+    return 1
+  fi
+  echo "built in $((SECONDS - start)) s"
+}
+progress() {
+  local start=$1 line done=0 total=1 what="" shown=-1 said=$SECONDS rc
+  while :; do
+    IFS= read -r -t 30 line
+    rc=$?
+    if ((rc > 128)); then  # 30 s without a line: one file takes long (nvcc, ptxas)
+      printf '  [%3d%%] %d of %d steps, %3d s: still building (no step ended in 30 s; the last: %s)\n' \
+        $((done * 100 / total)) "$done" "$total" $((SECONDS - start)) "$what"
+      said=$SECONDS
+      continue
+    fi
+    ((rc == 0)) || break
+    # Ninja's "[12/81] Building CXX object 05_flash_v2/CMakeFiles/...dir/pipelined.cu.o", printed
+    # as a step ends when the output is no terminal; Make's "[ 45%] Building ..." has no counts.
+    if [[ $line =~ ^\[([0-9]+)/([0-9]+)\]\ (.*) ]]; then
+      done=${BASH_REMATCH[1]} total=${BASH_REMATCH[2]} what=${BASH_REMATCH[3]}
+    elif [[ $line =~ ^\[\ *([0-9]+)%\]\ (.*) ]]; then
+      done=${BASH_REMATCH[1]} total=100 what=${BASH_REMATCH[2]}
+    else
+      continue
+    fi
+    if [[ $what =~ ^Building\ [A-Z]+\ object\ (.*/)?CMakeFiles/[^/]+\.dir/(.*)\.o$ ]]; then
+      what="compiled ${BASH_REMATCH[1]}${BASH_REMATCH[2]}"
+    elif [[ $what =~ ^Linking\ [A-Z]+\ (static\ library|executable)\ (.*) ]]; then
+      what="linked ${BASH_REMATCH[2]}"
+    fi
+    if ((done * 10 / total > shown || SECONDS - said >= 30 || done == total)); then
+      printf '  [%3d%%] %d of %d steps, %3d s: %s\n' $((done * 100 / total)) "$done" "$total" $((SECONDS - start)) "$what"
+      shown=$((done * 10 / total)) said=$SECONDS
+    fi
+  done
 }
 
 backend_args() {
