@@ -24,9 +24,8 @@ build() {
   local dir=$1
   shift
   echo "building $dir with $jobs jobs (log: $dir/build.log)"
-  local start=$SECONDS
-  cmake --build "$dir" -j "$jobs" "$@" 2>&1 | tee "$dir/build.log" | progress "$start"
-  local status=${PIPESTATUS[0]}
+  local start=$SECONDS status=0
+  cmake --build "$dir" -j "$jobs" "$@" 2>&1 | tee "$dir/build.log" | progress "$start" || status=${PIPESTATUS[0]}
   if [ "$status" != 0 ]; then
     tail -60 "$dir/build.log"
     echo "the build failed after $((SECONDS - start)) s (log: $dir/build.log)"
@@ -37,8 +36,7 @@ build() {
 progress() {
   local start=$1 line done=0 total=1 what="" shown=-1 said=$SECONDS rc
   while :; do
-    IFS= read -r -t 30 line
-    rc=$?
+    IFS= read -r -t 30 line && rc=0 || rc=$?  # (the callers' set -e must not end the loop)
     if ((rc > 128)); then  # 30 s without a line: one file takes long (nvcc, ptxas)
       printf '  [%3d%%] %d of %d steps, %3d s: still building (no step ended in 30 s; the last: %s)\n' \
         $((done * 100 / total)) "$done" "$total" $((SECONDS - start)) "$what"
