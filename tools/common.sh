@@ -12,7 +12,7 @@ configure() {
   local dir=$1
   shift
   mkdir -p "$dir"
-  echo "configuring $dir (log: $dir/configure.log)"
+  echo "configuring ${dir#"$root"/} (log: ${dir#"$root"/}/configure.log)"
   # shellcheck disable=SC2086
   cmake -S "$root" -B "$dir" "${generator[@]}" "$@" ${FLASHSTEPS_CMAKE_ARGS:-} >"$dir/configure.log" 2>&1 ||
     { cat "$dir/configure.log"; return 1; }
@@ -23,12 +23,12 @@ configure() {
 build() {
   local dir=$1
   shift
-  echo "building $dir with $jobs jobs (log: $dir/build.log)"
+  echo "building ${dir#"$root"/} with $jobs jobs (log: ${dir#"$root"/}/build.log)"
   local start=$SECONDS status=0
   cmake --build "$dir" -j "$jobs" "$@" 2>&1 | tee "$dir/build.log" | progress "$start" || status=${PIPESTATUS[0]}
   if [ "$status" != 0 ]; then
     tail -60 "$dir/build.log"
-    echo "the build failed after $((SECONDS - start)) s (log: $dir/build.log)"
+    echo "the build failed after $((SECONDS - start)) s (log: ${dir#"$root"/}/build.log)"
     return 1
   fi
   echo "built in $((SECONDS - start)) s"

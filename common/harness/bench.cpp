@@ -67,7 +67,8 @@ std::string duration(double s) {
 }  // namespace
 
 int bench_main(int argc, char** argv) {
-  CLI::App app{"Sweeps chapters, variants and shapes; one CSV row per measurement (results/README.md)."};
+  CLI::App app{"Sweeps chapters, variants and shapes; one CSV row per measurement (results/README.md).",
+               "flashsteps bench"};
   std::string sweep_name = FLASHSTEPS_GPU ? "default" : "smoke", csv;
   std::vector<std::string> chapter_f, variant_f, dtype_f;
   std::vector<int> dims;

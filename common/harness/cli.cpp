@@ -48,7 +48,9 @@ void add_problem_options(CLI::App& app, Args& a) {
   app.add_option("--mask", a.mask, "attn_mask: none, bool or additive")->capture_default_str();
   app.add_flag("--mask-per-head", a.mask_per_head, "one mask per (batch, head) instead of one shared [Lq, Lk]");
   app.add_option("--scale", a.scale, "softmax scale (default 1/sqrt(d))");
-  app.add_option("--seed", a.seed, "seed of the random inputs, 0 to 18446744073709551615")->capture_default_str();
+  app.add_option("--seed", a.seed, "seed of the random inputs, 0 to 18446744073709551615")
+      ->capture_default_str()
+      ->type_name("UINT");
   app.add_option("--reps", a.reps, "timed repetitions (default 20 on a GPU, 10 on the CPU; 0: check only, no --csv)");
   app.add_option("--warmup", a.warmup, "untimed runs first (default 3 on a GPU, 1 on the CPU)");
   app.add_flag("--full-check", a.full_check, "check every output row, however large the problem");
@@ -227,6 +229,7 @@ int chapter_main(int argc, char** argv, const std::string& chapter) {
   CLI::App app{chapter.empty() ? "Every variant of every chapter on one attention problem."
                                : "Chapter " + chapter + ": its variants on one attention problem, checked against "
                                  "the fp64 reference and timed."};
+  if (chapter.empty()) app.name("flashsteps run");
   Args a;
   add_problem_options(app, a);
   app.add_option("-v,--variant", a.variants, "run only this variant (repeatable)");
@@ -263,6 +266,7 @@ void print_tour_summary(const std::vector<Result>& results) {
 int tour_main(int argc, char** argv) {
   CLI::App app{"Every chapter's best variant (the one it ends on) on one problem: its error against the fp64 reference, "
                "its time, and its speedup over chapter 01."};
+  app.name("flashsteps tour");
   Args a;
   add_problem_options(app, a);
   if (const int rc = parse_command_line(app, argc, argv); rc >= 0) return rc;

@@ -26,7 +26,8 @@ int usage() {
   std::printf("flashsteps: scaled-dot-product attention, chapter by chapter, checked against an fp64 reference and "
               "timed.\n\nUsage: flashsteps [COMMAND] [OPTIONS]\n\nCommands:\n");
   for (const Command& c : kCommands) std::printf("  %-7s %s\n", c.name, c.what);
-  std::printf("\nWithout a command, the options go to tour. `flashsteps COMMAND --help` lists a command's options.\n");
+  std::printf("\nWithout a command, the options go to tour. `flashsteps COMMAND --help` lists a command's options.\n"
+              "Each chapter also has its own binary, build/bin/<chapter> (01_naive_attention, ...), with run's options.\n");
   return 0;
 }
 }  // namespace
