@@ -121,7 +121,8 @@ RunOptions build_options(const Args& a, const CLI::App& app) {
 
 void print_list(const std::vector<const Variant*>& pool) {
   std::string chapter;
-  auto gpu_only_of = [](const std::string& c) {
+  auto gpu_only_of = [](const std::string& c) {  // the variants this (cpu) build lacks
+    if (!emulated()) return;
     for (const auto& [in, name] : gpu_only_variants())
       if (in == c) std::printf("  %-20s needs a GPU: not in this build (the CPU emulator's)\n", name.c_str());
   };
