@@ -39,10 +39,12 @@ Outcome shell(const std::string& command) {
 }
 Outcome run(const std::string& args) { return shell(std::string(FLASHSTEPS_BINARY) + " " + args); }
 // Exit code 2 and the message, before any work: no table, no "checked:" line.
+#if !FLASHSTEPS_GPU
 // The same under an address-space limit of `kib` KiB (ulimit -v), in a subshell.
 Outcome run_limited(long kib, const std::string& args) {
   return shell("(ulimit -v " + std::to_string(kib) + " && exec " + FLASHSTEPS_BINARY + " " + args + ")");
 }
+#endif
 bool exists(const std::string& path) { return std::ifstream(path).good(); }
 std::string read(const std::string& path) {
   std::ostringstream s;
