@@ -1,5 +1,7 @@
 #include "cli.h"
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <charconv>
@@ -172,14 +174,14 @@ std::vector<const Variant*> select(const std::vector<const Variant*>& pool, cons
 std::vector<Result> run_all(const std::vector<const Variant*>& chosen, bool named, const Problem& p,
                             const RunOptions& o, bool show_stages) {
   std::vector<const Variant*> runnable;
-  std::vector<std::string> reasons;
-  for (const Variant* v : chosen) {
+  std::vector<std::string> reasons(chosen.size());
+  for (size_t i = 0; i < chosen.size(); ++i) {
     try {
-      check_runnable(*v, p, o);
-      runnable.push_back(v);
+      check_runnable(*chosen[i], p, o);
+      runnable.push_back(chosen[i]);
     } catch (const UsageError& e) {
       if (named || chosen.size() == 1) throw;
-      reasons.push_back(e.what());
+      reasons[i] = e.what();
     }
   }
   if (runnable.empty()) {
@@ -189,30 +191,28 @@ std::vector<Result> run_all(const std::vector<const Variant*>& chosen, bool name
   }
   print_device_and_problem(p);
   const Prepared prepared(p, o);
-  const Checker& checker = prepared.checker;
-  const DeviceInputs& dev = prepared.inputs;
-  print_checked_rows(p, checker.selection());
+  print_checked_rows(p, prepared.checker.selection());
   if (o.reps > 0)
-    std::printf("timed:   median and minimum of %d run%s of each variant, after %d untimed (--reps, --warmup)\n", o.reps,
-                o.reps == 1 ? "" : "s", o.warmup);
+    std::printf("timed:   median and minimum of %d run%s of each variant, after %d untimed; the variants take turns, "
+                "one run each per round (--reps, --warmup)\n",
+                o.reps, o.reps == 1 ? "" : "s", o.warmup);
   else
     std::printf("timed:   no (--reps 0): each variant runs once and is checked\n");
+  std::fflush(stdout);
+  // The rows come once every round is done; meanwhile a terminal sees the rounds go by.
+  const bool tty = isatty(fileno(stderr));
+  const auto results = run_in_rounds(runnable, p, prepared, o, [&](int r, int rounds) {
+    if (tty && rounds > 1) std::fprintf(stderr, "\r  round %d of %d%s", r, rounds, r == rounds ? "\r\033[K" : "");
+  });
   print_table_header();
-  std::vector<Result> results;
-  for (const Variant* v : chosen) {
-    const bool ok = std::find(runnable.begin(), runnable.end(), v) != runnable.end();
-    if (!ok) {
-      try {
-        check_runnable(*v, p, o);
-      } catch (const UsageError& e) {
-        print_skip(v->name, e.what());
-      }
+  for (size_t i = 0, next = 0; i < chosen.size(); ++i) {
+    if (!reasons[i].empty()) {
+      print_skip(chosen[i]->name, reasons[i]);
       continue;
     }
-    results.push_back(run_variant(*v, p, dev, checker, o));
-    print_row(results.back());
-    if (show_stages) print_stages(results.back());
-    std::fflush(stdout);
+    const Result& r = results[next++];
+    print_row(r);
+    if (show_stages) print_stages(r);
   }
   return results;
 }

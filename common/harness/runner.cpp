@@ -197,4 +197,24 @@ Result run_variant(const Variant& v, const Problem& p, const DeviceInputs& in, c
   return r;
 }
 
+std::vector<Result> run_in_rounds(const std::vector<const Variant*>& variants, const Problem& p, const Prepared& in,
+                                  const RunOptions& o, const std::function<void(int, int)>& round_done) {
+  const int rounds = std::max(o.reps, 1);
+  std::vector<Result> results(variants.size());
+  std::vector<std::vector<Timing>> timings(variants.size());
+  for (int r = 0; r < rounds; ++r) {
+    RunOptions once = o;
+    once.reps = o.reps > 0 ? 1 : 0;
+    once.warmup = r == 0 ? o.warmup : 0;
+    for (size_t i = 0; i < variants.size(); ++i) {
+      Result one = run_variant(*variants[i], p, in.inputs, in.checker, once);
+      timings[i].push_back(one.timing);
+      if (r == 0 || (!one.verdict.pass && results[i].verdict.pass)) results[i] = std::move(one);
+    }
+    if (round_done) round_done(r + 1, rounds);
+  }
+  for (size_t i = 0; i < variants.size(); ++i) results[i].timing = combine_repetitions(timings[i]);
+  return results;
+}
+
 }  // namespace attn

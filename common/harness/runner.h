@@ -1,5 +1,6 @@
 // runner.h: one variant on one problem: allocate, upload, launch, time, check.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -75,5 +76,12 @@ MemoryNeed memory_needed(const Variant& v, const Problem& p, const RunOptions& o
 void check_runnable(const Variant& v, const Problem& p, const RunOptions& o);
 Result run_variant(const Variant& v, const Problem& p, const DeviceInputs& in, const Checker& checker,
                    const RunOptions& o);
+// The variants, each timed o.reps times, in rounds: one timed repetition of every variant per
+// round (each one's warm-up in the first). A machine whose load changes meanwhile then slows
+// every variant alike and their ratios hold still, where one variant after the other would give
+// one the busy seconds and another the quiet ones. One Result per variant, in order; a variant
+// fails when any round fails its check. `round_done(r, rounds)` after each round.
+std::vector<Result> run_in_rounds(const std::vector<const Variant*>& variants, const Problem& p, const Prepared& in,
+                                  const RunOptions& o, const std::function<void(int, int)>& round_done = {});
 
 }  // namespace attn
