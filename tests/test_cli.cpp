@@ -380,3 +380,23 @@ TEST_CASE("the tour on the CPU says what a GPU shows instead", "[cli]") {
   CHECK_THAT(o.output, Contains("speedup vs 01") && Contains("On a GPU: "));
 }
 #endif
+
+TEST_CASE("timings taken in turns combine into one median, minimum and per-stage median", "[cli]") {
+  auto one = [](double ms, double stage_ms) {
+    attn::Timing t;
+    t.reps = 1, t.median_ms = t.min_ms = ms;
+    t.stages = {{"S", stage_ms, 10}, {"O", ms - stage_ms, 20}};
+    return t;
+  };
+  const attn::Timing untimed;  // --reps 0: left out
+  const attn::Timing t = attn::combine_repetitions({one(3, 1), untimed, one(1, 0.5), one(2, 1.5)});
+  CHECK(t.reps == 3);
+  CHECK(t.median_ms == 2);
+  CHECK(t.min_ms == 1);
+  REQUIRE(t.stages.size() == 2);
+  CHECK(t.stages[0].stage == "S");
+  CHECK(t.stages[0].ms == 1);
+  CHECK(t.stages[1].ms == 0.5);  // of 2, 0.5, 0.5
+  CHECK(t.stages[1].bytes == 20);
+  CHECK(attn::combine_repetitions({untimed}).reps == 0);
+}
