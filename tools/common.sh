@@ -19,7 +19,7 @@ configure() {
 }
 
 # The build's own lines go to the log; the terminal gets a line every 10 % of the steps, and one
-# when 30 s pass without any: how far, what was built last, and the time so far.
+# when 30 s pass without any (then 60, 120, ...): how far, what was built last, the time so far.
 build() {
   local dir=$1
   shift
@@ -34,16 +34,17 @@ build() {
   echo "built in $((SECONDS - start)) s"
 }
 progress() {
-  local start=$1 line done=0 total=1 what="" shown=-1 said=$SECONDS rc
+  local start=$1 line done=0 total=1 what="" shown=-1 said=$SECONDS ended=$SECONDS rc wait=30
   while :; do
-    IFS= read -r -t 30 line && rc=0 || rc=$?  # (the callers' set -e must not end the loop)
-    if ((rc > 128)); then  # 30 s without a line: one file takes long (nvcc, ptxas)
-      printf '  [%3d%%] %d of %d steps, %3d s: still building (no step ended in 30 s; the last: %s)\n' \
-        $((done * 100 / total)) "$done" "$total" $((SECONDS - start)) "$what"
-      said=$SECONDS
+    IFS= read -r -t "$wait" line && rc=0 || rc=$?  # (the callers' set -e must not end the loop)
+    if ((rc > 128)); then  # no step ended for a while: one file takes long (nvcc, ptxas)
+      printf '  [%3d%%] %d of %d steps, %3d s: still building (no step ended in %d s; the last: %s)\n' \
+        $((done * 100 / total)) "$done" "$total" $((SECONDS - start)) $((SECONDS - ended)) "$what"
+      wait=$((wait * 2)) said=$SECONDS  # 30 s, then 60, 120, ...: a few lines for a long compile
       continue
     fi
     ((rc == 0)) || break
+    wait=30
     # Ninja's "[12/81] Building CXX object 05_flash_v2/CMakeFiles/...dir/pipelined.cu.o", printed
     # as a step ends when the output is no terminal; Make's "[ 45%] Building ..." has no counts.
     if [[ $line =~ ^\[([0-9]+)/([0-9]+)\]\ (.*) ]]; then
@@ -53,6 +54,7 @@ progress() {
     else
       continue
     fi
+    ended=$SECONDS
     if [[ $what =~ ^Building\ [A-Z]+\ object\ (.*/)?CMakeFiles/[^/]+\.dir/(.*)\.o$ ]]; then
       what="compiled ${BASH_REMATCH[1]}${BASH_REMATCH[2]}"
     elif [[ $what =~ ^Linking\ [A-Z]+\ (static\ library|executable)\ (.*) ]]; then
