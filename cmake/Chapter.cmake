@@ -1,6 +1,9 @@
 # Chapter.cmake: what a numbered chapter folder declares, in its CMakeLists.txt:
 #   flashsteps_chapter(KERNELS a.cu b.cu SOURCES variants.cpp
 #                      [GPU_KERNELS c.cu] [GPU_LIBRARIES CUDA::cublas] [USES 01_naive_attention])
+# GPU_KERNELS are sources only nvcc builds (cuBLAS calls, ...), each named after the one variant
+# it implements (math_path.cu: variant math_path, registered under #if FLASHSTEPS_GPU): the cpu
+# build then knows that name and says that the variant needs a GPU.
 # It builds the chapter's kernels into a library <chapter>_kernels (which a later chapter may
 # USE: it then includes "01_naive_attention/naive.h" and calls them), its variants into an object
 # library <chapter>_variants, and a binary named after the folder (its variants on one problem),
@@ -11,6 +14,10 @@ function(flashsteps_chapter)
   set(kernels ${chapter}_kernels)
   add_library(${kernels} STATIC)
   flashsteps_kernel_sources(${kernels} ${C_KERNELS})
+  foreach(source IN LISTS C_GPU_KERNELS)
+    get_filename_component(variant ${source} NAME_WE)
+    set_property(GLOBAL APPEND PROPERTY FLASHSTEPS_GPU_ONLY_VARIANTS ${chapter}/${variant})
+  endforeach()
   if(FLASHSTEPS_BACKEND STREQUAL "gpu")
     flashsteps_kernel_sources(${kernels} ${C_GPU_KERNELS})
     target_link_libraries(${kernels} PUBLIC ${C_GPU_LIBRARIES})

@@ -12,7 +12,11 @@ find_package(Threads REQUIRED)
 # Both backends need the toolkit's headers (vector types, fp16, bf16); the gpu backend its libraries.
 find_package(CUDAToolkit QUIET)
 if(NOT CUDAToolkit_FOUND)
-  message(FATAL_ERROR "the CUDA toolkit was not found: install it (nvcc, headers), or set CUDAToolkit_ROOT")
+  message(FATAL_ERROR "the CUDA toolkit was not found. Both backends need it, the cpu one (no GPU) for its headers "
+                      "(vector types, fp16, bf16). Install it: on Debian, enable the non-free component and "
+                      "apt-get install nvidia-cuda-toolkit; on Ubuntu, apt-get install nvidia-cuda-toolkit; or "
+                      "NVIDIA's repository (https://developer.nvidia.com/cuda-downloads, package cuda-toolkit). "
+                      "If it is installed elsewhere, set CUDAToolkit_ROOT (or put its nvcc on PATH).")
 endif()
 flashsteps_require(Eigen3 libeigen3-dev 3.4 NO_MODULE)
 flashsteps_require(Catch2 catch2 2.13)

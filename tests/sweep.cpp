@@ -57,4 +57,16 @@ std::vector<Problem> mask_sweep() {
   return out;
 }
 
+std::vector<Problem> scale_sweep() {
+  std::vector<Problem> out;
+  for (double scale : {1e4, 1e-4, -1.0})
+    for (DType t : {DType::fp32, DType::fp16})
+      for (Causal c : {Causal::none, Causal::top_left}) {
+        Problem p;
+        p.Lq = 70, p.Lk = 200, p.d = 64, p.dtype = t, p.causal = c, p.scale_override = scale;
+        out.push_back(p);
+      }
+  return out;
+}
+
 }  // namespace attn

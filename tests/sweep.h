@@ -12,5 +12,9 @@ namespace attn {
 std::vector<Problem> shape_sweep();
 // Boolean and additive masks, shared and per head, with fully masked rows; an explicit scale.
 std::vector<Problem> mask_sweep();
+// Scales far from 1/sqrt(d): 1e4 (rows nearly one-hot, scores near 1e5: the log-sum-exp's
+// tolerance must grow with them), 1e-4 (rows nearly uniform), -1 (the scores' order flipped);
+// two K/V tiles of every chapter (Lk = 200), fp32 and fp16, with and without is_causal.
+std::vector<Problem> scale_sweep();
 
 }  // namespace attn

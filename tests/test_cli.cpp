@@ -1,11 +1,22 @@
 // test_cli.cpp: bad input gets a clear message and exit code 2, never a crash. Runs the
 // `flashsteps run` binary (every chapter's variants) as a learner would.
+#include <sys/resource.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <new>
+#include <sstream>
 #include <string>
+#include <vector>
+
+#include "harness/command.h"
+#include "harness/report.h"
 
 using Catch::Matchers::Contains;
 
@@ -14,8 +25,9 @@ struct Outcome {
   int code;
   std::string output;
 };
-Outcome run(const std::string& args) {
-  const std::string cmd = std::string(FLASHSTEPS_BINARY) + " " + args + " 2>&1";
+// A shell command line, its exit code and its output (stdout and stderr).
+Outcome shell(const std::string& command) {
+  const std::string cmd = "{ " + command + "; } 2>&1";
   FILE* f = popen(cmd.c_str(), "r");
   REQUIRE(f != nullptr);
   Outcome o{-1, ""};
@@ -25,12 +37,28 @@ Outcome run(const std::string& args) {
   o.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return o;
 }
+Outcome run(const std::string& args) { return shell(std::string(FLASHSTEPS_BINARY) + " " + args); }
+// Exit code 2 and the message, before any work: no table, no "checked:" line.
+#if !FLASHSTEPS_GPU
+// The same under an address-space limit of `kib` KiB (ulimit -v), in a subshell.
+Outcome run_limited(long kib, const std::string& args) {
+  return shell("(ulimit -v " + std::to_string(kib) + " && exec " + FLASHSTEPS_BINARY + " " + args + ")");
+}
+#endif
+bool exists(const std::string& path) { return std::ifstream(path).good(); }
+std::string read(const std::string& path) {
+  std::ostringstream s;
+  s << std::ifstream(path).rdbuf();
+  return s.str();
+}
+void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 void bad(const std::string& args, const std::string& says) {
   INFO("flashsteps " << args);
   const Outcome o = run(args);
   INFO(o.output);
   CHECK(o.code == 2);
   CHECK_THAT(o.output, Contains(says));
+  CHECK_THAT(o.output, !Contains("checked:"));
 }
 }  // namespace
 
@@ -53,9 +81,14 @@ TEST_CASE("a head dim, dtype or variant that does not exist or is not supported"
   bad("run -n abc", "abc");
 }
 
-TEST_CASE("a problem whose N x N buffers exceed device memory names both sizes", "[cli]") {
+TEST_CASE("a problem whose N x N buffers exceed memory names both sizes", "[cli]") {
+#if FLASHSTEPS_GPU
   bad("run -v naive -b 64 -H 16 -n 1000000", "bytes) of device memory");
   bad("run -v naive -b 64 -H 16 -n 1000000", "bytes) free");
+#else
+  bad("run -v naive -b 64 -H 16 -n 1000000", "bytes) of memory at its peak");
+  bad("run -v naive -b 64 -H 16 -n 1000000", "90% of the ");
+#endif
 }
 
 #if !FLASHSTEPS_GPU
@@ -80,9 +113,13 @@ TEST_CASE("a good run passes, lists and writes its CSV", "[cli]") {
   REQUIRE(f != nullptr);
   char line[512];
   REQUIRE(std::fgets(line, sizeof line, f) != nullptr);
-  CHECK_THAT(std::string(line), Contains("device,driver,cuda,commit,timestamp,chapter,variant"));
+  CHECK(std::string(line) == std::string(attn::kCsvHeader) + "\n");
   REQUIRE(std::fgets(line, sizeof line, f) != nullptr);
   CHECK_THAT(std::string(line), Contains(",01_naive_attention,naive,fp16,1,2,17,17,64,none,none,"));
+#if !FLASHSTEPS_GPU
+  // The emulator's rows claim no driver and no CUDA runtime.
+  CHECK_THAT(std::string(line), Contains("\"CPU emulation (simt)\",none,none,"));
+#endif
   std::fclose(f);
   std::remove(csv.c_str());
 }
@@ -110,4 +147,256 @@ TEST_CASE("the benchmark runner writes one checked row per measurement", "[cli]"
   CHECK(passed == 12);
   std::remove(csv.c_str());
   bad("bench --sweep nosuch --csv " + csv, "unknown sweep");
+}
+
+TEST_CASE("numbers out of range are refused, not wrapped, clamped or ignored", "[cli]") {
+  bad("run -v naive --reps -2", "--reps must be 0 or more, not -2");
+  bad("run -v naive --warmup -5", "--warmup must be 0 or more, not -5");
+  bad("run -v naive --cpu-budget -1", "--cpu-budget takes seconds, 0 or more (0: no limit), not -1");
+  bad("run -v naive --cpu-budget nan", "not nan");
+  bad("run -v naive --scale nan", "the scale must be a finite number, not nan");
+  bad("run -v naive --scale inf", "the scale must be a finite number, not inf");
+  bad("run -v naive --scale -inf", "the scale must be a finite number, not inf");
+  bad("run -v naive --scale 1e39", "overflow fp32");
+  for (const char* seed : {"-1", "18446744073709551616", "1e23", "0x10", "12abc"})
+    bad(std::string("run -v naive --seed ") + seed, "--seed takes a whole number from 0 to 18446744073709551615");
+  bad("run -v naive --seed ''", "--seed takes a whole number");
+  bad("run -v naive --mask-per-head", "--mask-per-head needs a mask: add --mask bool or --mask additive");
+  bad("tour --reps -1", "--reps must be 0 or more");
+  bad("bench --reps 0 --csv never_written.csv", "--reps must be 1 or more");
+  bad("bench --warmup -1 --csv never_written.csv", "--warmup must be 0 or more");
+  bad("bench --budget -3 --csv never_written.csv", "--budget takes seconds");
+  CHECK_FALSE(exists("never_written.csv"));
+  // The largest seed is a seed.
+  const Outcome o = run("run -v naive -n 16 --reps 1 --seed 18446744073709551615");
+  INFO(o.output);
+  CHECK(o.code == 0);
+  CHECK_THAT(o.output, Contains("seed 18446744073709551615"));
+}
+
+TEST_CASE("a problem too large to count is refused with positive numbers", "[cli]") {
+  for (const char* args : {"run -v naive -n 2147483647", "run -v naive -n 2147483647 -b 1 -H 1 -d 1",
+                           "run -v row_per_thread -b 2147483647 -H 2147483647 -n 1", "tour -n 2147483647"}) {
+    bad(args, "the problem is too large: B*H*Lq*Lk = ");
+    const Outcome o = run(args);
+    CHECK_THAT(o.output, !Contains("-9"));  // no wrapped, negative count
+  }
+  bad("run -v naive -n 2147483648", "--seq");  // beyond int: CLI11's own refusal, exit 2 too
+}
+
+TEST_CASE("large, tiny and negative scales pass on correct kernels", "[cli]") {
+  for (const char* args : {"run -v pipelined --scale 1e4 --reps 1", "run -v row_per_thread --scale 1e4 --reps 1",
+                           "run -v pipelined --scale 1e-4 --reps 1", "run -v fused_softmax_pv --scale -1 --reps 1"}) {
+    INFO(args);
+    const Outcome o = run(args);
+    INFO(o.output);
+    CHECK(o.code == 0);
+    CHECK_THAT(o.output, Contains(" pass "));
+  }
+}
+
+TEST_CASE("--csv is checked before any work: a name, a folder that exists, writable, ours", "[cli]") {
+  bad("run -v naive --csv ''", "--csv needs a file name");
+  bad("run -v naive --csv .", "--csv . is a folder");
+  bad("run -v naive --csv no_such_folder/out.csv", "the folder no_such_folder does not exist");
+  bad("run -v naive --csv /proc/flashsteps_test.csv", "cannot be created");
+  if (geteuid() != 0) {  // root writes anywhere: no read-only folder to test with then
+    std::system("mkdir -p readonly_folder && chmod 555 readonly_folder");
+    bad("run -v naive --csv readonly_folder/out.csv", "cannot be created: Permission denied");
+    std::system("chmod 755 readonly_folder && rmdir readonly_folder");
+  }
+  // A file that is not ours is refused and left as it was.
+  const std::string foreign = "cli_foreign.csv", text = "name,age\nada,36\n";
+  write(foreign, text);
+  bad("run -v naive --csv " + foreign, "is not one of this project's CSV files");
+  bad("bench --sweep smoke --csv " + foreign, "is not one of this project's CSV files");
+  CHECK(read(foreign) == text);
+  std::remove(foreign.c_str());
+  // No row without a timing: --reps 0 with --csv is refused, and nothing is created.
+  const std::string fresh = "cli_untimed.csv";
+  std::remove(fresh.c_str());
+  bad("run -v naive --reps 0 --csv " + fresh, "--reps 0 checks the output without timing it");
+  bad("run -v no_such_variant --csv " + fresh, "unknown variant");
+  CHECK_FALSE(exists(fresh));
+  // --reps 0 without --csv still checks.
+  const Outcome o = run("run -v naive -n 16 --reps 0");
+  CHECK(o.code == 0);
+  CHECK_THAT(o.output, Contains("timed:   no (--reps 0)"));
+}
+
+TEST_CASE("a file of ours gets rows appended under its header", "[cli]") {
+  const std::string csv = "cli_ours.csv";
+  std::remove(csv.c_str());
+  write(csv, std::string(attn::kCsvHeader) + "\n");
+  const Outcome o = run("run -v naive -n 16 --reps 1 --csv " + csv);
+  INFO(o.output);
+  CHECK(o.code == 0);
+  const std::string text = read(csv);
+  CHECK(text.rfind(std::string(attn::kCsvHeader) + "\n", 0) == 0);
+  CHECK(std::count(text.begin(), text.end(), '\n') == 2);
+  std::remove(csv.c_str());
+}
+
+#if !FLASHSTEPS_GPU  // address-space limits and fork() do not mix with a CUDA context
+TEST_CASE("memory: the check counts host copies too, refuses under ulimit -v, and a failed allocation is exit 2",
+          "[cli]") {
+  // Under a 1 GB address-space limit: 1.16 GiB of buffers the kernels use, 1.91 GiB at the peak
+  // with the inputs as float on the host: refused at once, with the numbers.
+  const Outcome o = run_limited(1000000, "run -v row_per_thread -n 16 -b 100 -H 1000");
+  INFO(o.output);
+  CHECK(o.code == 2);
+  CHECK_THAT(o.output, Contains("needs about 1.91 GiB ("));
+  CHECK_THAT(o.output, Contains("the kernels' buffers 1.16 GiB"));
+  CHECK_THAT(o.output, Contains("under ulimit -v"));
+  CHECK_THAT(o.output, !Contains("checked:"));
+  // The same limit leaves room for the default problem.
+  const Outcome small = run_limited(1000000, "run -v naive --reps 1");
+  INFO(small.output);
+  CHECK(small.code == 0);
+
+  // An allocation that fails anyway (the check cannot see every limit) ends as bad input: exit 2
+  // and "out of memory", device or host, never a crash. In a child, under a 64 MiB limit above
+  // what it holds now.
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    rlimit lim{};
+    getrlimit(RLIMIT_AS, &lim);
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    long vm_kib = 0;
+    while (std::getline(status, line))
+      if (line.rfind("VmSize:", 0) == 0) vm_kib = std::stol(line.substr(7));
+    lim.rlim_cur = static_cast<rlim_t>(vm_kib + 64 * 1024) * 1024;
+    setrlimit(RLIMIT_AS, &lim);
+    std::freopen("/dev/null", "w", stderr);
+    const int device = attn::guarded([] {
+      attn::DeviceBuffer b(size_t{512} << 20);
+      return 0;
+    });
+    const int host = attn::guarded([] {
+      std::vector<char> v(size_t{512} << 20);
+      return static_cast<int>(v[1]);
+    });
+    _exit(device * 10 + host);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 22);  // both exit 2
+}
+
+TEST_CASE("the memory check's peak matches what a run really holds", "[cli]") {
+  // The peak resident memory of a run with 100 MB of inputs against memory_needed's count for it:
+  // within 64 MiB above (the process and the emulator), not over 25 % below.
+  attn::Problem p;
+  p.B = 10, p.H = 1000, p.Lq = p.Lk = 16;
+  attn::RunOptions o;
+  o.reps = 1, o.warmup = 1;
+  const double want = attn::memory_needed(*attn::find_variant("row_per_thread"), p, o).total;
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    std::freopen("/dev/null", "w", stdout);
+    execl(FLASHSTEPS_BINARY, FLASHSTEPS_BINARY, "run", "-v", "row_per_thread", "-n", "16", "-b", "10", "-H", "1000",
+          "--reps", "1", "--warmup", "1", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  rusage use{};
+  wait4(child, &status, 0, &use);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  const double held = static_cast<double>(use.ru_maxrss) * 1024;
+  INFO("counted " << want << " bytes, held at most " << held);
+  CHECK(held <= want + 64.0 * 1024 * 1024);
+  CHECK(held >= 0.75 * want);
+}
+#endif
+
+TEST_CASE("a device allocation that fails says out of memory", "[cli]") {
+  try {
+    attn::DeviceBuffer b(size_t{1} << 62);
+    FAIL("a buffer of 4 EiB was allocated");
+  } catch (const attn::OutOfMemory& e) {
+    CHECK_THAT(std::string(e.what()), Contains("out of memory: ") && Contains("could not be allocated"));
+  }
+  CHECK(attn::guarded([]() -> int { throw attn::OutOfMemory("out of memory: test"); }) == 2);
+  CHECK(attn::guarded([]() -> int { throw std::bad_alloc(); }) == 2);
+}
+
+TEST_CASE("a gpu-only variant on the CPU says it needs a GPU", "[cli]") {
+  REQUIRE_FALSE(attn::gpu_only_variants().empty());  // chapter 01's math_path, from its GPU_KERNELS
+  for (const auto& [chapter, name] : attn::gpu_only_variants()) {
+    INFO(chapter << "/" << name);
+    const attn::Variant* v = attn::find_variant(name);
+#if FLASHSTEPS_GPU
+    // The file named in GPU_KERNELS is the variant's name: the gpu backend registers it.
+    REQUIRE(v != nullptr);
+    CHECK(v->chapter == chapter);
+#else
+    CHECK(v == nullptr);
+    bad("run -v " + name, "variant " + name + " of " + chapter + " needs a GPU");
+    CHECK_THAT(run("run --list").output, Contains(name + " ") && Contains("needs a GPU"));
+#endif
+  }
+}
+
+TEST_CASE("flashsteps --help names every command; an unknown one is refused", "[cli]") {
+  for (const char* help : {"--help", "-h", "help"}) {
+    const Outcome o = run(help);
+    CHECK(o.code == 0);
+    CHECK_THAT(o.output, Contains("tour") && Contains("run") && Contains("bench") && Contains("COMMAND --help"));
+  }
+  bad("runn -v naive", "unknown command \"runn\"");
+  const Outcome o = run("tour --help");
+  CHECK(o.code == 0);
+  CHECK_THAT(o.output, Contains("--reps"));
+}
+
+TEST_CASE("the table says what it checked, how it timed, in units that fit", "[cli]") {
+  const Outcome o = run("run -v naive -n 16");
+  INFO(o.output);
+  CHECK(o.code == 0);
+  CHECK_THAT(o.output, Contains("checked: every output row (32 = B*H*Lq)"));
+#if FLASHSTEPS_GPU
+  CHECK_THAT(o.output, Contains("median and minimum of 20 runs of each variant, after 3 untimed"));
+  CHECK_THAT(o.output, Contains("TFLOP/s"));
+#else
+  CHECK_THAT(o.output, Contains("median and minimum of 10 runs of each variant, after 1 untimed"));
+  CHECK_THAT(o.output, Contains("GFLOP/s") && Contains("MB/s") && !Contains("TFLOP/s"));
+#endif
+  // Over 2e8 multiply-adds: a sample of the rows is checked, and the line says which.
+  const Outcome big = run("run -v row_per_thread -H 8 -n 1024 -d 32 --reps 0");
+  INFO(big.output);
+  CHECK_THAT(big.output, Contains("of the 8192 output rows") && Contains(" heads x ") && Contains("--full-check"));
+}
+
+#if !FLASHSTEPS_GPU
+TEST_CASE("the tour on the CPU says what a GPU shows instead", "[cli]") {
+  const Outcome o = run("tour -n 64 --reps 2");
+  INFO(o.output);
+  CHECK(o.code == 0);
+  CHECK_THAT(o.output, Contains("speedup vs 01") && Contains("On a GPU: "));
+}
+#endif
+
+TEST_CASE("timings taken in turns combine into one median, minimum and per-stage median", "[cli]") {
+  auto one = [](double ms, double stage_ms) {
+    attn::Timing t;
+    t.reps = 1, t.median_ms = t.min_ms = ms;
+    t.stages = {{"S", stage_ms, 10}, {"O", ms - stage_ms, 20}};
+    return t;
+  };
+  const attn::Timing untimed;  // --reps 0: left out
+  const attn::Timing t = attn::combine_repetitions({one(3, 1), untimed, one(1, 0.5), one(2, 1.5)});
+  CHECK(t.reps == 3);
+  CHECK(t.median_ms == 2);
+  CHECK(t.min_ms == 1);
+  REQUIRE(t.stages.size() == 2);
+  CHECK(t.stages[0].stage == "S");
+  CHECK(t.stages[0].ms == 1);
+  CHECK(t.stages[1].ms == 0.5);  // of 2, 0.5, 0.5
+  CHECK(t.stages[1].bytes == 20);
+  CHECK(attn::combine_repetitions({untimed}).reps == 0);
 }

@@ -5,7 +5,10 @@
 
 Checks that the four PNGs are written and non-empty, that the results table between the README
 markers is regenerated from the CSV (and the same again on a second run), that a failing row is
-left out and named on stderr, and that a README without the markers is left as it was.
+left out and named on stderr, and that a README without the markers is left as it was. Then the
+edges: the CPU emulator's rows never enter the table; by default nothing is written into the
+checkout but build/; unreadable inputs and unwritable outputs end with a message and exit code 2,
+not a traceback; without matplotlib the message names the interpreter that was tried.
 """
 import argparse
 import importlib
@@ -33,7 +36,7 @@ def main():
     try:
         importlib.import_module("matplotlib")  # the script under test needs it: skip rather than fail without
     except ImportError:
-        print("matplotlib not found: install python3-matplotlib")
+        print(f"matplotlib not found by {sys.executable}: install python3-matplotlib (for /usr/bin/python3)")
         return 77
 
     work = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="flashsteps-plots-"))
@@ -47,8 +50,8 @@ def main():
         passed += ok
         failed += not ok
 
-    def run(*extra):
-        r = subprocess.run([sys.executable, str(SCRIPT), str(SAMPLE), "--out", str(work / "png"), *extra],
+    def run(*extra, csv=(SAMPLE,)):
+        r = subprocess.run([sys.executable, str(SCRIPT), *map(str, csv), "--out", str(work / "png"), *extra],
                            capture_output=True, text=True, timeout=300)
         if r.returncode != 0:
             print(r.stdout + r.stderr)
@@ -90,6 +93,53 @@ def main():
           and plot_speedups.device_limits("NVIDIA A100-SXM4-80GB") == (312.0, 2.0)
           and plot_speedups.device_limits(DEVICE) == (None, None), "device peaks and bandwidths")
     check(plot_speedups.slug(DEVICE) == "sample-device-synthetic-data-for-the-plot-test", "device slug")
+
+    # The CPU emulator's rows: plotted, never in the README's table of measurements.
+    emulator = work / "emulator.csv"
+    lines = SAMPLE.read_text().splitlines(keepends=True)
+    emulator.write_text(lines[0] + "".join(l.replace(f'"{DEVICE}"', '"CPU emulation (simt)"') for l in lines[1:]))
+    readme.write_text(WITH_MARKERS)
+    r = run("--readme", str(readme), csv=[emulator])
+    check(r.returncode == 0 and readme.read_text() == WITH_MARKERS and "left as it was" in r.stderr,
+          "emulator rows alone leave the README as it was, and say so")
+    r = run("--readme", str(readme), csv=[emulator, SAMPLE])
+    table = readme.read_text()
+    check(r.returncode == 0 and DEVICE in table and "CPU emulation" not in table and "emulator.csv" not in table,
+          "emulator rows beside measured ones stay out of the table")
+    check("left out of the results table" in r.stderr, "the rows left out are counted on stderr")
+
+    # By default the PNGs go to build/plots/<device>/, git-ignored: nothing else in the checkout.
+    default = ROOT / "build" / "plots" / plot_speedups.slug(DEVICE)
+    r = subprocess.run([sys.executable, str(SCRIPT), str(SAMPLE)], capture_output=True, text=True, timeout=300)
+    written = [Path(line) for line in r.stdout.split()]
+    check(r.returncode == 0 and len(written) == 4 and all(p.parent == default and p.is_file() for p in written),
+          f"by default the PNGs go to {default.relative_to(ROOT)}/" + ("" if r.returncode == 0 else r.stderr))
+    shutil.rmtree(default, ignore_errors=True)
+
+    # Inputs that cannot be read, outputs that cannot be written: exit 2, a message, no traceback.
+    binary = work / "binary.csv"
+    binary.write_bytes(bytes(range(256)))
+    blocker = work / "a-file"
+    blocker.write_text("not a folder\n")
+    for what, argv, says in (
+            ("a folder as input", [str(work)], "cannot read"),
+            ("a missing input", [str(work / "missing.csv")], "No such file"),
+            ("a binary input", [str(binary)], "is not a CSV text file"),
+            ("an output folder that cannot be made", [str(SAMPLE), "--out", "/proc/flashsteps-plots"], "cannot write PNGs"),
+            ("an output folder that is a file", [str(SAMPLE), "--out", str(blocker / "png")], "cannot write PNGs"),
+            ("a README that cannot be read", [str(SAMPLE), "--out", str(work / "png"), "--readme",
+                                              str(work / "missing.md")], "cannot read")):
+        r = subprocess.run([sys.executable, str(SCRIPT), *argv], capture_output=True, text=True, timeout=300)
+        check(r.returncode == 2 and says in r.stderr and "Traceback" not in r.stderr,
+              f"{what}: exit 2 and \"{says}\" (got {r.returncode}: {r.stderr.strip()[-200:]})")
+
+    # Without matplotlib: the message names the interpreter tried and where matplotlib is.
+    blocked = ("import runpy, sys; sys.modules['matplotlib'] = None; sys.argv = sys.argv[1:]; "
+               "runpy.run_path(sys.argv[0], run_name='__main__')")
+    r = subprocess.run([sys.executable, "-c", blocked, str(SCRIPT), str(SAMPLE)], capture_output=True, text=True,
+                       timeout=300)
+    check(r.returncode == 2 and f"matplotlib not found by {sys.executable}" in r.stderr and "pip install" in r.stderr,
+          f"without matplotlib: exit 2, naming {sys.executable} (got {r.stderr.strip()})")
 
     if not args.out:
         shutil.rmtree(work)

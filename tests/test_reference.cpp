@@ -190,3 +190,56 @@ TEST_CASE("FlashAttention's rule: twice the naive same-dtype error is the bound"
   REQUIRE_FALSE(v.pass);
   REQUIRE_THAT(v.why, Catch::Matchers::Contains("twice the same-dtype naive error"));
 }
+
+TEST_CASE("the log-sum-exp's tolerance grows with the scores, and still catches a wrong one", "[reference]") {
+  for (double scale : {0.125, 1e4}) {
+    Problem p;
+    p.Lq = 16, p.Lk = 50, p.d = 64, p.dtype = DType::fp16, p.scale_override = scale;
+    INFO(p.describe());
+    const Inputs in = Inputs::generate(p);
+    const Selection all = Selection::all(p);
+    const Expected e = reference(p, in, all);
+    std::vector<float> out(e.o.size()), lse(e.lse.size());
+    for (size_t i = 0; i < out.size(); ++i) out[i] = round_to(p.dtype, static_cast<float>(e.o[i]));
+    for (size_t i = 0; i < lse.size(); ++i) lse[i] = static_cast<float>(e.lse[i]);
+    REQUIRE(compare(p, all, out, e, nullptr, &lse).pass);
+    const double big = std::fabs(e.lse[5]);
+    // What fp32 scores can cost at this scale: fine at 1e4 (scores ~1e5), a failure at 0.125.
+    auto rounded = lse;
+    rounded[5] += scale > 1 ? 0.25f : 2e-3f;
+    CHECK(compare(p, all, out, e, nullptr, &rounded).pass == (scale > 1));
+    // One part in 10^4 of the lse is no rounding at any scale.
+    auto wrong = lse;
+    wrong[5] += static_cast<float>(std::max(1e-2, 1e-4 * big));
+    const Verdict w = compare(p, all, out, e, nullptr, &wrong);
+    CHECK_FALSE(w.pass);
+    CHECK_THAT(w.why, Catch::Matchers::Contains("log-sum-exp off by"));
+  }
+}
+
+TEST_CASE("the same-dtype naive yardstick exists for a negative scale, and is dropped when it overflows", "[reference]") {
+  Problem p;
+  p.Lq = 16, p.Lk = 50, p.d = 64, p.dtype = DType::fp16, p.scale_override = -0.5;
+  const Inputs in = Inputs::generate(p);
+  const Selection all = Selection::all(p);
+  const Expected e = reference(p, in, all);
+  const std::vector<double> naive = naive_same_dtype(p, in, all);
+  for (double x : naive) REQUIRE(std::isfinite(x));
+  std::vector<float> out(e.o.size());
+  for (size_t i = 0; i < out.size(); ++i) out[i] = round_to(p.dtype, static_cast<float>(e.o[i]));
+  const Verdict v = compare(p, all, out, e, &naive, nullptr);
+  CHECK(v.pass);
+  CHECK(v.naive_err > 0);
+  // At scale 1e4 fp16 scores overflow in the naive computation: no bound from it, and the
+  // element-wise tolerance alone judges (the rounded reference passes, an error fails).
+  p.scale_override = 1e4;
+  const Expected big = reference(p, in, all);
+  const std::vector<double> overflowed = naive_same_dtype(p, in, all);
+  REQUIRE_FALSE(std::all_of(overflowed.begin(), overflowed.end(), [](double x) { return std::isfinite(x); }));
+  for (size_t i = 0; i < out.size(); ++i) out[i] = round_to(p.dtype, static_cast<float>(big.o[i]));
+  const Verdict o = compare(p, all, out, big, &overflowed, nullptr);
+  CHECK(o.pass);
+  CHECK(o.bound < 0);
+  out[3] += 0.1f;
+  CHECK_FALSE(compare(p, all, out, big, &overflowed, nullptr).pass);
+}

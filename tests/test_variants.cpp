@@ -82,3 +82,12 @@ TEST_CASE("every variant with masks matches the reference: boolean, additive, sh
       CHECK(ran[v.name] > 0);
     }
 }
+
+TEST_CASE("every variant matches the reference at large, tiny and negative scales", "[variants]") {
+  std::map<std::string, int> ran;
+  for (const Problem& p : scale_sweep()) check_all_variants(p, ran);
+  for (const Variant& v : registry()) {
+    INFO(v.name);
+    CHECK(ran[v.name] > 0);
+  }
+}

@@ -110,21 +110,40 @@ def driver_version():
         return "unknown"
 
 
+def check_csv(path):
+    """Why rows cannot be appended to path, or None: the C++ binaries' rules (report.cpp,
+    check_csv_target): a name, no folder, an existing folder, writable, new/empty or ours."""
+    if path is None:
+        return None
+    p = Path(path)
+    if not path:
+        return "--csv needs a file name"
+    if p.is_dir():
+        return f"--csv {path} is a folder: name a file in it"
+    if not p.parent.is_dir():
+        return f"--csv {path}: the folder {p.parent} does not exist (create it first)"
+    if p.exists():
+        try:
+            with p.open("a"):
+                pass
+            with p.open() as f:
+                first = f.readline().rstrip("\r\n")
+        except (OSError, UnicodeDecodeError) as e:
+            return f"--csv {path} cannot be used: {getattr(e, 'strerror', None) or e}"
+        if p.stat().st_size > 0 and first != CSV_HEADER:
+            return f"--csv {path} does not start with the project's CSV header; not appending to it"
+    elif not os.access(p.parent, os.W_OK):
+        return f"--csv {path} cannot be created: permission denied"
+    return None
+
+
 def open_csv(path):
-    """Appends to path, writing the header only to a new or empty file; refuses a foreign header."""
+    """Appends to path (checked by check_csv), writing the header only to a new or empty file."""
     if path is None:
         print(CSV_HEADER, flush=True)
         return sys.stdout
     p = Path(path)
     fresh = not p.exists() or p.stat().st_size == 0
-    if not fresh:
-        with p.open() as f:
-            first = f.readline().rstrip("\r\n")
-        if first != CSV_HEADER:
-            print(f"bench_torch_sdpa: {path} does not start with the project's CSV header; not appending to it",
-                  file=sys.stderr)
-            sys.exit(2)
-    p.parent.mkdir(parents=True, exist_ok=True)
     f = p.open("a")
     if fresh:
         f.write(CSV_HEADER + "\n")
@@ -167,6 +186,9 @@ def parse_args(argv):
         ap.error("--warmup must be at least 1: the first call also checks the output")
     if not math.isfinite(args.budget) or args.budget < 0:
         ap.error("--budget must be a number of seconds >= 0")
+    why = check_csv(args.csv)
+    if why:
+        ap.error(why)
     names = [b.strip() for b in args.backends.split(",") if b.strip()]
     args.backends = [] if names == ["none"] else names
     bad = [b for b in args.backends if b not in BACKENDS]

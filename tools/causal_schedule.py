@@ -20,6 +20,7 @@ longer) and the last wave: from the moment the first slot runs out of blocks to 
 """
 import argparse
 import heapq
+import os
 import signal
 import sys
 
@@ -202,6 +203,16 @@ def main():
         if o not in ORDERS:
             ap.error(f"unknown order {o!r}: use {', '.join(ORDERS)}")
 
+    if a.png:  # refused before any work: a folder that is missing or cannot be written
+        folder = os.path.dirname(os.path.abspath(a.png))
+        if os.path.isdir(a.png) or not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+            ap.error(f"--png {a.png}: {'a folder' if os.path.isdir(a.png) else 'its folder is missing or not writable'}")
+        try:
+            import matplotlib  # noqa: F401  (draw_png uses it)
+        except ImportError:
+            ap.error(f"--png needs matplotlib, which {sys.executable} cannot import: apt-get install "
+                     "python3-matplotlib (for /usr/bin/python3), or pip install matplotlib for this python3")
+
     s = Shape(lq, lk, a.align, a.br, a.bc)
     heads, slots = a.heads * a.batch, a.sms * a.blocks_per_sm
     print("MODEL (arithmetic, not a measurement): tile rules from 06_causal; times in units of one K/V tile")
@@ -281,7 +292,11 @@ def draw_png(path, s, orders, results, slots):
         ax.set(title=f"{o} (model)\nmakespan {makespan:.0f}, last wave from the red line",
                xlabel="time (K/V tiles)", ylabel="slot", ylim=(-0.5, slots - 0.5))
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    try:
+        fig.savefig(path, dpi=110)
+    except OSError as e:
+        print(f"causal_schedule: cannot write {path}: {e.strerror or e}", file=sys.stderr)
+        sys.exit(2)
     print(f"\nwrote {path}")
 
 

@@ -1,7 +1,14 @@
 #!/usr/bin/env bash
 # install_deps.sh: installs the distribution packages the project needs and the machine lacks.
-# The CUDA toolkit (nvcc, headers, cuBLAS) is expected to be installed already.
+# The CUDA toolkit (nvcc, headers, cuBLAS) is not installed here (large, and not in Debian's main
+# component): it says how to get it when it is missing. Both backends need it, even without a GPU.
 set -euo pipefail
+if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ] && [ -z "${CUDAToolkit_ROOT:-}" ]; then
+  echo "the CUDA toolkit was not found (no nvcc on PATH nor in /usr/local/cuda): the project needs it even without a" \
+       "GPU, for its headers. Debian: enable non-free, apt-get install nvidia-cuda-toolkit; Ubuntu: apt-get install" \
+       "nvidia-cuda-toolkit; or NVIDIA's repository (https://developer.nvidia.com/cuda-downloads). Configure will" \
+       "stop without it." >&2
+fi
 packages=(cmake ninja-build g++ libeigen3-dev catch2 libcli11-dev libboost-context-dev python3-matplotlib)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done

@@ -67,7 +67,8 @@ std::string duration(double s) {
 }  // namespace
 
 int bench_main(int argc, char** argv) {
-  CLI::App app{"Sweeps chapters, variants and shapes; one CSV row per measurement (results/README.md)."};
+  CLI::App app{"Sweeps chapters, variants and shapes; one CSV row per measurement (results/README.md).",
+               "flashsteps bench"};
   std::string sweep_name = FLASHSTEPS_GPU ? "default" : "smoke", csv;
   std::vector<std::string> chapter_f, variant_f, dtype_f;
   std::vector<int> dims;
@@ -90,6 +91,14 @@ int bench_main(int argc, char** argv) {
     if (causal_f != "off" && causal_f != "on" && causal_f != "both") throw UsageError("--causal takes off, on or both");
     for (const std::string& t : dtype_f)
       if (!parse_dtype(t)) throw UsageError("unknown dtype \"" + t + "\"");
+    if (reps < 1) throw UsageError("--reps must be 1 or more (every row holds measured times), not " + std::to_string(reps));
+    if (warmup < 0) throw UsageError("--warmup must be 0 or more, not " + std::to_string(warmup));
+    if (!(budget >= 0) || std::isinf(budget)) {
+      char got[32];
+      std::snprintf(got, sizeof got, "%g", budget);
+      throw UsageError(std::string("--budget takes seconds, 0 or more (0: no limit), not ") + got);
+    }
+    check_csv_target(csv);
     RunOptions o;
     o.reps = reps, o.warmup = warmup, o.sample_rows = 64, o.sample_heads = 2;
     o.cpu_budget_s = budget;
@@ -145,11 +154,9 @@ int bench_main(int argc, char** argv) {
       }
       done += static_cast<int>(end - k - run.size());
       if (!run.empty()) {
-        const Inputs in = Inputs::generate(p);
-        const Checker checker(p, in, o);
-        const DeviceInputs dev(p, in);
+        const Prepared prepared(p, o);
         for (const Variant* v : run) {
-          const Result r = run_variant(*v, p, dev, checker, o);
+          const Result r = run_variant(*v, p, prepared.inputs, prepared.checker, o);
           append_csv(csv, {r});
           failed += !r.verdict.pass;
           last[v->name + "/" + dtype_name(p.dtype) + "/" + std::to_string(p.d) + "/" + std::to_string(shape.causal) + "/" +

@@ -1,7 +1,10 @@
 #include "cli.h"
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -17,16 +20,21 @@ struct Args {
   int B = 0, H = 0, seq = 0, Lq = 0, Lk = 0, d = 64;  // 0: the backend's default
   std::string dtype = "fp16", causal, mask = "none";
   bool mask_per_head = false, full_check = false;
-  double scale = NAN;
-  unsigned long long seed = 1;
+  double scale = 0;
+  std::string seed = "1";
   std::vector<std::string> variants;
-  int reps = -1, warmup = -1;
+  int reps = 0, warmup = 0;  // with no --reps, --warmup: the backend's defaults (build_options)
   double cpu_budget = 120;
   std::string csv;
   bool list = false;
 };
 
 bool emulated() { return !FLASHSTEPS_GPU; }
+std::string number(double x) {  // as the user would write it: -1, 0.5, nan
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", x);
+  return buf;
+}
 
 void add_problem_options(CLI::App& app, Args& a) {
   app.add_option("-b,--batch", a.B, "batch size B (default 4 on a GPU, 1 on the CPU)");
@@ -42,13 +50,15 @@ void add_problem_options(CLI::App& app, Args& a) {
   app.add_option("--mask", a.mask, "attn_mask: none, bool or additive")->capture_default_str();
   app.add_flag("--mask-per-head", a.mask_per_head, "one mask per (batch, head) instead of one shared [Lq, Lk]");
   app.add_option("--scale", a.scale, "softmax scale (default 1/sqrt(d))");
-  app.add_option("--seed", a.seed, "seed of the random inputs")->capture_default_str();
-  app.add_option("--reps", a.reps, "timed repetitions (default 20 on a GPU, 1 on the CPU; 0: check only)");
-  app.add_option("--warmup", a.warmup, "untimed runs first (default 3 on a GPU, 0 on the CPU)");
+  app.add_option("--seed", a.seed, "seed of the random inputs, 0 to 18446744073709551615")
+      ->capture_default_str()
+      ->type_name("UINT");
+  app.add_option("--reps", a.reps, "timed repetitions (default 20 on a GPU, 10 on the CPU; 0: check only, no --csv)");
+  app.add_option("--warmup", a.warmup, "untimed runs first (default 3 on a GPU, 1 on the CPU)");
   app.add_flag("--full-check", a.full_check, "check every output row, however large the problem");
   app.add_option("--cpu-budget", a.cpu_budget, "seconds the CPU emulation may take per variant (0: no limit)")
       ->capture_default_str();
-  app.add_option("--csv", a.csv, "append the results to this CSV file");
+  app.add_option("--csv", a.csv, "append the results to this CSV file (new, or one this project wrote)");
 }
 
 Problem build_problem(const Args& a, const CLI::App& app) {
@@ -77,31 +87,57 @@ Problem build_problem(const Args& a, const CLI::App& app) {
     p.mask = MaskKind::additive;
   else if (a.mask != "none")
     throw UsageError("unknown mask \"" + a.mask + "\": use none, bool or additive");
+  if (a.mask_per_head && p.mask == MaskKind::none)
+    throw UsageError("--mask-per-head needs a mask: add --mask bool or --mask additive");
   p.mask_per_head = a.mask_per_head;
-  if (!std::isnan(a.scale)) p.scale_override = a.scale;
-  p.seed = a.seed;
+  if (app.count("--scale")) p.scale_override = a.scale;  // validate() refuses NaN, Inf and overflowing ones
+  // CLI11 would wrap -1 and clamp 2^64 or 1e23 into range: digits only, and within 64 bits.
+  const char* end = a.seed.data() + a.seed.size();
+  const auto [at, err] = std::from_chars(a.seed.data(), end, p.seed);
+  if (a.seed.empty() || err != std::errc() || at != end)
+    throw UsageError("--seed takes a whole number from 0 to 18446744073709551615, not \"" + a.seed + "\"");
   p.validate();
   return p;
 }
 
-RunOptions build_options(const Args& a) {
+RunOptions build_options(const Args& a, const CLI::App& app) {
   RunOptions o;
   const bool gpu = !emulated();
-  o.reps = a.reps >= 0 ? a.reps : gpu ? 20 : 1;
-  o.warmup = a.warmup >= 0 ? a.warmup : gpu ? 3 : 0;
+  if (app.count("--reps") && a.reps < 0) throw UsageError("--reps must be 0 or more, not " + std::to_string(a.reps));
+  if (app.count("--warmup") && a.warmup < 0) throw UsageError("--warmup must be 0 or more, not " + std::to_string(a.warmup));
+  if (!(a.cpu_budget >= 0) || std::isinf(a.cpu_budget))  // NaN too
+    throw UsageError("--cpu-budget takes seconds, 0 or more (0: no limit), not " + number(a.cpu_budget));
+  // On the CPU, 10 repetitions: with one, a busy machine swings the speedups by tens of percent.
+  o.reps = app.count("--reps") ? a.reps : gpu ? 20 : 10;
+  o.warmup = app.count("--warmup") ? a.warmup : gpu ? 3 : 1;
   o.sample = !a.full_check;
   o.cpu_budget_s = a.cpu_budget;
-  if (o.reps < 0 || o.warmup < 0) throw UsageError("--reps and --warmup must not be negative");
+  if (app.count("--csv")) {
+    if (o.reps == 0)
+      throw UsageError("--reps 0 checks the output without timing it: a CSV row holds times, so --csv takes "
+                       "--reps 1 or more");
+    check_csv_target(a.csv);
+  }
   return o;
 }
 
 void print_list(const std::vector<const Variant*>& pool) {
   std::string chapter;
+  auto gpu_only_of = [](const std::string& c) {  // the variants this (cpu) build lacks
+    if (!emulated()) return;
+    for (const auto& [in, name] : gpu_only_variants())
+      if (in == c) std::printf("  %-20s needs a GPU: not in this build (the CPU emulator's)\n", name.c_str());
+  };
   for (const Variant* v : pool) {
-    if (v->chapter != chapter) std::printf("%s%s\n", chapter.empty() ? "" : "\n", (chapter = v->chapter).c_str());
+    if (v->chapter != chapter) {
+      if (!chapter.empty()) gpu_only_of(chapter);
+      std::printf("%s%s\n", chapter.empty() ? "" : "\n", (chapter = v->chapter).c_str());
+    }
     std::printf("  %-20s %s%s\n  %-20s supports %s\n", v->name.c_str(), v->description.c_str(), v->best ? " (best)" : "",
                 "", v->supports().c_str());
   }
+  if (!chapter.empty()) gpu_only_of(chapter);
+  std::printf("\n(best): the variant the chapter ends on, the one `flashsteps tour` runs\n");
 }
 
 std::vector<const Variant*> variants_of(const std::string& chapter) {
@@ -120,6 +156,10 @@ std::vector<const Variant*> select(const std::vector<const Variant*>& pool, cons
     for (const Variant* v : pool)
       if (v->name == n) found = v;
     if (!found) {
+      for (const auto& [chapter, name] : gpu_only_variants())
+        if (name == n)
+          throw UsageError("variant " + n + " of " + chapter + " needs a GPU: this build runs the kernels on the CPU "
+                           "emulator, and " + n + " calls what only nvcc builds (--list shows what runs here)");
       std::string known;
       for (const Variant* v : pool) known += (known.empty() ? "" : ", ") + v->name;
       throw UsageError("unknown variant \"" + n + "\" (known here: " + known + ")");
@@ -134,14 +174,14 @@ std::vector<const Variant*> select(const std::vector<const Variant*>& pool, cons
 std::vector<Result> run_all(const std::vector<const Variant*>& chosen, bool named, const Problem& p,
                             const RunOptions& o, bool show_stages) {
   std::vector<const Variant*> runnable;
-  std::vector<std::string> reasons;
-  for (const Variant* v : chosen) {
+  std::vector<std::string> reasons(chosen.size());
+  for (size_t i = 0; i < chosen.size(); ++i) {
     try {
-      check_runnable(*v, p, o);
-      runnable.push_back(v);
+      check_runnable(*chosen[i], p, o);
+      runnable.push_back(chosen[i]);
     } catch (const UsageError& e) {
       if (named || chosen.size() == 1) throw;
-      reasons.push_back(e.what());
+      reasons[i] = e.what();
     }
   }
   if (runnable.empty()) {
@@ -150,27 +190,29 @@ std::vector<Result> run_all(const std::vector<const Variant*>& chosen, bool name
     throw UsageError(all);
   }
   print_device_and_problem(p);
-  const Inputs in = Inputs::generate(p);
-  const Checker checker(p, in, o);
-  const DeviceInputs dev(p, in);
-  std::printf("checked: %zu of %zu output rows against the fp64 reference\n",
-              checker.selection().heads.size() * checker.selection().rows.size(), p.heads() * static_cast<size_t>(p.Lq));
+  const Prepared prepared(p, o);
+  print_checked_rows(p, prepared.checker.selection());
+  if (o.reps > 0)
+    std::printf("timed:   median and minimum of %d run%s of each variant, after %d untimed; the variants take turns, "
+                "one run each per round (--reps, --warmup)\n",
+                o.reps, o.reps == 1 ? "" : "s", o.warmup);
+  else
+    std::printf("timed:   no (--reps 0): each variant runs once and is checked\n");
+  std::fflush(stdout);
+  // The rows come once every round is done; meanwhile a terminal sees the rounds go by.
+  const bool tty = isatty(fileno(stderr));
+  const auto results = run_in_rounds(runnable, p, prepared, o, [&](int r, int rounds) {
+    if (tty && rounds > 1) std::fprintf(stderr, "\r  round %d of %d%s", r, rounds, r == rounds ? "\r\033[K" : "");
+  });
   print_table_header();
-  std::vector<Result> results;
-  for (const Variant* v : chosen) {
-    const bool ok = std::find(runnable.begin(), runnable.end(), v) != runnable.end();
-    if (!ok) {
-      try {
-        check_runnable(*v, p, o);
-      } catch (const UsageError& e) {
-        print_skip(v->name, e.what());
-      }
+  for (size_t i = 0, next = 0; i < chosen.size(); ++i) {
+    if (!reasons[i].empty()) {
+      print_skip(chosen[i]->name, reasons[i]);
       continue;
     }
-    results.push_back(run_variant(*v, p, dev, checker, o));
-    print_row(results.back());
-    if (show_stages) print_stages(results.back());
-    std::fflush(stdout);
+    const Result& r = results[next++];
+    print_row(r);
+    if (show_stages) print_stages(r);
   }
   return results;
 }
@@ -188,6 +230,7 @@ int chapter_main(int argc, char** argv, const std::string& chapter) {
   CLI::App app{chapter.empty() ? "Every variant of every chapter on one attention problem."
                                : "Chapter " + chapter + ": its variants on one attention problem, checked against "
                                  "the fp64 reference and timed."};
+  if (chapter.empty()) app.name("flashsteps run");
   Args a;
   add_problem_options(app, a);
   app.add_option("-v,--variant", a.variants, "run only this variant (repeatable)");
@@ -200,32 +243,41 @@ int chapter_main(int argc, char** argv, const std::string& chapter) {
       return 0;
     }
     const Problem p = build_problem(a, app);
-    const RunOptions o = build_options(a);
+    const RunOptions o = build_options(a, app);
     const auto results = run_all(select(pool, a.variants), !a.variants.empty(), p, o, true);
     return finish(results, a.csv);
   });
 }
 
+// The tour's summary: one line per chapter, its speedup over chapter 01 measured here. Another
+// column (a GPU's time modelled from the emulator's counters, say) goes beside the measured one.
+void print_tour_summary(const std::vector<Result>& results) {
+  const Result& first = results.front();
+  if (first.variant->chapter.rfind("01", 0) != 0 || first.timing.median_ms <= 0) return;
+  std::printf("\n%-22s %-22s %11s %15s\n", "chapter", "best variant", "median ms", "speedup vs 01");
+  for (const Result& r : results)
+    std::printf("%-22s %-22s %11.4f %14.2fx\n", r.variant->chapter.c_str(), r.variant->name.c_str(), r.timing.median_ms,
+                first.timing.median_ms / r.timing.median_ms);
+  if (emulated())
+    std::printf("\nCPU emulator: these times rank the chapters by what they cost the emulator, which runs every GPU "
+                "thread in turn, not by a GPU's speed.\nOn a GPU: the same table in the GPU's own times; measured GPU "
+                "results are listed in results/README.md.\n");
+}
+
 int tour_main(int argc, char** argv) {
-  CLI::App app{"Every chapter's best variant on one problem: its error against the fp64 reference, its time, and its "
-               "speedup over chapter 01."};
+  CLI::App app{"Every chapter's best variant (the one it ends on) on one problem: its error against the fp64 reference, "
+               "its time, and its speedup over chapter 01."};
+  app.name("flashsteps tour");
   Args a;
   add_problem_options(app, a);
   if (const int rc = parse_command_line(app, argc, argv); rc >= 0) return rc;
   return guarded([&] {
     const Problem p = build_problem(a, app);
-    const RunOptions o = build_options(a);
+    const RunOptions o = build_options(a, app);
     std::vector<const Variant*> best;
     for (const std::string& c : chapters()) best.push_back(best_of(c));
     const auto results = run_all(best, false, p, o, false);
-    if (!results.empty() && results.front().variant->chapter.rfind("01", 0) == 0 && results.front().timing.median_ms > 0) {
-      std::printf("\n%-22s %-22s %13s\n", "chapter", "variant", "speedup vs 01");
-      for (const Result& r : results)
-        std::printf("%-22s %-22s %12.2fx\n", r.variant->chapter.c_str(), r.variant->name.c_str(),
-                    results.front().timing.median_ms / r.timing.median_ms);
-    }
-    if (emulated())
-      std::printf("\n(CPU emulation: these times measure the emulator, not a GPU; the speedups are not GPU speedups)\n");
+    if (!results.empty()) print_tour_summary(results);
     return finish(results, a.csv);
   });
 }

@@ -1,8 +1,11 @@
 // command.h: how every command line of the project starts and ends: a parse error or bad input
-// exits with code 2 and a message, a failed CUDA call with code 1.
+// exits with code 2 and a message (an allocation that fails too), a failed CUDA call with code 1.
 #pragma once
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <exception>
+#include <new>
+#include <system_error>
 
 #include "errors.h"
 
@@ -31,6 +34,17 @@ int guarded(F&& body) {
     return 2;
   } catch (const CudaError& e) {
     std::fprintf(stderr, "CUDA error: %s\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "error: out of memory: the host could not allocate what the problem needs; try a smaller "
+                         "problem (-n, -b, -H)\n");
+    return 2;
+  } catch (const std::system_error& e) {  // a thread the emulator could not start, under a limit
+    const bool resources = e.code() == std::errc::resource_unavailable_try_again || e.code() == std::errc::not_enough_memory;
+    std::fprintf(stderr, "error: %s%s\n", resources ? "out of memory or threads: " : "", e.what());
+    return resources ? 2 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
     return 1;
   }
 }

@@ -14,6 +14,9 @@
 namespace attn {
 
 double tolerance(DType t);  // fp32 2e-5, fp16 2e-3 (4 ulp), bf16 1.6e-2 (4 ulp)
+// The log-sum-exp's absolute tolerance for one row: it grows with the row's scores
+// (score_bound: Expected::score_bound) and with |lse|; the reasoning is in compare.cpp.
+double lse_tolerance(const Problem& p, double lse, double score_bound);
 
 struct Verdict {
   size_t checked = 0;           // output elements compared

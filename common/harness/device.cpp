@@ -1,7 +1,12 @@
 #include "device.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 
 #include "errors.h"
 
@@ -72,6 +77,49 @@ size_t free_device_bytes() {
   return free_b;
 }
 
+namespace {
+// The number after `key` in a "key value" file such as /proc/meminfo (kB there), or -1.
+double field(const char* path, const std::string& key) {
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(key, 0) == 0) {
+      std::istringstream rest(line.substr(key.size()));
+      double v = -1;
+      rest >> v;
+      return v;
+    }
+  return -1;
+}
+double file_number(const char* path) {  // a file holding one number ("max": none)
+  std::ifstream in(path);
+  double v = -1;
+  return in >> v ? v : -1;
+}
+}  // namespace
+
+HostMemory available_host_memory(double address_space_extra) {
+  HostMemory m;
+  const double avail_kb = field("/proc/meminfo", "MemAvailable:");
+  m.bytes = avail_kb >= 0 ? avail_kb * 1024
+                          : static_cast<double>(sysconf(_SC_AVPHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  m.limit = "memory available on this machine";
+  const double cg_max = file_number("/sys/fs/cgroup/memory.max"), cg_now = file_number("/sys/fs/cgroup/memory.current");
+  if (cg_max >= 0 && cg_now >= 0 && cg_max - cg_now < m.bytes)
+    m.bytes = std::max(0.0, cg_max - cg_now), m.limit = "memory left under the cgroup's memory.max";
+  rlimit as{};
+  if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
+    const double used = std::max(0.0, field("/proc/self/status", "VmSize:")) * 1024;
+    const double left = std::max(0.0, static_cast<double>(as.rlim_cur) - used - address_space_extra);
+    if (left < m.bytes) {
+      m.bytes = left;
+      m.limit = "address space left under ulimit -v";
+      if (address_space_extra > 0) m.limit += " once the emulator has mapped its stacks (" + human_bytes(address_space_extra) + ")";
+    }
+  }
+  return m;
+}
+
 double copy_bandwidth_gbps() {
   static const double gbps = [] {
     if (device().emulated) return 0.0;
@@ -103,7 +151,14 @@ void check(cudaError_t e, const std::string& what) {
 }
 
 DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
-  check(cudaMalloc(&p_, bytes ? bytes : 1), "cudaMalloc of " + human_bytes(static_cast<double>(bytes)));
+  const cudaError_t e = cudaMalloc(&p_, bytes ? bytes : 1);
+  if (e == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    p_ = nullptr;
+    throw OutOfMemory("out of memory: " + std::string(device().emulated ? "" : "device ") + "memory for a buffer of " +
+                      human_bytes(static_cast<double>(bytes)) + " could not be allocated; try a smaller problem (-n, -b, -H)");
+  }
+  check(e, "cudaMalloc of " + human_bytes(static_cast<double>(bytes)));
 }
 DeviceBuffer::~DeviceBuffer() {
   if (p_) cudaFree(p_);

@@ -21,6 +21,15 @@ struct DeviceInfo {
 const DeviceInfo& device();
 std::string version_string(int cuda_version);  // 12080 -> "12.8"
 size_t free_device_bytes();
+// Host memory this process can still take: the least of the memory the kernel reports available
+// (MemAvailable), what a cgroup's memory.max leaves, and what the address-space limit (ulimit -v)
+// leaves beyond `address_space_extra` bytes of mappings that cost no memory (the emulator's fiber
+// stacks). `limit` names the smallest.
+struct HostMemory {
+  double bytes = 0;
+  std::string limit;
+};
+HostMemory available_host_memory(double address_space_extra);
 // GB/s of a device-to-device copy (bytes read + bytes written), measured once per process: what
 // a memory-bound kernel can hope for. 0 on the CPU backend.
 double copy_bandwidth_gbps();

@@ -1,6 +1,8 @@
 #include "problem.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <sstream>
 
@@ -23,8 +25,29 @@ void Problem::validate() const {
   positive("head dim (d)", d);
   if (causal != Causal::none && mask != MaskKind::none)
     throw UsageError("is_causal and an attn_mask cannot be combined (torch refuses it too): choose one");
-  if (scale_override && !std::isfinite(*scale_override))
-    throw UsageError("the scale must be a finite number");
+  // Byte counts are size_t products and the cost models doubles: 2^56 elements (of 8 bytes at
+  // most) keeps both exact. Far beyond any device: 2^56 pairs are hours of work at d = 64 for a
+  // GPU that does 10^15 FLOP/s.
+  const double pairs = static_cast<double>(B) * H * Lq * Lk, elems = static_cast<double>(B) * H * std::max(Lq, Lk) * d;
+  const double most = std::ldexp(1.0, 56);
+  if (pairs > most || elems > most) {
+    std::ostringstream s;
+    s << "the problem is too large: B*H*Lq*Lk = " << pairs << " (query, key) pairs and B*H*max(Lq, Lk)*d = " << elems
+      << " elements; at most 2^56 = " << most << " of each keep every byte count exact (and no GPU runs that in minutes)";
+    throw UsageError(s.str());
+  }
+  if (scale_override) {
+    const double s = *scale_override;
+    if (!std::isfinite(s)) throw UsageError(std::string("the scale must be a finite number, not ") + (std::isnan(s) ? "nan" : "inf"));
+    // |scale * q.k| <= |scale| * d * kInputBound^2, times log2(e) in the exp2 variants: in fp32.
+    const double largest = static_cast<double>(std::numeric_limits<float>::max()) / (d * kInputBound * kInputBound * 1.4427);
+    if (std::fabs(s) > largest) {
+      std::ostringstream m;
+      m << "the scale " << s << " would let scores (|scale| * q.k, up to |scale| * " << d * kInputBound * kInputBound
+        << " at d = " << d << ") overflow fp32, in which every kernel computes them: |scale| must be at most " << largest;
+      throw UsageError(m.str());
+    }
+  }
 }
 
 const char* causal_name(Causal c) {
@@ -84,7 +107,7 @@ struct Bell {
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     z ^= z >> 31;
     const float sum = static_cast<float>((z & 0xFFFF) + (z >> 16 & 0xFFFF) + (z >> 32 & 0xFFFF) + (z >> 48));
-    return (sum / 65536.0f - 2.0f) * 1.7320508f;  // 4 uniforms: mean 2, variance 1/3
+    return (sum / 65536.0f - 2.0f) * 1.7320508f;  // 4 uniforms: mean 2, variance 1/3; |x| <= kInputBound
   }
 };
 }  // namespace

@@ -20,8 +20,9 @@ struct Problem {
   uint64_t seed = 1;
 
   float scale() const;
-  // Throws UsageError for sizes no chapter can run (non-positive, or causal with a mask, which
-  // torch refuses too).
+  // Throws UsageError for sizes no chapter can run (non-positive; so large that byte counts would
+  // overflow), causal with a mask (torch refuses it too), a scale that is not a finite number or
+  // with which the scores would overflow fp32.
   void validate() const;
   std::string describe() const;  // "B=1 H=2 Lq=128 Lk=128 d=64 fp16 causal(top-left)"
 
@@ -43,6 +44,8 @@ const char* mask_name(MaskKind m);
 
 // Seeded inputs. Q, K, V have mean 0 and variance 1 (a bell curve, see problem.cpp), rounded to
 // the problem's dtype and kept as float: the reference then sees exactly what the kernel sees.
+// No element is larger than kInputBound in magnitude.
+constexpr double kInputBound = 3.4641017;  // 2 * sqrt(3)
 struct Inputs {
   std::vector<float> q, k, v;
   std::vector<uint8_t> mask_bool;   // boolean mask: some keys off, some rows wholly off

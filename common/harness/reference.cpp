@@ -60,6 +60,7 @@ Expected reference(const Problem& p, const Inputs& in, const Selection& sel) {
   Expected e;
   e.o.reserve(sel.size(p.d));
   e.lse.reserve(sel.heads.size() * sel.rows.size());
+  e.score_bound.reserve(sel.heads.size() * sel.rows.size());
   const std::vector<int> keys = iota(p.Lk);
   const double scale = p.scale();
   for (const auto& [b, h] : sel.heads) {
@@ -67,6 +68,8 @@ Expected reference(const Problem& p, const Inputs& in, const Selection& sel) {
     const MatrixRM K = rows_of(in.k, p, b, h, p.Lk, keys);
     const MatrixRM V = rows_of(in.v, p, b, h, p.Lk, keys);
     MatrixRM S = scale * (Q * K.transpose());
+    const double k_norm = K.rowwise().norm().maxCoeff();
+    for (Eigen::Index r = 0; r < Q.rows(); ++r) e.score_bound.push_back(std::fabs(scale) * Q.row(r).norm() * k_norm);
     for (size_t r = 0; r < sel.rows.size(); ++r) {
       const int i = sel.rows[r];
       auto s = S.row(static_cast<Eigen::Index>(r));
@@ -91,7 +94,9 @@ Expected reference(const Problem& p, const Inputs& in, const Selection& sel) {
 
 std::vector<double> naive_same_dtype(const Problem& p, const Inputs& in, const Selection& sel) {
   const DType t = p.dtype;
-  const float root = std::sqrt(p.scale());
+  // torch splits the scale as sqrt(scale) on each of Q and K; a negative scale (NaN there) goes
+  // on Q's side with its sign, so that the yardstick still exists.
+  const float root = std::sqrt(std::fabs(p.scale())), q_root = std::copysign(root, p.scale());
   std::vector<double> out;
   out.reserve(sel.size(p.d));
   std::vector<float> k(static_cast<size_t>(p.Lk) * p.d), q(static_cast<size_t>(p.d)), s(static_cast<size_t>(p.Lk)),
@@ -100,7 +105,7 @@ std::vector<double> naive_same_dtype(const Problem& p, const Inputs& in, const S
     const size_t qh = (static_cast<size_t>(b) * p.H + h) * p.Lq * p.d, kh = (static_cast<size_t>(b) * p.H + h) * p.Lk * p.d;
     for (size_t e = 0; e < k.size(); ++e) k[e] = round_to(t, in.k[kh + e] * root);  // K scaled in the dtype
     for (int i : sel.rows) {
-      for (int c = 0; c < p.d; ++c) q[static_cast<size_t>(c)] = round_to(t, in.q[qh + static_cast<size_t>(i) * p.d + c] * root);
+      for (int c = 0; c < p.d; ++c) q[static_cast<size_t>(c)] = round_to(t, in.q[qh + static_cast<size_t>(i) * p.d + c] * q_root);
       float m = -INFINITY;
       for (int j = 0; j < p.Lk; ++j) {
         float acc = 0.f;
@@ -112,7 +117,8 @@ std::vector<double> naive_same_dtype(const Problem& p, const Inputs& in, const S
       }
       float l = 0.f;
       for (float& x : s) l += x = m == -INFINITY ? 0.f : std::exp(x - m);
-      for (float& x : s) x = l > 0 ? round_to(t, x / l) : 0.f;
+      // No visible key: P = 0. Scores that overflowed the dtype (Inf) give NaN, as in torch.
+      for (float& x : s) x = m == -INFINITY ? 0.f : round_to(t, x / l);
       std::fill(o.begin(), o.end(), 0.f);
       for (int j = 0; j < p.Lk; ++j)
         for (int c = 0; c < p.d; ++c) o[static_cast<size_t>(c)] += s[static_cast<size_t>(j)] * in.v[kh + static_cast<size_t>(j) * p.d + c];

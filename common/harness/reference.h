@@ -31,6 +31,9 @@ struct Selection {
 struct Expected {
   std::vector<double> o;    // [heads][rows][d] of the selection
   std::vector<double> lse;  // [heads][rows]
+  // [heads][rows]: |scale| * ||q_i|| * max_j ||k_j||, which bounds |scale * q_i . k_j| for every
+  // key (Cauchy-Schwarz) and so what rounding the scores can cost (compare.cpp).
+  std::vector<double> score_bound;
 };
 
 Expected reference(const Problem& p, const Inputs& in, const Selection& sel);

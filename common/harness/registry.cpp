@@ -50,6 +50,16 @@ std::vector<Variant>& registry() {
 }
 Register::Register(Variant v) { registry().push_back(std::move(v)); }
 
+std::vector<std::pair<std::string, std::string>> gpu_only_variants() {
+  // "01_naive_attention/math_path,...", from the chapters' GPU_KERNELS (the top CMakeLists.txt).
+  std::vector<std::pair<std::string, std::string>> out;
+  std::istringstream list(FLASHSTEPS_GPU_ONLY_VARIANTS);
+  for (std::string item; std::getline(list, item, ',');)
+    if (const size_t slash = item.find('/'); slash != std::string::npos)
+      out.emplace_back(item.substr(0, slash), item.substr(slash + 1));
+  return out;
+}
+
 const Variant* find_variant(const std::string& name) {
   for (const Variant& v : registry())
     if (v.name == name) return &v;

@@ -4,6 +4,7 @@
 #pragma once
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/params.h"
@@ -49,6 +50,10 @@ struct Variant {
 };
 
 std::vector<Variant>& registry();
+// (chapter, name) of the variants only nvcc builds: a chapter's GPU_KERNELS (cmake/Chapter.cmake),
+// each file named after its variant. The gpu backend registers them; the cpu build knows their
+// names only, so that asking for one says it needs a GPU.
+std::vector<std::pair<std::string, std::string>> gpu_only_variants();
 const Variant* find_variant(const std::string& name);
 std::vector<std::string> chapters();  // in order
 const Variant* best_of(const std::string& chapter);

@@ -1,9 +1,12 @@
 #include "report.h"
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -23,9 +26,31 @@ void print_device_and_problem(const Problem& p) {
               static_cast<unsigned long long>(p.seed));
 }
 
+void print_checked_rows(const Problem& p, const Selection& sel) {
+  const size_t rows = p.heads() * static_cast<size_t>(p.Lq), checked = sel.heads.size() * sel.rows.size();
+  if (checked == rows)
+    std::printf("checked: every output row (%zu = B*H*Lq) of every variant against the fp64 reference\n", rows);
+  else
+    std::printf("checked: %zu of the %zu output rows against the fp64 reference (%zu heads x %zu rows: first, last, "
+                "tile edges, random; --full-check for every row)\n",
+                checked, rows, sel.heads.size(), sel.rows.size());
+}
+
+namespace {
+// Units that fit the device: a GPU's TFLOP/s and GB/s, the emulator's GFLOP/s and MB/s (which
+// would print as 0.000 TFLOP/s and 0.0 GB/s).
+struct Units {
+  const char *flops, *bytes;
+  double flops_per_tflop, bytes_per_gb;
+};
+Units units() {
+  return device().emulated ? Units{"GFLOP/s", "MB/s", 1e3, 1e3} : Units{"TFLOP/s", "GB/s", 1, 1};
+}
+}  // namespace
+
 void print_table_header() {
   std::printf("\n%-22s %10s %6s %11s %10s %9s %9s %13s\n", "variant", "max error", "check", "median ms", "min ms",
-              "TFLOP/s", "GB/s", "extra memory");
+              units().flops, units().bytes, "extra memory");
 }
 
 void print_row(const Result& r, const std::string& label) {
@@ -35,8 +60,8 @@ void print_row(const Result& r, const std::string& label) {
   if (timed) {
     std::snprintf(ms, sizeof ms, "%.4f", r.timing.median_ms);
     std::snprintf(mn, sizeof mn, "%.4f", r.timing.min_ms);
-    std::snprintf(tf, sizeof tf, "%.3f", r.tflops());
-    std::snprintf(gb, sizeof gb, "%.1f", r.gbps());
+    std::snprintf(tf, sizeof tf, "%.3f", r.tflops() * units().flops_per_tflop);
+    std::snprintf(gb, sizeof gb, "%.1f", r.gbps() * units().bytes_per_gb);
   }
   std::printf("%-22s %10.2e %6s %11s %10s %9s %9s %13s\n", name.c_str(), r.verdict.max_abs, r.verdict.pass ? "pass" : "FAIL",
               ms, mn, tf, gb, human_bytes(static_cast<double>(r.workspace)).c_str());
@@ -57,7 +82,7 @@ void print_stages(const Result& r) {
     std::printf("    %-30s %9.4f ms %4.0f%%", s.stage.c_str(), s.ms, 100 * s.ms / total);
     if (s.bytes > 0 && s.ms > 0) {
       const double gbps = s.bytes / (s.ms * 1e6);
-      std::printf("  %9.1f GB/s", gbps);
+      std::printf("  %9.1f %s", gbps * units().bytes_per_gb, units().bytes);
       if (copy > 0) std::printf(" = %3.0f%% of a device copy (%.0f GB/s, measured now)", 100 * gbps / copy, copy);
     }
     std::printf("\n");
@@ -76,7 +101,7 @@ std::string csv_row(const Result& r) {
   const Problem& p = r.problem;
   std::ostringstream s;
   s << '"' << dev.name << "\"," << dev.driver_version << ','
-    << version_string(dev.runtime) << ',' << commit_id() << ',' << ts << ',' << r.variant->chapter << ','
+    << (dev.emulated ? "none" : version_string(dev.runtime)) << ',' << commit_id() << ',' << ts << ',' << r.variant->chapter << ','
     << r.variant->name << ',' << dtype_name(p.dtype) << ',' << p.B << ',' << p.H << ',' << p.Lq << ',' << p.Lk << ','
     << p.d << ',' << causal_name(p.causal) << ',' << mask_name(p.mask) << ',' << r.timing.median_ms << ','
     << r.timing.min_ms << ',' << r.tflops() << ',' << r.gbps() << ',' << r.workspace << ',' << r.verdict.max_abs << ','
@@ -84,16 +109,60 @@ std::string csv_row(const Result& r) {
   return s.str();
 }
 
+namespace {
+std::string first_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  return line;
+}
+}  // namespace
+
+void check_csv_target(const std::string& path) {
+  namespace fs = std::filesystem;
+  if (path.empty()) throw UsageError("--csv needs a file name");
+  const fs::path file(path);
+  std::error_code ec;
+  const fs::path folder = file.has_parent_path() ? file.parent_path() : fs::path(".");
+  if (fs::is_directory(file, ec)) throw UsageError("--csv " + path + " is a folder: name a file in it");
+  if (!fs::is_directory(folder, ec))
+    throw UsageError("--csv " + path + ": the folder " + folder.string() + " does not exist (create it first)");
+  if (fs::exists(file, ec)) {
+    if (!fs::is_regular_file(file, ec)) throw UsageError("--csv " + path + " is not a regular file");
+    // Open for appending without writing: what append_csv will do, permission and all.
+    if (FILE* f = std::fopen(path.c_str(), "a")) {
+      std::fclose(f);
+    } else {
+      throw UsageError("--csv " + path + " cannot be written: " + std::strerror(errno));
+    }
+    if (fs::file_size(file, ec) > 0 && first_line(path) != kCsvHeader)
+      throw UsageError("--csv " + path + " is not one of this project's CSV files, or has other columns than this "
+                       "build writes (its first line is not the header of results/README.md): rows are not appended "
+                       "to it; name a new file");
+  } else {
+    // Creating the file and removing it again is the one sure test (permissions, read-only file
+    // systems, root's rights): nothing is left behind if the run then stops.
+    FILE* f = std::fopen(path.c_str(), "wx");
+    if (!f) throw UsageError("--csv " + path + " cannot be created: " + std::strerror(errno));
+    std::fclose(f);
+    std::remove(path.c_str());
+  }
+}
+
 void append_csv(const std::string& path, const std::vector<Result>& rows) {
-  bool fresh;
+  for (const Result& r : rows)
+    if (r.timing.reps == 0) throw UsageError("no CSV row without a timing (--reps 0 checks only): nothing written to " + path);
+  std::string text;
   {
     std::ifstream in(path);
-    fresh = !in || in.peek() == std::ifstream::traits_type::eof();
+    if (!in || in.peek() == std::ifstream::traits_type::eof()) text = std::string(kCsvHeader) + "\n";
   }
+  for (const Result& r : rows) text += csv_row(r) + "\n";
+  // Every row formed before the file is touched, then written at once.
   std::ofstream out(path, std::ios::app);
+  out << text << std::flush;
   if (!out) throw UsageError("cannot write the CSV file " + path);
-  if (fresh) out << kCsvHeader << '\n';
-  for (const Result& r : rows) out << csv_row(r) << '\n';
 }
 
 }  // namespace attn

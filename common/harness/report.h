@@ -11,6 +11,8 @@ namespace attn {
 std::string commit_id();
 
 void print_device_and_problem(const Problem& p);
+// "checked: every output row (512 = B*H*Lq) ...", or how many of them and which.
+void print_checked_rows(const Problem& p, const Selection& sel);
 void print_table_header();
 void print_row(const Result& r, const std::string& label = "");
 void print_skip(const std::string& variant, const std::string& why);
@@ -20,7 +22,13 @@ void print_stages(const Result& r);
 // The fixed schema of every CSV the project writes (results/README.md documents it).
 extern const char* const kCsvHeader;
 std::string csv_row(const Result& r);
-// Appends rows to `path`, writing the header first when the file is new or empty.
+// Throws UsageError unless rows can be appended to `path`: a name is given, it is no folder, its
+// folder exists, it can be written, and it is new, empty or starts with kCsvHeader (a file that
+// is not the project's, or is of another schema, is refused, not appended to). Creates nothing.
+// Every command calls it before any work.
+void check_csv_target(const std::string& path);
+// Appends rows to `path`, writing the header first when the file is new or empty. Rows with no
+// timing (reps 0) are refused: a row's times must be measured ones.
 void append_csv(const std::string& path, const std::vector<Result>& rows);
 
 }  // namespace attn

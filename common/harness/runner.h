@@ -1,5 +1,6 @@
 // runner.h: one variant on one problem: allocate, upload, launch, time, check.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,12 +50,38 @@ struct Result {
   double gbps() const { return timing.median_ms > 0 ? hbm_bytes / (timing.median_ms * 1e6) : 0; }
 };
 
-// Device memory the problem needs with this variant: inputs, output, mask, lse, workspace.
-double bytes_needed(const Variant& v, const Problem& p);
-// Throws UsageError when v cannot run p: unsupported dtype, head dim or feature; more device
-// memory than is free (naming both); more time than the CPU budget (suggesting a size).
+// The inputs of a problem, made, checked against and uploaded: the Checker and the DeviceInputs,
+// built from inputs that are freed once both exist (the host copies of Q, K, V are the largest
+// host allocation of a run).
+struct Prepared {
+  Checker checker;
+  DeviceInputs inputs;
+  Prepared(const Problem& p, const RunOptions& o) : Prepared(p, o, Inputs::generate(p)) {}
+
+ private:
+  Prepared(const Problem& p, const RunOptions& o, const Inputs& in) : checker(p, in, o), inputs(p, in) {}
+};
+
+// The memory a run of v on p holds at its peak, counted from what runner.cpp allocates.
+struct MemoryNeed {
+  double device = 0;     // buffers the kernels use: Q, K, V, O, mask, lse, workspace, L2 flush
+  double workspace = 0;  // of which the variant's own
+  double host = 0;       // host memory at the host's peak: seeded inputs, reference, output read back
+  double total = 0;      // cpu backend (device memory is host memory): the peak of both together
+};
+MemoryNeed memory_needed(const Variant& v, const Problem& p, const RunOptions& o);
+// Throws UsageError when v cannot run p: unsupported dtype, head dim or feature; more memory
+// than is free (device or host; naming both numbers); more time than the CPU budget (suggesting
+// a size).
 void check_runnable(const Variant& v, const Problem& p, const RunOptions& o);
 Result run_variant(const Variant& v, const Problem& p, const DeviceInputs& in, const Checker& checker,
                    const RunOptions& o);
+// The variants, each timed o.reps times, in rounds: one timed repetition of every variant per
+// round (each one's warm-up in the first). A machine whose load changes meanwhile then slows
+// every variant alike and their ratios hold still, where one variant after the other would give
+// one the busy seconds and another the quiet ones. One Result per variant, in order; a variant
+// fails when any round fails its check. `round_done(r, rounds)` after each round.
+std::vector<Result> run_in_rounds(const std::vector<const Variant*>& variants, const Problem& p, const Prepared& in,
+                                  const RunOptions& o, const std::function<void(int, int)>& round_done = {});
 
 }  // namespace attn

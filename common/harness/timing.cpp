@@ -45,6 +45,14 @@ std::vector<Stages::Time> Stages::times() const {
   return t;
 }
 
+namespace {
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+}  // namespace
+
 Timing time_variant(const std::function<void()>& prepare, const std::function<void(Stages&)>& launch, int warmup,
                     int reps) {
   Stages st;
@@ -74,14 +82,28 @@ Timing time_variant(const std::function<void()>& prepare, const std::function<vo
     }
     total.push_back(sum);
   }
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-  };
   t.median_ms = median(total);
   t.min_ms = total.empty() ? 0 : *std::min_element(total.begin(), total.end());
   for (size_t i = 0; i < per_stage.size(); ++i) t.stages.push_back({last[i].stage, median(per_stage[i]), last[i].bytes});
+  return t;
+}
+
+Timing combine_repetitions(const std::vector<Timing>& each) {
+  Timing t;
+  std::vector<double> total;
+  std::vector<std::vector<double>> per_stage;
+  for (const Timing& one : each) {
+    if (one.reps != 1) continue;  // untimed
+    total.push_back(one.median_ms);
+    per_stage.resize(std::max(per_stage.size(), one.stages.size()));
+    for (size_t i = 0; i < one.stages.size(); ++i) per_stage[i].push_back(one.stages[i].ms);
+  }
+  if (total.empty()) return t;
+  t.reps = static_cast<int>(total.size());
+  t.median_ms = median(total);
+  t.min_ms = *std::min_element(total.begin(), total.end());
+  for (size_t i = 0; i < per_stage.size() && i < each.back().stages.size(); ++i)
+    t.stages.push_back({each.back().stages[i].stage, median(per_stage[i]), each.back().stages[i].bytes});
   return t;
 }
 

