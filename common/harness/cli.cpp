@@ -5,9 +5,11 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
 #include "command.h"
 #include "errors.h"
+#include "profile.h"
 #include "report.h"
 
 namespace attn {
@@ -24,6 +26,8 @@ struct Args {
   double cpu_budget = 120;
   std::string csv;
   bool list = false;
+  ProfileOptions profile;
+  std::vector<std::string> chapters;  // `flashsteps profile --chapter`
 };
 
 bool emulated() { return !FLASHSTEPS_GPU; }
@@ -131,8 +135,9 @@ std::vector<const Variant*> select(const std::vector<const Variant*>& pool, cons
 
 // Runs each variant on the problem; variants that cannot run it are skipped with the reason,
 // unless the user named them. Returns the results; throws UsageError when nothing could run.
+// With a profiler, each variant also runs once with the counters on (and only so, untimed: false).
 std::vector<Result> run_all(const std::vector<const Variant*>& chosen, bool named, const Problem& p,
-                            const RunOptions& o, bool show_stages) {
+                            const RunOptions& o, bool show_stages, Profiler* profiler = nullptr, bool timed = true) {
   std::vector<const Variant*> runnable;
   std::vector<std::string> reasons;
   for (const Variant* v : chosen) {
@@ -155,7 +160,7 @@ std::vector<Result> run_all(const std::vector<const Variant*>& chosen, bool name
   const DeviceInputs dev(p, in);
   std::printf("checked: %zu of %zu output rows against the fp64 reference\n",
               checker.selection().heads.size() * checker.selection().rows.size(), p.heads() * static_cast<size_t>(p.Lq));
-  print_table_header();
+  if (timed) print_table_header();
   std::vector<Result> results;
   for (const Variant* v : chosen) {
     const bool ok = std::find(runnable.begin(), runnable.end(), v) != runnable.end();
@@ -167,42 +172,68 @@ std::vector<Result> run_all(const std::vector<const Variant*>& chosen, bool name
       }
       continue;
     }
-    results.push_back(run_variant(*v, p, dev, checker, o));
-    print_row(results.back());
-    if (show_stages) print_stages(results.back());
-    std::fflush(stdout);
+    if (timed) {
+      results.push_back(run_variant(*v, p, dev, checker, o));
+      print_row(results.back());
+      if (show_stages) print_stages(results.back());
+      std::fflush(stdout);
+    }
+    if (profiler) {
+      const Profile& pr = profiler->run(*v, p, dev, checker);
+      if (!timed) results.push_back(pr.result);
+    }
   }
   return results;
 }
 
-int finish(const std::vector<Result>& results, const std::string& csv) {
-  if (!csv.empty()) append_csv(csv, results);
+int finish(const std::vector<Result>& results, const std::string& csv, const Profiler* profiler = nullptr,
+           bool timed = true) {
+  if (!csv.empty() && timed) append_csv(csv, results);
+  if (profiler) profiler->write_csv(csv);
   for (const Result& r : results)
     if (!r.verdict.pass) return 1;
+  if (profiler)
+    for (const Profile& pr : profiler->profiles())
+      if (!pr.result.verdict.pass) return 1;
   return 0;
 }
 
 }  // namespace
 
-int chapter_main(int argc, char** argv, const std::string& chapter) {
-  CLI::App app{chapter.empty() ? "Every variant of every chapter on one attention problem."
-                               : "Chapter " + chapter + ": its variants on one attention problem, checked against "
-                                 "the fp64 reference and timed."};
+int chapter_main(int argc, char** argv, const std::string& chapter, bool profile_only) {
+  CLI::App app{profile_only ? "Every variant (or those chosen) run once with the emulator's counters on: what a GPU "
+                              "profiler would count, stage by stage, and the time the model of "
+                              "notes/performance_model.md gives a GPU. Needs a counters build."
+               : chapter.empty() ? "Every variant of every chapter on one attention problem."
+                                 : "Chapter " + chapter + ": its variants on one attention problem, checked against "
+                                   "the fp64 reference and timed."};
   Args a;
   add_problem_options(app, a);
   app.add_option("-v,--variant", a.variants, "run only this variant (repeatable)");
+  if (profile_only) app.add_option("--chapter", a.chapters, "only the variants of these chapters (a prefix: 02; repeatable)");
   app.add_flag("--list", a.list, "list the variants and what they support");
+  add_profile_options(app, a.profile, !profile_only);
   if (const int rc = parse_command_line(app, argc, argv); rc >= 0) return rc;
   return guarded([&] {
-    const auto pool = variants_of(chapter);
+    std::optional<Profiler> profiler;
+    if (a.profile.on || profile_only) profiler.emplace(a.profile);  // refuses before any work
+    auto pool = variants_of(chapter);
+    if (!a.chapters.empty()) {
+      std::erase_if(pool, [&](const Variant* v) {
+        return std::none_of(a.chapters.begin(), a.chapters.end(), [&](const std::string& c) { return v->chapter.rfind(c, 0) == 0; });
+      });
+      if (pool.empty()) throw UsageError("no chapter starts with the --chapter given");
+    }
     if (a.list) {
       print_list(pool);
       return 0;
     }
     const Problem p = build_problem(a, app);
     const RunOptions o = build_options(a);
-    const auto results = run_all(select(pool, a.variants), !a.variants.empty(), p, o, true);
-    return finish(results, a.csv);
+    const auto results = run_all(select(pool, a.variants), !a.variants.empty(), p, o, true,
+                                 profiler ? &*profiler : nullptr, !profile_only);
+    if (profiler) profiler->print_summary(profile_only ? std::vector<Result>{} : results);
+    return finish(results, a.csv, profiler ? &*profiler : nullptr, !profile_only);
   });
 }
 
@@ -211,13 +242,16 @@ int tour_main(int argc, char** argv) {
                "speedup over chapter 01."};
   Args a;
   add_problem_options(app, a);
+  add_profile_options(app, a.profile, true);
   if (const int rc = parse_command_line(app, argc, argv); rc >= 0) return rc;
   return guarded([&] {
+    std::optional<Profiler> profiler;
+    if (a.profile.on) profiler.emplace(a.profile);  // refuses before any work
     const Problem p = build_problem(a, app);
     const RunOptions o = build_options(a);
     std::vector<const Variant*> best;
     for (const std::string& c : chapters()) best.push_back(best_of(c));
-    const auto results = run_all(best, false, p, o, false);
+    const auto results = run_all(best, false, p, o, false, profiler ? &*profiler : nullptr);
     if (!results.empty() && results.front().variant->chapter.rfind("01", 0) == 0 && results.front().timing.median_ms > 0) {
       std::printf("\n%-22s %-22s %13s\n", "chapter", "variant", "speedup vs 01");
       for (const Result& r : results)
@@ -225,8 +259,10 @@ int tour_main(int argc, char** argv) {
                     results.front().timing.median_ms / r.timing.median_ms);
     }
     if (emulated())
-      std::printf("\n(CPU emulation: these times measure the emulator, not a GPU; the speedups are not GPU speedups)\n");
-    return finish(results, a.csv);
+      std::printf("\n(CPU emulation: these times measure the emulator, not a GPU; the speedups are not GPU speedups%s)\n",
+                  profiler ? "" : "; --profile in a counters build models a GPU's");
+    if (profiler) profiler->print_summary(results);
+    return finish(results, a.csv, profiler ? &*profiler : nullptr);
   });
 }
 

@@ -2,6 +2,8 @@
 //   flashsteps [tour] [options]   every chapter's best variant on one problem (the README's main job)
 //   flashsteps run [options]      every variant of every chapter (--variant to pick)
 //   flashsteps bench --csv FILE   the benchmark sweep (results/README.md)
+//   flashsteps profile [options]  every variant once with the emulator's counters on: what a GPU
+//                                 profiler would count, and a modelled GPU time (a counters build)
 #include <cstring>
 
 #include "cli.h"
@@ -10,5 +12,6 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "run") == 0) return attn::chapter_main(argc - 1, argv + 1, "");
   if (argc > 1 && std::strcmp(argv[1], "tour") == 0) return attn::tour_main(argc - 1, argv + 1);
   if (argc > 1 && std::strcmp(argv[1], "bench") == 0) return attn::bench_main(argc - 1, argv + 1);
+  if (argc > 1 && std::strcmp(argv[1], "profile") == 0) return attn::chapter_main(argc - 1, argv + 1, "", true);
   return attn::tour_main(argc, argv);
 }

@@ -66,25 +66,26 @@ void print_stages(const Result& r) {
 
 const char* const kCsvHeader =
     "device,driver,cuda,commit,timestamp,chapter,variant,dtype,B,H,Lq,Lk,d,causal,mask,median_ms,min_ms,tflops,gbps,"
-    "extra_bytes,max_err,pass";
+    "extra_bytes,max_err,pass,kind,bound";
 
-std::string csv_row(const Result& r) {
+std::string csv_row(const Result& r, const ModelledRow* modelled) {
   const DeviceInfo& dev = device();
   const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   char ts[32];
   std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   const Problem& p = r.problem;
   std::ostringstream s;
-  s << '"' << dev.name << "\"," << dev.driver_version << ','
+  s << '"' << (modelled ? modelled->gpu : dev.name) << "\"," << (modelled ? "none" : dev.driver_version) << ','
     << version_string(dev.runtime) << ',' << commit_id() << ',' << ts << ',' << r.variant->chapter << ','
     << r.variant->name << ',' << dtype_name(p.dtype) << ',' << p.B << ',' << p.H << ',' << p.Lq << ',' << p.Lk << ','
     << p.d << ',' << causal_name(p.causal) << ',' << mask_name(p.mask) << ',' << r.timing.median_ms << ','
     << r.timing.min_ms << ',' << r.tflops() << ',' << r.gbps() << ',' << r.workspace << ',' << r.verdict.max_abs << ','
-    << (r.verdict.pass ? 1 : 0);
+    << (r.verdict.pass ? 1 : 0) << ',' << (modelled ? "modelled" : dev.emulated ? "emulated" : "measured") << ','
+    << (modelled ? modelled->bound : "");
   return s.str();
 }
 
-void append_csv(const std::string& path, const std::vector<Result>& rows) {
+void append_csv(const std::string& path, const std::vector<Result>& rows, const ModelledRow* modelled) {
   bool fresh;
   {
     std::ifstream in(path);
@@ -93,7 +94,7 @@ void append_csv(const std::string& path, const std::vector<Result>& rows) {
   std::ofstream out(path, std::ios::app);
   if (!out) throw UsageError("cannot write the CSV file " + path);
   if (fresh) out << kCsvHeader << '\n';
-  for (const Result& r : rows) out << csv_row(r) << '\n';
+  for (const Result& r : rows) out << csv_row(r, modelled) << '\n';
 }
 
 }  // namespace attn

@@ -19,8 +19,14 @@ void print_stages(const Result& r);
 
 // The fixed schema of every CSV the project writes (results/README.md documents it).
 extern const char* const kCsvHeader;
-std::string csv_row(const Result& r);
+// A row's time is measured on a GPU, or is the CPU emulator's, or is modelled from the emulator's
+// counters (the `kind` column): tools never mix them.
+struct ModelledRow {
+  std::string gpu;    // the modelled GPU's name (the device column)
+  std::string bound;  // what bounds its time (the bound column)
+};
+std::string csv_row(const Result& r, const ModelledRow* modelled = nullptr);
 // Appends rows to `path`, writing the header first when the file is new or empty.
-void append_csv(const std::string& path, const std::vector<Result>& rows);
+void append_csv(const std::string& path, const std::vector<Result>& rows, const ModelledRow* modelled = nullptr);
 
 }  // namespace attn
