@@ -472,15 +472,18 @@ void launch_end(bool ok) {
   for (int k = 0; k < kSharedKinds; ++k)
     c.shared[k] = {scale * r.s[k][0], scale * r.s[k][1], scale * r.s[k][2]};
   c.block_load_sectors = scale * r.block_load_sectors;
+  std::vector<AllocationSectors> touched;
   for (const Alloc* al : g_launch_allocs) {
-    c.dram_read_sectors += static_cast<double>(popcount(al->read.get(), al->words));
-    c.dram_write_sectors += static_cast<double>(popcount(al->written.get(), al->words));
+    const double rd = static_cast<double>(popcount(al->read.get(), al->words));
+    const double wr = static_cast<double>(popcount(al->written.get(), al->words));
+    c.dram_read_sectors += rd, c.dram_write_sectors += wr;
+    if (rd > 0 || wr > 0) touched.push_back({reinterpret_cast<const void*>(al->lo), static_cast<double>(al->hi - al->lo), rd, wr});
   }
   c.mma = static_cast<double>(r.mma), c.mma_flop = static_cast<double>(r.mma_flop);
   c.mufu = static_cast<double>(r.mufu), c.barriers = static_cast<double>(r.barriers);
   c.shuffles = static_cast<double>(r.shuffles), c.votes = static_cast<double>(r.votes);
   c.syncwarps = static_cast<double>(r.syncwarps);
-  g_done.push_back({g_kernel, c});
+  g_done.push_back({g_kernel, c, std::move(touched)});
 }
 
 void block_begin(uint3 idx, int threads, const void* smem, size_t smem_bytes) {

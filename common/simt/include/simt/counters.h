@@ -117,10 +117,18 @@ struct Counters {
   }
 };
 
-// One kernel launch's counters, with the kernel's name.
+// The DRAM sectors of one cudaMalloc allocation that a launch touched.
+struct AllocationSectors {
+  const void* base;
+  double bytes, read_sectors, written_sectors;
+};
+
+// One kernel launch's counters, with the kernel's name (when the executable exports it) and the
+// allocations it read or wrote.
 struct LaunchCounters {
   std::string kernel;
   Counters counters;
+  std::vector<AllocationSectors> allocations;
 };
 
 namespace counters {
