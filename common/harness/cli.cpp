@@ -135,7 +135,7 @@ std::vector<const Variant*> select(const std::vector<const Variant*>& pool, cons
 
 // Runs each variant on the problem; variants that cannot run it are skipped with the reason,
 // unless the user named them. Returns the results; throws UsageError when nothing could run.
-// With a profiler, each variant also runs once with the counters on (and only so, untimed: false).
+// With a profiler, each variant runs once with the counters on; `timed`: the timed runs happen too.
 std::vector<Result> run_all(const std::vector<const Variant*>& chosen, bool named, const Problem& p,
                             const RunOptions& o, bool show_stages, Profiler* profiler = nullptr, bool timed = true) {
   std::vector<const Variant*> runnable;
@@ -179,7 +179,7 @@ std::vector<Result> run_all(const std::vector<const Variant*>& chosen, bool name
       std::fflush(stdout);
     }
     if (profiler) {
-      const Profile& pr = profiler->run(*v, p, dev, checker);
+      const Profile& pr = profiler->run(*v, p, dev, checker, show_stages);
       if (!timed) results.push_back(pr.result);
     }
   }
@@ -231,9 +231,9 @@ int chapter_main(int argc, char** argv, const std::string& chapter, bool profile
     const Problem p = build_problem(a, app);
     const RunOptions o = build_options(a);
     const auto results = run_all(select(pool, a.variants), !a.variants.empty(), p, o, true,
-                                 profiler ? &*profiler : nullptr, !profile_only);
-    if (profiler) profiler->print_summary(profile_only ? std::vector<Result>{} : results);
-    return finish(results, a.csv, profiler ? &*profiler : nullptr, !profile_only);
+                                 profiler ? &*profiler : nullptr, !profiler);
+    if (profiler) profiler->print_summary();
+    return finish(results, a.csv, profiler ? &*profiler : nullptr, !profiler);
   });
 }
 
@@ -251,18 +251,20 @@ int tour_main(int argc, char** argv) {
     const RunOptions o = build_options(a);
     std::vector<const Variant*> best;
     for (const std::string& c : chapters()) best.push_back(best_of(c));
-    const auto results = run_all(best, false, p, o, false, profiler ? &*profiler : nullptr);
-    if (!results.empty() && results.front().variant->chapter.rfind("01", 0) == 0 && results.front().timing.median_ms > 0) {
+    const auto results = run_all(best, false, p, o, false, profiler ? &*profiler : nullptr, !profiler);
+    if (!profiler && !results.empty() && results.front().variant->chapter.rfind("01", 0) == 0 &&
+        results.front().timing.median_ms > 0) {
       std::printf("\n%-22s %-22s %13s\n", "chapter", "variant", "speedup vs 01");
       for (const Result& r : results)
         std::printf("%-22s %-22s %12.2fx\n", r.variant->chapter.c_str(), r.variant->name.c_str(),
                     results.front().timing.median_ms / r.timing.median_ms);
     }
-    if (emulated())
-      std::printf("\n(CPU emulation: these times measure the emulator, not a GPU; the speedups are not GPU speedups%s)\n",
-                  profiler ? "" : "; --profile in a counters build models a GPU's");
-    if (profiler) profiler->print_summary(results);
-    return finish(results, a.csv, profiler ? &*profiler : nullptr);
+    if (profiler)
+      profiler->print_summary();
+    else if (emulated())
+      std::printf("\n(CPU emulation: these times measure the emulator, not a GPU; the speedups are not GPU speedups; "
+                  "a counters build's --profile models a GPU's)\n");
+    return finish(results, a.csv, profiler ? &*profiler : nullptr, !profiler);
   });
 }
 

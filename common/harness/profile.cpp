@@ -23,14 +23,18 @@ const char* const kCountersCsvHeader =
 void add_profile_options(CLI::App& app, ProfileOptions& o, bool flag) {
   if (flag)
     app.add_flag("--profile", o.on,
-                 "also run each variant once with the emulator's counters on, and model its GPU time (a counters "
-                 "build: notes/performance_model.md)");
+                 "instead of timing the emulator, run each variant once with its counters on: what a GPU profiler "
+                 "would count, and the GPU time they model (a counters build: notes/performance_model.md)");
   app.add_option("--sample-blocks", o.sample_blocks,
                  "with --profile: group the requests of every k-th block only and scale them up (DRAM bytes and "
                  "operation counts still cover every block)")
       ->capture_default_str();
   app.add_option("--gpu", o.gpu, "with --profile: the GPU the model stands for: h100 (SXM5) or h200")->capture_default_str();
   app.add_option("--counters-csv", o.counters_csv, "with --profile: append every stage's counters to this CSV file");
+  app.add_option("--emulator-times", o.emulator_times,
+                 "with --profile: show the emulator's times from this CSV (written by a plain build with --csv, on "
+                 "the same problem) beside the modelled ones; a counters build's own times are the instrumented "
+                 "emulator's");
 }
 
 Profiler::Profiler(const ProfileOptions& o) : o_(o), gpu_(find_gpu(o.gpu)) {
@@ -53,6 +57,13 @@ Profiler::Profiler(const ProfileOptions& o) : o_(o), gpu_(find_gpu(o.gpu)) {
     throw UsageError("unknown --gpu \"" + o.gpu + "\": use " + known);
   }
   if (o.sample_blocks < 1) throw UsageError("--sample-blocks must be at least 1 (1: every block)");
+  if (!o.emulator_times.empty()) {
+    std::ifstream in(o.emulator_times);
+    std::string line;
+    if (!in || !std::getline(in, line)) throw UsageError("cannot read --emulator-times " + o.emulator_times);
+    if (line != kCsvHeader)
+      throw UsageError(o.emulator_times + " does not start with the project's CSV header (results/README.md)");
+  }
 }
 
 namespace {
@@ -123,7 +134,8 @@ std::string now_utc() {
 
 }  // namespace
 
-const Profile& Profiler::run(const Variant& v, const Problem& p, const DeviceInputs& in, const Checker& checker) {
+const Profile& Profiler::run(const Variant& v, const Problem& p, const DeviceInputs& in, const Checker& checker,
+                             bool details) {
   RunOptions o;
   o.reps = 1, o.warmup = 0;  // one execution, counted; its time (the instrumented emulator's) is not used
   Profile prof;
@@ -149,40 +161,110 @@ const Profile& Profiler::run(const Variant& v, const Problem& p, const DeviceInp
     if (s.us > longest) longest = s.us, prof.bound = s.bound, prof.bound_stage = s.stage;
     prof.stages.push_back(s);
   }
-  std::printf("\n%s (%s): check %s; modelled on %s: %.2f us, %s-bound in \"%s\"\n", v.name.c_str(), v.chapter.c_str(),
-              prof.result.verdict.pass ? "pass" : "FAILED", gpu_->name, prof.us, prof.bound.c_str(), prof.bound_stage.c_str());
+  std::printf("%s%s (%s): check %s; modelled on %s: %.2f us, %s-bound in \"%s\"\n", details ? "\n" : "",
+              v.name.c_str(), v.chapter.c_str(), prof.result.verdict.pass ? "pass" : "FAILED", gpu_->name, prof.us,
+              prof.bound.c_str(), prof.bound_stage.c_str());
   if (!prof.result.verdict.pass) std::printf("    FAILED: %s\n", prof.result.verdict.why.c_str());
-  for (const StageProfile& s : prof.stages) print_stage(s, *gpu_, o_.sample_blocks);
+  if (details)
+    for (const StageProfile& s : prof.stages) print_stage(s, *gpu_, o_.sample_blocks);
   std::fflush(stdout);
   profiles_.push_back(prof);
   return profiles_.back();
 }
 
-void Profiler::print_summary(const std::vector<Result>& timed) const {
+namespace {
+
+// The fields of one CSV line (double quotes protect commas).
+std::vector<std::string> split_csv(const std::string& line) {
+  std::vector<std::string> f(1);
+  bool quoted = false;
+  for (char ch : line) {
+    if (ch == '"')
+      quoted = !quoted;
+    else if (ch == ',' && !quoted)
+      f.emplace_back();
+    else
+      f.back() += ch;
+  }
+  return f;
+}
+
+// The emulator's median time of `chapter/variant` on problem p in a results CSV (0: none).
+double emulated_ms(const std::string& path, const Problem& p, const Variant& v) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  const std::vector<std::string> names = split_csv(line);
+  double ms = 0;
+  while (std::getline(in, line)) {
+    const std::vector<std::string> f = split_csv(line);
+    if (f.size() != names.size()) continue;
+    auto at = [&](const char* name) {
+      for (size_t i = 0; i < names.size(); ++i)
+        if (names[i] == name) return f[i];
+      return std::string();
+    };
+    if (at("kind") == "emulated" && at("chapter") == v.chapter && at("variant") == v.name &&
+        at("dtype") == dtype_name(p.dtype) && at("B") == std::to_string(p.B) && at("H") == std::to_string(p.H) &&
+        at("Lq") == std::to_string(p.Lq) && at("Lk") == std::to_string(p.Lk) && at("d") == std::to_string(p.d) &&
+        at("causal") == causal_name(p.causal) && at("mask") == mask_name(p.mask))
+      ms = std::atof(at("median_ms").c_str());  // the last such row
+  }
+  return ms;
+}
+
+// Why a step models slower than the one before it: what bounds it, and the two reasons the
+// counters can name (a grid that leaves SMs idle, bank conflicts).
+std::string why_slower(const Profile& pr) {
+  const StageProfile* worst = nullptr;
+  for (const StageProfile& s : pr.stages)
+    if (!worst || s.us > worst->us) worst = &s;
+  if (!worst) return "";
+  const simt::Counters& c = worst->counters;
+  std::string why = worst->bound + "-bound in \"" + worst->stage + "\"";
+  if (worst->terms.share < 0.5)
+    why += fmt(", whose %.0f blocks", c.blocks / std::max(1.0, c.launches)) +
+           fmt(" keep %.0f%% of the SMs busy", 100 * worst->terms.share);
+  if (c.shared_wavefronts() > 0 && c.shared_conflicts() > 0.25 * c.shared_wavefronts())
+    why += fmt(", %.0f%% of its shared-memory wavefronts bank conflicts", 100 * c.shared_conflicts() / c.shared_wavefronts());
+  return why;
+}
+
+}  // namespace
+
+void Profiler::print_summary() const {
   if (profiles_.empty()) return;
-  auto emulated_ms = [&](const Profile& pr) {
-    for (const Result& r : timed)
-      if (r.variant == pr.result.variant && r.timing.median_ms > 0) return r.timing.median_ms;
-    return 0.0;
-  };
-  const bool with_times = emulated_ms(profiles_.front()) > 0;
+  std::vector<double> ms;
+  bool with_times = false;
+  for (const Profile& pr : profiles_) {
+    ms.push_back(o_.emulator_times.empty() ? 0 : emulated_ms(o_.emulator_times, pr.result.problem, *pr.result.variant));
+    with_times |= ms.back() > 0;
+  }
   const Profile& base = profiles_.front();
   std::printf("\nmodelled on %s from the emulator's counters (notes/performance_model.md): a model, not a measurement\n",
               gpu_->name);
   std::printf("%-22s %-20s", "chapter", "variant");
-  if (with_times) std::printf(" %12s %10s", "emulator ms", "speedup");
-  std::printf(" %12s  %-8s %10s\n", "modelled us", "bound", "speedup");
-  for (const Profile& pr : profiles_) {
+  if (with_times) std::printf(" %12s %9s", "emulator ms", "speedup");
+  std::printf(" %12s  %-7s %9s\n", "modelled us", "bound", "speedup");
+  for (size_t i = 0; i < profiles_.size(); ++i) {
+    const Profile& pr = profiles_[i];
     std::printf("%-22s %-20s", pr.result.variant->chapter.c_str(), pr.result.variant->name.c_str());
     if (with_times) {
-      const double ms = emulated_ms(pr);
-      std::printf(" %12.2f %9.2fx", ms, per(emulated_ms(base), ms));
+      if (ms[i] > 0)
+        std::printf(" %12.2f %8.2fx", ms[i], per(ms[0], ms[i]));
+      else
+        std::printf(" %12s %9s", "-", "-");
     }
-    std::printf(" %12.2f  %-8s %9.2fx\n", pr.us, pr.bound.c_str(), per(base.us, pr.us));
+    std::printf(" %12.2f  %-7s %8.2fx\n", pr.us, pr.bound.c_str(), per(base.us, pr.us));
   }
-  std::printf("(speedups over %s; emulator ms: the CPU's time for the emulation, which ranks kernels by their cost on a "
-              "CPU; modelled us: what the counters say a GPU would need)\n",
-              base.result.variant->name.c_str());
+  if (with_times)
+    std::printf("emulator ms: the CPU's time to emulate the kernels, which ranks them by their cost on a CPU; modelled "
+                "us: an %s's time from the counters, and what bounds it\n",
+                gpu_->name);
+  for (size_t i = 1; i < profiles_.size(); ++i)
+    if (profiles_[i].us > profiles_[i - 1].us)
+      std::printf("%s models slower than %s: %s\n", profiles_[i].result.variant->name.c_str(),
+                  profiles_[i - 1].result.variant->name.c_str(), why_slower(profiles_[i]).c_str());
 }
 
 void Profiler::write_csv(const std::string& results_csv) const {

@@ -17,8 +17,10 @@ struct ProfileOptions {
   int sample_blocks = 1;
   std::string gpu = "h100";
   std::string counters_csv;
+  std::string emulator_times;  // a CSV of a plain build's run on the same problem
 };
-// --profile (when `flag`: `flashsteps profile` needs none), --sample-blocks, --gpu, --counters-csv.
+// --profile (when `flag`: `flashsteps profile` needs none), --sample-blocks, --gpu, --counters-csv,
+// --emulator-times.
 void add_profile_options(CLI::App& app, ProfileOptions& o, bool flag);
 
 // One stage's counters, summed over its launches, and its modelled time.
@@ -41,11 +43,13 @@ class Profiler {
  public:
   // Throws UsageError (exit code 2) when this build cannot profile or an option is wrong.
   explicit Profiler(const ProfileOptions& o);
-  // Runs v once more with the counters on (after its timed runs, if any) and prints what they say.
-  const Profile& run(const Variant& v, const Problem& p, const DeviceInputs& in, const Checker& checker);
-  // The modelled time of every variant profiled, beside the emulator's time when `timed` has it,
-  // and the speedups over the first variant.
-  void print_summary(const std::vector<Result>& timed) const;
+  // Runs v once with the counters on and prints what they say, stage by stage when `details`.
+  const Profile& run(const Variant& v, const Problem& p, const DeviceInputs& in, const Checker& checker,
+                     bool details = true);
+  // The modelled time of every variant profiled, and the speedups over the first variant; beside
+  // them, the emulator's times of --emulator-times. When a step models slower than the one before
+  // it, why: its bound, how much of the GPU its grid fills, its bank conflicts.
+  void print_summary() const;
   // Modelled rows (kind = modelled) into the results CSV; the counters, per stage, into --counters-csv.
   void write_csv(const std::string& results_csv) const;
   const std::vector<Profile>& profiles() const { return profiles_; }
@@ -55,6 +59,7 @@ class Profiler {
   ProfileOptions o_;
   const GpuSpec* gpu_;
   std::vector<Profile> profiles_;
+  std::vector<Result> emulated_;  // the rows of --emulator-times
 };
 
 // The header of --counters-csv files (results/README.md).
