@@ -16,7 +16,7 @@ const char* const kCountersCsvHeader =
     "commit,timestamp,chapter,variant,stage,dtype,B,H,Lq,Lk,d,causal,mask,sample_blocks,launches,blocks,"
     "threads_per_block,ld_requests,ld_sectors_per_request,st_requests,st_sectors_per_request,cp_async_requests,"
     "cp_async_sectors_per_request,atom_requests,dram_read_bytes,dram_write_bytes,l2_bytes,shared_requests,"
-    "shared_wavefronts,shared_conflicts,ldmatrix_requests,ldmatrix_conflicts,cp_async_dst_conflicts,mma,mma_flop,"
+    "shared_wavefronts,shared_conflicts,ldmatrix_requests,ldmatrix_conflicts,cp_async_dst_conflicts,l1_wavefronts,mma,mma_flop,"
     "mufu,barriers,shuffles,gpu,modelled_us,bound,dram_us,l2_us,l1_us,mufu_us,tensor_us,launch_us,sm_share,"
     "beyond_l2";
 
@@ -308,7 +308,8 @@ void Profiler::write_csv(const std::string& results_csv) const {
           << cp.requests << ',' << per(cp.sectors, cp.requests) << ',' << c.global[simt::kGlobalAtomic].requests << ','
           << 32 * c.dram_read_sectors << ',' << 32 * c.dram_write_sectors << ',' << l2_bytes(c) << ','
           << c.shared_requests() << ',' << c.shared_wavefronts() << ',' << c.shared_conflicts() << ',' << ldsm_req << ','
-          << ldsm_conf << ',' << c.shared[simt::kCpAsyncDestination].conflicts() << ',' << c.mma << ',' << c.mma_flop
+          << ldsm_conf << ',' << c.shared[simt::kCpAsyncDestination].conflicts() << ',' << l1_wavefronts(c) << ','
+          << c.mma << ',' << c.mma_flop
           << ',' << c.mufu << ',' << c.barriers << ',' << c.shuffles << ",\"" << gpu_->name << "\"," << s.us << ','
           << s.bound << ',' << s.terms.dram << ',' << s.terms.l2 << ',' << s.terms.l1 << ',' << s.terms.mufu << ','
           << s.terms.tensor << ',' << s.terms.launch << ',' << s.terms.share << ',' << (s.terms.beyond_l2 ? 1 : 0);
