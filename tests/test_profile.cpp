@@ -80,6 +80,13 @@ TEST_CASE("profile: a wrong option is refused before any work", "[profile]") {
   CHECK_THAT(out, Contains("no chapter starts with"));
   CHECK(flashsteps("tour --profile --emulator-times /nonexistent/times.csv", out) == 2);
   CHECK_THAT(out, Contains("cannot read --emulator-times"));
+  const std::string foreign = scratch("foreign.csv");
+  std::ofstream(foreign) << "not,our,header\n";
+  CHECK(flashsteps("profile -v exp2 --counters-csv " + foreign, out) == 2);
+  CHECK_THAT(out, Contains("does not start with the counters CSV header"));
+  CHECK_THAT(out, !Contains("checked:"));  // refused before any work
+  CHECK(lines(foreign).size() == 1);
+  std::remove(foreign.c_str());
 }
 #else
 TEST_CASE("without counters, profile and --profile refuse before any work, saying how to get them", "[cli]") {

@@ -64,6 +64,12 @@ Profiler::Profiler(const ProfileOptions& o) : o_(o), gpu_(find_gpu(o.gpu)) {
     if (line != kCsvHeader)
       throw UsageError(o.emulator_times + " does not start with the project's CSV header (results/README.md)");
   }
+  if (!o.counters_csv.empty()) {  // a file that exists must be one of ours: refused now, not after the work
+    std::ifstream in(o.counters_csv);
+    std::string first;
+    if (in && std::getline(in, first) && !first.empty() && first != kCountersCsvHeader)
+      throw UsageError(o.counters_csv + " does not start with the counters CSV header (results/README.md); not appending to it");
+  }
 }
 
 namespace {
@@ -277,13 +283,11 @@ void Profiler::write_csv(const std::string& results_csv) const {
       append_csv(results_csv, {r}, &row);
     }
   if (o_.counters_csv.empty()) return;
-  bool fresh;
+  bool fresh;  // its header, if any, was checked before the work
   {
     std::ifstream in(o_.counters_csv);
     std::string first;
     fresh = !in || !std::getline(in, first) || first.empty();
-    if (!fresh && first != kCountersCsvHeader)
-      throw UsageError(o_.counters_csv + " does not start with the counters CSV header (results/README.md); not appending to it");
   }
   std::ofstream out(o_.counters_csv, std::ios::app);
   if (!out) throw UsageError("cannot write the counters CSV file " + o_.counters_csv);

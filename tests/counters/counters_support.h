@@ -7,34 +7,11 @@
 #include <vector>
 
 #include "simt/counters.h"
+#include "support.h"  // the emulator's tests': Device, for_each_schedule
 
 namespace counters_test {
 
-// Zeroed device memory, optionally filled from a host vector.
-template <class T>
-class Buffer {
- public:
-  explicit Buffer(size_t n) : n_(n) {
-    REQUIRE(cudaMalloc(reinterpret_cast<void**>(&p_), n * sizeof(T)) == cudaSuccess);
-    REQUIRE(cudaMemset(p_, 0, n * sizeof(T)) == cudaSuccess);
-  }
-  explicit Buffer(const std::vector<T>& host) : Buffer(host.size()) {
-    REQUIRE(cudaMemcpy(p_, host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice) == cudaSuccess);
-  }
-  ~Buffer() { cudaFree(p_); }
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
-  T* get() const { return p_; }
-  std::vector<T> host() const {
-    std::vector<T> h(n_);
-    REQUIRE(cudaMemcpy(h.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost) == cudaSuccess);
-    return h;
-  }
-
- private:
-  T* p_ = nullptr;
-  size_t n_;
-};
+using simt_tests::Device;
 
 // The counters of the launches `run` makes, summed; every k-th block sampled.
 inline simt::Counters count(const std::function<cudaError_t()>& run, int sample_blocks = 1) {

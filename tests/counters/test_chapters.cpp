@@ -11,7 +11,6 @@
 #include "counters_support.h"
 #include "harness/gpu_model.h"
 #include "harness/runner.h"
-#include "simt/cpu/launch.h"
 
 using namespace attn;
 
@@ -150,7 +149,6 @@ TEST_CASE("chapter 06: skipping tiles does the mma.sync of the visited tiles onl
 }
 
 TEST_CASE("the counters do not depend on the schedule order or the number of workers", "[counters]") {
-  const simt::Schedule saved = simt::schedule();
   // A tail (Lk = 200) and is_causal make lanes diverge: the grouping's slow path runs too.
   const std::vector<std::pair<std::string, Problem>> cases = {
       {"exp2", problem(DType::fp16, 64, 64, Causal::none, 100)},
@@ -162,23 +160,17 @@ TEST_CASE("the counters do not depend on the schedule order or the number of wor
   for (const auto& [variant, p] : cases) {
     INFO(variant << " on " << p.describe());
     std::vector<double> first;
-    for (simt::Order order : {simt::Order::forward, simt::Order::reverse, simt::Order::shuffle})
-      for (int workers : {1, 2}) {
-        INFO(simt::order_name(order) << ", " << workers << " worker(s)");
-        simt::Schedule s = saved;
-        s.order = order, s.workers = workers, s.seed = 11;
-        simt::set_schedule(s);
-        const std::vector<double> f = fields(profile(variant, p).total);
-        if (first.empty())
-          first = f;
-        else
-          for (size_t i = 0; i < f.size(); ++i) {
-            INFO("field " << i);
-            CHECK(f[i] == first[i]);
-          }
-      }
+    simt_tests::for_each_schedule([&] {
+      const std::vector<double> f = fields(profile(variant, p).total);
+      if (first.empty())
+        first = f;
+      else
+        for (size_t i = 0; i < f.size(); ++i) {
+          INFO("field " << i);
+          CHECK(f[i] == first[i]);
+        }
+    });
   }
-  simt::set_schedule(saved);
 }
 
 TEST_CASE("every variant's counted stores cover its output", "[counters]") {

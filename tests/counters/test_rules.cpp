@@ -8,12 +8,12 @@
 #include "counters_support.h"
 #include "rule_kernels.h"
 
-using counters_test::Buffer;
+using counters_test::Device;
 using counters_test::count;
 
 TEST_CASE("global loads: 32-byte sectors per request follow the stride", "[counters]") {
   const int n = 1024;
-  Buffer<float> in(32 * n), out(n);
+  Device<float> in(32 * n), out(n);
   for (int stride : {1, 2, 8, 32}) {
     INFO("stride " << stride);
     const simt::Counters c = count([&] { return rules::strided_copy(in.get(), out.get(), n, stride); });
@@ -36,7 +36,7 @@ TEST_CASE("global loads: 32-byte sectors per request follow the stride", "[count
 }
 
 TEST_CASE("threadIdx, blockIdx, blockDim and gridDim are not shared-memory accesses", "[counters]") {
-  Buffer<unsigned> out(4 * 256);
+  Device<unsigned> out(4 * 256);
   const simt::Counters c = count([&] { return rules::builtins_only(out.get(), 4, 256); });
   CHECK(c.shared_requests() == 0);
   CHECK(c.global[simt::kGlobalLoad].requests == 0);
@@ -45,7 +45,7 @@ TEST_CASE("threadIdx, blockIdx, blockDim and gridDim are not shared-memory acces
 }
 
 TEST_CASE("shared memory: 32 banks of 4 bytes, a word for many lanes is a broadcast", "[counters]") {
-  Buffer<float> out(32);
+  Device<float> out(32);
   for (bool dynamic : {false, true})
     for (int stride : {0, 1, 2, 4, 32, 33}) {
       INFO((dynamic ? "dynamic" : "static") << " shared memory, lane l at word l * " << stride);
@@ -64,7 +64,7 @@ TEST_CASE("shared memory: 32 banks of 4 bytes, a word for many lanes is a broadc
 }
 
 TEST_CASE("shared memory: 64-bit accesses in half-warp phases, 128-bit in quarter-warp phases", "[counters]") {
-  Buffer<float> out(32);
+  Device<float> out(32);
   struct Case {
     int width, spread, kind_offset, wavefronts;
   };
@@ -84,7 +84,7 @@ TEST_CASE("shared memory: 64-bit accesses in half-warp phases, 128-bit in quarte
 }
 
 TEST_CASE("divergent lanes: each branch and each loop iteration is a request of the lanes in it", "[counters]") {
-  Buffer<float> in(128), out(32);
+  Device<float> in(128), out(32);
   const simt::Counters c = count([&] { return rules::divergent(in.get(), out.get(), 40); });
   const simt::GlobalOps& ld = c.global[simt::kGlobalLoad];
   // if: one request of 16 lanes; else: two of the other 16; the loop: iteration 0 with 32
@@ -96,7 +96,7 @@ TEST_CASE("divergent lanes: each branch and each loop iteration is a request of 
 }
 
 TEST_CASE("operations: mma.sync and its FLOP, exponentials, shuffles, barriers", "[counters]") {
-  Buffer<float> out(3 * 32);
+  Device<float> out(3 * 32);
   const simt::Counters c = count([&] { return rules::operations(out.get(), 3, 5, 7, 4, 2); });
   CHECK(c.mma == 3 * 5);
   CHECK(c.mma_flop == 3 * 5 * 2.0 * 16 * 8 * 16);
@@ -107,7 +107,7 @@ TEST_CASE("operations: mma.sync and its FLOP, exponentials, shuffles, barriers",
 }
 
 TEST_CASE("atomics are their own requests", "[counters]") {
-  Buffer<int> counter(32);
+  Device<int> counter(32);
   const simt::Counters c = count([&] { return rules::atomics(counter.get(), 2); });
   CHECK(c.global[simt::kGlobalAtomic].requests == 2 * 4);
   CHECK(c.global[simt::kGlobalAtomic].sectors == 2 * 4 * 4);
@@ -117,7 +117,7 @@ TEST_CASE("atomics are their own requests", "[counters]") {
 
 TEST_CASE("DRAM sectors count each sector once however often it is read", "[counters]") {
   const int n = 4096;
-  Buffer<float> in(n), out(n);
+  Device<float> in(n), out(n);
   const simt::Counters c = count([&] { return rules::read_twice(in.get(), out.get(), n, 1000); });
   CHECK(c.global[simt::kGlobalLoad].requests == 2 * n / 32);
   CHECK(c.global[simt::kGlobalLoad].sectors == 2 * (n / 32) * 4);  // 1000 floats: a whole number of sectors
@@ -127,7 +127,7 @@ TEST_CASE("DRAM sectors count each sector once however often it is read", "[coun
 
 TEST_CASE("sampling every k-th block scales the requests; DRAM counts stay exact", "[counters]") {
   const int n = 64 * 128;
-  Buffer<float> in(n), out(n);
+  Device<float> in(n), out(n);
   auto run = [&] { return rules::strided_copy(in.get(), out.get(), n, 1); };
   const simt::Counters all = count(run);
   for (int k : {2, 3, 8}) {
@@ -143,8 +143,8 @@ TEST_CASE("sampling every k-th block scales the requests; DRAM counts stay exact
 }
 
 TEST_CASE("a K tile stored row after row: ldmatrix.x4 takes 32 wavefronts, cp.async 4", "[counters]") {
-  Buffer<uint16_t> K(64 * 64);
-  Buffer<float> out(128);
+  Device<uint16_t> K(64 * 64);
+  Device<float> out(128);
   const simt::Counters c = count([&] { return rules::unswizzled_k_tile(K.get(), out.get()); });
   const simt::SharedOps& ldsm = c.shared[simt::kLdmatrixX4];
   const simt::SharedOps& cp = c.shared[simt::kCpAsyncDestination];
@@ -163,7 +163,7 @@ TEST_CASE("counting changes nothing in what the kernel computes, and costs nothi
   const int n = 512;
   std::vector<float> h(n);
   for (int i = 0; i < n; ++i) h[static_cast<size_t>(i)] = static_cast<float>(i);
-  Buffer<float> in(h), out(n);
+  Device<float> in(h), out(n);
   count([&] { return rules::read_twice(in.get(), out.get(), n, 3); });
   const std::vector<float> r = out.host();
   for (int i = 0; i < n; ++i) REQUIRE(r[static_cast<size_t>(i)] == h[static_cast<size_t>(i)] + h[static_cast<size_t>((i + 3) % n)]);
