@@ -10,7 +10,7 @@ function(flashsteps_kernel_sources target)
       # -fno-strict-aliasing: kernels reinterpret_cast buffers to float4 and half2, as CUDA allows.
       # The prefix map makes the emulator's messages name files relative to the repository;
       # #pragma unroll is nvcc's, the C++ compiler may ignore it.
-      COMPILE_OPTIONS "-include;simt/simt.h;-fno-strict-aliasing;-fmacro-prefix-map=${PROJECT_SOURCE_DIR}/=;-Wno-unknown-pragmas")
+      COMPILE_OPTIONS "-include;simt/simt.h;-fno-strict-aliasing;-fmacro-prefix-map=${PROJECT_SOURCE_DIR}/=;-Wno-unknown-pragmas;${FLASHSTEPS_COUNTER_FLAGS}")
   endif()
   target_link_libraries(${target} PRIVATE simt)
 endfunction()

@@ -5,10 +5,12 @@
 
 Checks that the four PNGs are written and non-empty, that the results table between the README
 markers is regenerated from the CSV (and the same again on a second run), that a failing row is
-left out and named on stderr, and that a README without the markers is left as it was. Then the
-edges: the CPU emulator's rows never enter the table; by default nothing is written into the
-checkout but build/; unreadable inputs and unwritable outputs end with a message and exit code 2,
-not a traceback; without matplotlib the message names the interpreter that was tried.
+left out and named on stderr, and that a README without the markers is left as it was; that the
+modelled rows (kind = modelled) get their own figure in their own folder and stay out of the
+measured figures and the table; and that a file in another schema is refused. Then the edges: the
+CPU emulator's rows never enter the table; by default nothing is written into the checkout but
+build/; unreadable inputs and unwritable outputs end with a message and exit code 2, not a
+traceback; without matplotlib the message names the interpreter that was tried.
 """
 import argparse
 import importlib
@@ -23,6 +25,7 @@ SCRIPT = ROOT / "tools" / "plot_speedups.py"
 SAMPLE = ROOT / "tests" / "data" / "sample_results.csv"
 DEVICE = "Sample device (synthetic data for the plot test)"
 PNGS = ("speedup_over_naive.png", "tflops_vs_n.png", "extra_memory_vs_n.png", "roofline.png")
+SLUG = "sample-device-synthetic-data-for-the-plot-test"
 BEGIN, END = "<!-- results-table:begin -->", "<!-- results-table:end -->"
 WITH_MARKERS = f"# Results\n\nBefore the table.\n\n{BEGIN}\nan old table\n{END}\n\nAfter the table.\n"
 WITHOUT_MARKERS = "# Results\n\nNo table markers here.\n"
@@ -57,14 +60,20 @@ def main():
             print(r.stdout + r.stderr)
         return r
 
+    def is_png(path):
+        return path.is_file() and path.stat().st_size > 0 and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
     readme = work / "README.md"
     readme.write_text(WITH_MARKERS)
     r = run("--readme", str(readme))
     check(r.returncode == 0, f"plot_speedups.py exits 0 (got {r.returncode})")
+    # Measured and modelled rows of the same device: one folder each.
     for name in PNGS:
-        png = work / "png" / name
-        ok = png.is_file() and png.stat().st_size > 0 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-        check(ok, f"{name} written, a non-empty PNG")
+        check(is_png(work / "png" / SLUG / name), f"{name} written, a non-empty PNG")
+        check(not (work / "png" / f"{SLUG}-modelled" / name).exists(), f"no {name} from the modelled rows")
+    check(is_png(work / "png" / f"{SLUG}-modelled" / "modelled_speedup.png"),
+          "modelled_speedup.png written from the modelled rows, in a folder of their own")
+    check(not (work / "png" / SLUG / "modelled_speedup.png").exists(), "no modelled figure among the measured ones")
     text = readme.read_text()
     table = text[text.find(BEGIN):text.find(END)]
     check("an old table" not in text, "the old table between the markers is gone")
@@ -74,6 +83,7 @@ def main():
           "the text around the markers is untouched")
     check("flash_v2_swizzle" not in table and "flash_v2_swizzle" in r.stderr,
           "the failing row (pass = 0) is left out of the table and named on stderr")
+    check("flash_v2_modelled_only" not in table and "0.19" not in table, "modelled rows stay out of the table")
 
     r = run("--readme", str(readme))
     check(r.returncode == 0 and readme.read_text() == text, "a second run writes the same table")
@@ -84,6 +94,12 @@ def main():
     check(r.returncode == 0, "a README without markers is not an error")
     check(plain.read_text() == WITHOUT_MARKERS, "a README without markers is left unchanged")
     check("markers" in r.stderr, "a README without markers gets a warning")
+
+    old_schema = work / "old-schema.csv"
+    old_schema.write_text(SAMPLE.read_text().replace(",kind,bound\n", "\n", 1))
+    r = subprocess.run([sys.executable, str(SCRIPT), str(old_schema), "--out", str(work / "old")], capture_output=True,
+                       text=True, timeout=300)
+    check(r.returncode == 2 and "header" in r.stderr, "a CSV in another schema is refused (exit 2, says why)")
 
     sys.path.insert(0, str(SCRIPT.parent))
     sys.dont_write_bytecode = True  # no __pycache__ in the source tree
@@ -112,8 +128,10 @@ def main():
     default = ROOT / "build" / "plots" / plot_speedups.slug(DEVICE)
     r = subprocess.run([sys.executable, str(SCRIPT), str(SAMPLE)], capture_output=True, text=True, timeout=300)
     written = [Path(line) for line in r.stdout.split()]
-    check(r.returncode == 0 and len(written) == 4 and all(p.parent == default and p.is_file() for p in written),
-          f"by default the PNGs go to {default.relative_to(ROOT)}/" + ("" if r.returncode == 0 else r.stderr))
+    modelled = default.parent / (default.name + "-modelled")  # the sample's modelled rows: a folder of their own
+    check(r.returncode == 0 and len(written) == 5 and all(p.is_file() for p in written)
+          and sorted(p.parent for p in written) == [default] * 4 + [modelled],
+          f"by default the PNGs go to {default.relative_to(ROOT)}/ (and -modelled/)" + ("" if r.returncode == 0 else r.stderr))
     shutil.rmtree(default, ignore_errors=True)
 
     # Inputs that cannot be read, outputs that cannot be written: exit 2, a message, no traceback.

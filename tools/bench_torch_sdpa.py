@@ -37,7 +37,7 @@ from pathlib import Path
 
 # Must match kCsvHeader in common/harness/report.cpp.
 CSV_HEADER = ("device,driver,cuda,commit,timestamp,chapter,variant,dtype,B,H,Lq,Lk,d,causal,mask,"
-              "median_ms,min_ms,tflops,gbps,extra_bytes,max_err,pass")
+              "median_ms,min_ms,tflops,gbps,extra_bytes,max_err,pass,kind,bound")
 
 BACKENDS = ["math", "efficient", "flash", "cudnn"]  # the order they run in, and the variant suffix
 BACKEND_ENUM = {"math": "MATH", "efficient": "EFFICIENT_ATTENTION", "flash": "FLASH_ATTENTION",
@@ -500,7 +500,7 @@ def main(argv=None):
             stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
             out.write(f"{fixed},{stamp},{chapter},{variant},{dtype},{B},{H},{Lq},{Lk},{d},"
                       f"{'top-left' if causal else 'none'},none,{median_ms:.6g},{min_ms:.6g},{tflops:.6g},"
-                      f"{gbps:.6g},{extra},{max_err:.6g},{int(ok)}\n")
+                      f"{gbps:.6g},{extra},{max_err:.6g},{int(ok)},measured,\n")
             failed += not ok
             print(f"[{done}/{total}] {chapter + '/' + variant:32} {shape}: {median_ms:.4f} ms, {tflops:.1f} TFLOP/s, "
                   f"max error {max_err:.2e} {'pass' if ok else 'FAIL'}", file=sys.stderr)

@@ -9,15 +9,22 @@ tools/bench_torch_sdpa.py) and writes four PNGs per device:
   extra_memory_vs_n.png   extra device memory per (batch, head) against N: O(N^2) against O(N)
   roofline.png            arithmetic intensity against TFLOP/s, under the device's roofs
 
+and, for the rows a counters build modelled (kind = modelled: `flashsteps profile --csv`), one PNG
+per modelled GPU, in a folder of its own (<gpu-slug>-modelled):
+
+  modelled_speedup.png    every variant's modelled speedup over chapter 01's naive variant, with
+                          what bounds its time
+
   tools/plot_speedups.py results/nvidia-h100-80gb-hbm3/*.csv                  # PNGs in build/plots/<device>/
   tools/plot_speedups.py results/nvidia-h100-80gb-hbm3/*.csv --out results/nvidia-h100-80gb-hbm3 --readme README.md
 
 By default the PNGs go to build/plots/<device-slug>/ (git-ignored): nothing in the checkout changes
-unless --out or --readme says so. The README's table takes measured GPU rows only: the CPU
-emulator's rows are plotted but never enter it.
+unless --out or --readme says so.
 
-Rows that failed their check (pass = 0) are left out and listed on stderr. When the same variant
-was measured more than once on the same shape and device, the latest row counts.
+Rows of different kinds (measured on a GPU, emulated on the CPU, modelled) are never drawn in one
+figure, and the README table takes measured rows only. Rows that failed their check (pass = 0) are
+left out and listed on stderr. When the same variant was measured more than once on the same
+shape and device, the latest row counts.
 """
 import argparse
 import csv
@@ -31,7 +38,8 @@ from pathlib import Path
 
 # Must match kCsvHeader in common/harness/report.cpp.
 COLUMNS = ("device,driver,cuda,commit,timestamp,chapter,variant,dtype,B,H,Lq,Lk,d,causal,mask,"
-           "median_ms,min_ms,tflops,gbps,extra_bytes,max_err,pass").split(",")
+           "median_ms,min_ms,tflops,gbps,extra_bytes,max_err,pass,kind,bound").split(",")
+KINDS = ("measured", "emulated", "modelled")
 INTS = ("B", "H", "Lq", "Lk", "d", "extra_bytes", "pass")
 FLOATS = ("median_ms", "min_ms", "tflops", "gbps", "max_err")
 BEGIN, END = "<!-- results-table:begin -->", "<!-- results-table:end -->"
@@ -42,6 +50,7 @@ DTYPE_ORDER = ["fp16", "bf16", "fp32"]
 CAUSAL_ORDER = ["none", "top-left", "bottom-right"]
 MASK_ORDER = ["none", "bool", "additive"]
 FILES = ("speedup_over_naive.png", "tflops_vs_n.png", "extra_memory_vs_n.png", "roofline.png")
+MODELLED_FILES = ("modelled_speedup.png",)
 
 
 def warn(msg):
@@ -108,6 +117,9 @@ def read_rows(paths):
                     except ValueError as e:
                         warn(f"{where}: {e}; row ignored")
                         continue
+                    if row["kind"] not in KINDS:
+                        warn(f"{where}: kind {row['kind']!r} is none of {', '.join(KINDS)}; row ignored")
+                        continue
                     row["source"] = where
                     rows.append(row)
         except OSError as e:
@@ -131,8 +143,8 @@ def usable(rows):
         if r["pass"] != 1:
             warn(f"left out, failed its check (max_err {r['max_err']:.3g}): {describe(r)} [{r['source']}]")
             continue
-        key = (r["device"], r["chapter"], r["variant"], r["dtype"], r["B"], r["H"], r["Lq"], r["Lk"], r["d"],
-               r["causal"], r["mask"])
+        key = (r["kind"], r["device"], r["chapter"], r["variant"], r["dtype"], r["B"], r["H"], r["Lq"], r["Lk"],
+               r["d"], r["causal"], r["mask"])
         if key not in latest or r["timestamp"] >= latest[key]["timestamp"]:
             latest[key] = r
     return list(latest.values())
@@ -192,8 +204,8 @@ def same_shape(a, b):
 # ---------------------------------------------------------------- figures
 
 class Figures:
-    def __init__(self, plt, rows, device):
-        self.plt, self.rows, self.device = plt, rows, device
+    def __init__(self, plt, rows, device, kind="measured"):
+        self.plt, self.rows, self.device, self.kind = plt, rows, device, kind
         self.peak, self.bw = device_limits(device)
         self.groups = series(rows)
         self.group_keys = sorted(self.groups)
@@ -215,7 +227,7 @@ class Figures:
         fig, axes = self.plt.subplots(rows, cols, figsize=(7 * cols, 4.2 * rows), squeeze=False)
         for ax in axes.flat[n:]:
             ax.set_visible(False)
-        fig.suptitle(f"{title}\n{self.device}", fontsize=11)
+        fig.suptitle(f"{title}\n{self.device}{' (modelled)' if self.kind == 'modelled' else ''}", fontsize=11)
         return fig, list(axes.flat[:n])
 
     def n_axis(self, ax, ns, xlabel="N (Lq = Lk)"):
@@ -245,8 +257,8 @@ class Figures:
         fig.suptitle(f"{title}\n{self.device}", fontsize=11)
         self.save(fig, path, legend=False)
 
-    def speedups(self, path):
-        title = "Speedup over chapter 01's naive variant (same shape, same device)"
+    def speedups(self, path, title="Speedup over chapter 01's naive variant (same shape, same device)",
+                 show_bound=False):
         naive = label({"chapter": NAIVE[0], "variant": NAIVE[1]})
         keys = [g for g in self.group_keys if naive in self.groups[g]]
         if not keys:
@@ -258,15 +270,16 @@ class Figures:
             others = [lab for lab in self.labels if lab != naive and lab in self.groups[g]]
             width = 0.8 / max(1, len(others))
             for i, lab in enumerate(others):
-                xs, ys = [], []
+                xs, ys, texts = [], [], []
                 for j, n in enumerate(ns):
                     r = self.groups[g][lab].get(n)
                     if r and same_shape(r, base[n]) and r["median_ms"] > 0:
                         xs.append(j - 0.4 + width * (i + 0.5))
                         ys.append(base[n]["median_ms"] / r["median_ms"])
+                        texts.append(f"{ys[-1]:.3g}×" + (f" {r['bound']}" if show_bound and r["bound"] else ""))
                 bars = ax.bar(xs, ys, width, color=self.color[lab], label=lab,
                               hatch="//" if self.is_torch[lab] else None, edgecolor="white", linewidth=0.5)
-                ax.bar_label(bars, labels=[f"{y:.3g}×" for y in ys], fontsize=6, rotation=90, padding=2)
+                ax.bar_label(bars, labels=texts, fontsize=6, rotation=90, padding=2)
             if not others:
                 ax.text(0.5, 0.6, "only 01 naive was measured here", transform=ax.transAxes, ha="center")
             ax.axhline(1.0, color="black", linewidth=0.8)
@@ -377,6 +390,12 @@ class Figures:
 
     def write_all(self, folder):
         folder.mkdir(parents=True, exist_ok=True)
+        if self.kind == "modelled":
+            path = folder / MODELLED_FILES[0]
+            self.speedups(path, "Modelled speedup over chapter 01's naive variant, and what bounds each time\n"
+                                "(a model from the CPU emulator's counters, notes/performance_model.md: not a measurement)",
+                          show_bound=True)
+            return [path]
         paths = [folder / name for name in FILES]
         self.speedups(paths[0])
         self.tflops(paths[1])
@@ -507,26 +526,29 @@ def main(argv=None):
     if not rows:
         warn("no passing measurements in the files given")
         return 1
-    devices = sorted({r["device"] for r in rows})
+    # One set of figures per (kind, device): a modelled GPU's rows never share a figure with
+    # measured ones, even of the same GPU.
+    sets = sorted({(r["kind"], r["device"]) for r in rows})
     folders = {}
-    for device in devices:
+    for kind, device in sets:
+        name = slug(device) + ("-modelled" if kind == "modelled" else "")
         if args.out:
-            folders[device] = Path(args.out) / slug(device) if len(devices) > 1 else Path(args.out)
+            folders[kind, device] = Path(args.out) / name if len(sets) > 1 else Path(args.out)
         else:
-            folders[device] = REPO / "build" / "plots" / slug(device)
-        why = writable_folder(folders[device])
+            folders[kind, device] = REPO / "build" / "plots" / name
+        why = writable_folder(folders[kind, device])
         if why:
             warn(why)
             return 2
-    for device in devices:
-        mine = [r for r in rows if r["device"] == device]
-        for p in Figures(plt, mine, device).write_all(folders[device]):
+    for kind, device in sets:
+        mine = [r for r in rows if r["device"] == device and r["kind"] == kind]
+        for p in Figures(plt, mine, device, kind).write_all(folders[kind, device]):
             print(p)
     if args.readme:
-        measured = [r for r in rows if not emulated(r["device"])]
+        measured = [r for r in rows if r["kind"] == "measured" and not emulated(r["device"])]
         if len(measured) < len(rows):
-            warn(f"{len(rows) - len(measured)} rows of the CPU emulator left out of the results table: they time the "
-                 "emulator, not a GPU")
+            warn(f"{len(rows) - len(measured)} rows of the CPU emulator or of a model left out of the results table: "
+                 "they are not GPU measurements")
         if not measured:
             warn(f"no measured GPU rows: {args.readme} left as it was")
             return 0

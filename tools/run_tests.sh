@@ -4,8 +4,9 @@
 #     emulator's, the reference's, every variant of every chapter over the sweep (on the cpu
 #     backend in each schedule order), the command line's;
 #   - on a machine without a GPU also compiles and links the gpu backend (its tests report
-#     themselves skipped), builds the emulator's tests with AddressSanitizer and runs them, and
-#     prints the emulator's benchmark.
+#     themselves skipped), builds the emulator's tests with AddressSanitizer and runs them, builds
+#     the counters build and runs its [counters] tests in each schedule order with one and two
+#     workers, and prints the emulator's benchmark.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 "$root/tools/install_deps.sh"
@@ -25,6 +26,13 @@ if [ "$backend" = cpu ]; then
   if configure "$root/build-asan" -DFLASHSTEPS_BACKEND=cpu -DFLASHSTEPS_SANITIZE=address -DCMAKE_BUILD_TYPE=Debug &&
      build "$root/build-asan" --target simt_tests; then
     "$root/build-asan/bin/simt_tests" | tail -2 || status=1
+  else
+    status=1
+  fi
+  step "the counters build: its [counters] tests in each schedule order, with 1 and 2 workers"
+  if configure "$root/build-counters" -DFLASHSTEPS_BACKEND=cpu -DFLASHSTEPS_COUNTERS=ON &&
+     build "$root/build-counters" --target flashsteps_counters_tests; then
+    ctest --test-dir "$root/build-counters" -L counters --output-on-failure -j 2 || status=1
   else
     status=1
   fi

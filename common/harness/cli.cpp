@@ -8,9 +8,11 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
 #include "command.h"
 #include "errors.h"
+#include "profile.h"
 #include "report.h"
 
 namespace attn {
@@ -27,6 +29,8 @@ struct Args {
   double cpu_budget = 120;
   std::string csv;
   bool list = false;
+  ProfileOptions profile;
+  std::vector<std::string> chapters;  // `flashsteps profile --chapter`
 };
 
 bool emulated() { return !FLASHSTEPS_GPU; }
@@ -171,8 +175,9 @@ std::vector<const Variant*> select(const std::vector<const Variant*>& pool, cons
 
 // Runs each variant on the problem; variants that cannot run it are skipped with the reason,
 // unless the user named them. Returns the results; throws UsageError when nothing could run.
+// With a profiler, each variant runs once with the counters on; `timed`: the timed runs happen too.
 std::vector<Result> run_all(const std::vector<const Variant*>& chosen, bool named, const Problem& p,
-                            const RunOptions& o, bool show_stages) {
+                            const RunOptions& o, bool show_stages, Profiler* profiler = nullptr, bool timed = true) {
   std::vector<const Variant*> runnable;
   std::vector<std::string> reasons(chosen.size());
   for (size_t i = 0; i < chosen.size(); ++i) {
@@ -192,60 +197,90 @@ std::vector<Result> run_all(const std::vector<const Variant*>& chosen, bool name
   print_device_and_problem(p);
   const Prepared prepared(p, o);
   print_checked_rows(p, prepared.checker.selection());
-  if (o.reps > 0)
-    std::printf("timed:   median and minimum of %d run%s of each variant, after %d untimed; the variants take turns, "
-                "one run each per round (--reps, --warmup)\n",
-                o.reps, o.reps == 1 ? "" : "s", o.warmup);
-  else
-    std::printf("timed:   no (--reps 0): each variant runs once and is checked\n");
-  std::fflush(stdout);
-  // The rows come once every round is done; meanwhile a terminal sees the rounds go by.
-  const bool tty = isatty(fileno(stderr));
-  const auto results = run_in_rounds(runnable, p, prepared, o, [&](int r, int rounds) {
-    if (tty && rounds > 1) std::fprintf(stderr, "\r  round %d of %d%s", r, rounds, r == rounds ? "\r\033[K" : "");
-  });
-  print_table_header();
+  std::vector<Result> results;
+  if (timed) {
+    if (o.reps > 0)
+      std::printf("timed:   median and minimum of %d run%s of each variant, after %d untimed; the variants take turns, "
+                  "one run each per round (--reps, --warmup)\n",
+                  o.reps, o.reps == 1 ? "" : "s", o.warmup);
+    else
+      std::printf("timed:   no (--reps 0): each variant runs once and is checked\n");
+    std::fflush(stdout);
+    // The rows come once every round is done; meanwhile a terminal sees the rounds go by.
+    const bool tty = isatty(fileno(stderr));
+    results = run_in_rounds(runnable, p, prepared, o, [&](int r, int rounds) {
+      if (tty && rounds > 1) std::fprintf(stderr, "\r  round %d of %d%s", r, rounds, r == rounds ? "\r\033[K" : "");
+    });
+    print_table_header();
+  }
   for (size_t i = 0, next = 0; i < chosen.size(); ++i) {
     if (!reasons[i].empty()) {
       print_skip(chosen[i]->name, reasons[i]);
       continue;
     }
-    const Result& r = results[next++];
-    print_row(r);
-    if (show_stages) print_stages(r);
+    if (timed) {
+      const Result& r = results[next++];
+      print_row(r);
+      if (show_stages) print_stages(r);
+    }
+    if (profiler) {
+      const Profile& pr = profiler->run(*chosen[i], p, prepared.inputs, prepared.checker, show_stages);
+      if (!timed) results.push_back(pr.result);
+    }
+    std::fflush(stdout);
   }
   return results;
 }
 
-int finish(const std::vector<Result>& results, const std::string& csv) {
-  if (!csv.empty()) append_csv(csv, results);
+int finish(const std::vector<Result>& results, const std::string& csv, const Profiler* profiler = nullptr,
+           bool timed = true) {
+  if (!csv.empty() && timed) append_csv(csv, results);
+  if (profiler) profiler->write_csv(csv);
   for (const Result& r : results)
     if (!r.verdict.pass) return 1;
+  if (profiler)
+    for (const Profile& pr : profiler->profiles())
+      if (!pr.result.verdict.pass) return 1;
   return 0;
 }
 
 }  // namespace
 
-int chapter_main(int argc, char** argv, const std::string& chapter) {
-  CLI::App app{chapter.empty() ? "Every variant of every chapter on one attention problem."
-                               : "Chapter " + chapter + ": its variants on one attention problem, checked against "
-                                 "the fp64 reference and timed."};
-  if (chapter.empty()) app.name("flashsteps run");
+int chapter_main(int argc, char** argv, const std::string& chapter, bool profile_only) {
+  CLI::App app{profile_only ? "Every variant (or those chosen) run once with the emulator's counters on: what a GPU "
+                              "profiler would count, stage by stage, and the time the model of "
+                              "notes/performance_model.md gives a GPU. Needs a counters build."
+               : chapter.empty() ? "Every variant of every chapter on one attention problem."
+                                 : "Chapter " + chapter + ": its variants on one attention problem, checked against "
+                                   "the fp64 reference and timed."};
+  if (chapter.empty()) app.name(profile_only ? "flashsteps profile" : "flashsteps run");
   Args a;
   add_problem_options(app, a);
   app.add_option("-v,--variant", a.variants, "run only this variant (repeatable)");
+  if (profile_only) app.add_option("--chapter", a.chapters, "only the variants of these chapters (a prefix: 02; repeatable)");
   app.add_flag("--list", a.list, "list the variants and what they support");
+  add_profile_options(app, a.profile, !profile_only);
   if (const int rc = parse_command_line(app, argc, argv); rc >= 0) return rc;
   return guarded([&] {
-    const auto pool = variants_of(chapter);
+    std::optional<Profiler> profiler;
+    if (a.profile.on || profile_only) profiler.emplace(a.profile);  // refuses before any work
+    auto pool = variants_of(chapter);
+    if (!a.chapters.empty()) {
+      std::erase_if(pool, [&](const Variant* v) {
+        return std::none_of(a.chapters.begin(), a.chapters.end(), [&](const std::string& c) { return v->chapter.rfind(c, 0) == 0; });
+      });
+      if (pool.empty()) throw UsageError("no chapter starts with the --chapter given");
+    }
     if (a.list) {
       print_list(pool);
       return 0;
     }
     const Problem p = build_problem(a, app);
     const RunOptions o = build_options(a, app);
-    const auto results = run_all(select(pool, a.variants), !a.variants.empty(), p, o, true);
-    return finish(results, a.csv);
+    const auto results = run_all(select(pool, a.variants), !a.variants.empty(), p, o, true,
+                                 profiler ? &*profiler : nullptr, !profiler);
+    if (profiler) profiler->print_summary();
+    return finish(results, a.csv, profiler ? &*profiler : nullptr, !profiler);
   });
 }
 
@@ -260,8 +295,9 @@ void print_tour_summary(const std::vector<Result>& results) {
                 first.timing.median_ms / r.timing.median_ms);
   if (emulated())
     std::printf("\nCPU emulator: these times rank the chapters by what they cost the emulator, which runs every GPU "
-                "thread in turn, not by a GPU's speed.\nOn a GPU: the same table in the GPU's own times; measured GPU "
-                "results are listed in results/README.md.\n");
+                "thread in turn, not by a GPU's speed.\nWhat a GPU would take, modelled from the emulator's counters: "
+                "`flashsteps tour --profile` in a counters build (tools/run_chapters.sh does it).\nOn a GPU: the same "
+                "table in the GPU's own times; measured GPU results are listed in results/README.md.\n");
 }
 
 int tour_main(int argc, char** argv) {
@@ -270,15 +306,21 @@ int tour_main(int argc, char** argv) {
   app.name("flashsteps tour");
   Args a;
   add_problem_options(app, a);
+  add_profile_options(app, a.profile, true);
   if (const int rc = parse_command_line(app, argc, argv); rc >= 0) return rc;
   return guarded([&] {
+    std::optional<Profiler> profiler;
+    if (a.profile.on) profiler.emplace(a.profile);  // refuses before any work
     const Problem p = build_problem(a, app);
     const RunOptions o = build_options(a, app);
     std::vector<const Variant*> best;
     for (const std::string& c : chapters()) best.push_back(best_of(c));
-    const auto results = run_all(best, false, p, o, false);
-    if (!results.empty()) print_tour_summary(results);
-    return finish(results, a.csv);
+    const auto results = run_all(best, false, p, o, false, profiler ? &*profiler : nullptr, !profiler);
+    if (profiler)
+      profiler->print_summary();
+    else if (!results.empty())
+      print_tour_summary(results);
+    return finish(results, a.csv, profiler ? &*profiler : nullptr, !profiler);
   });
 }
 

@@ -2,6 +2,8 @@
 //   flashsteps [tour] [options]   every chapter's best variant on one problem (the README's main job)
 //   flashsteps run [options]      every variant of every chapter (--variant to pick)
 //   flashsteps bench --csv FILE   the benchmark sweep (results/README.md)
+//   flashsteps profile [options]  every variant once with the emulator's counters on: what a GPU
+//                                 profiler would count, and a modelled GPU time (a counters build)
 #include <cstdio>
 #include <cstring>
 
@@ -14,12 +16,15 @@ struct Command {
   const char* what;
 };
 int run_main(int argc, char** argv) { return attn::chapter_main(argc, argv, ""); }
+int profile_main(int argc, char** argv) { return attn::chapter_main(argc, argv, "", true); }
 
 // One line per command: `flashsteps --help` lists them from here.
 const Command kCommands[] = {
     {"tour", attn::tour_main, "every chapter's best variant on one problem, its speedup over chapter 01 (the default)"},
     {"run", run_main, "any variant of any chapter on one problem (-v NAME, --list), per-kernel breakdown"},
     {"bench", attn::bench_main, "the benchmark sweep, one CSV row per measurement (--csv FILE; results/README.md)"},
+    {"profile", profile_main, "every variant once with the emulator's counters: what a profiler would count, and a "
+                              "modelled GPU time (a counters build)"},
 };
 
 int usage() {

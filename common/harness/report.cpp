@@ -91,21 +91,23 @@ void print_stages(const Result& r) {
 
 const char* const kCsvHeader =
     "device,driver,cuda,commit,timestamp,chapter,variant,dtype,B,H,Lq,Lk,d,causal,mask,median_ms,min_ms,tflops,gbps,"
-    "extra_bytes,max_err,pass";
+    "extra_bytes,max_err,pass,kind,bound";
 
-std::string csv_row(const Result& r) {
+std::string csv_row(const Result& r, const ModelledRow* modelled) {
   const DeviceInfo& dev = device();
   const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   char ts[32];
   std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   const Problem& p = r.problem;
   std::ostringstream s;
-  s << '"' << dev.name << "\"," << dev.driver_version << ','
-    << (dev.emulated ? "none" : version_string(dev.runtime)) << ',' << commit_id() << ',' << ts << ',' << r.variant->chapter << ','
+  s << '"' << (modelled ? modelled->gpu : dev.name) << "\"," << (modelled ? "none" : dev.driver_version) << ','
+    << (dev.emulated || modelled ? "none" : version_string(dev.runtime)) << ',' << commit_id() << ',' << ts << ','
+    << r.variant->chapter << ','
     << r.variant->name << ',' << dtype_name(p.dtype) << ',' << p.B << ',' << p.H << ',' << p.Lq << ',' << p.Lk << ','
     << p.d << ',' << causal_name(p.causal) << ',' << mask_name(p.mask) << ',' << r.timing.median_ms << ','
     << r.timing.min_ms << ',' << r.tflops() << ',' << r.gbps() << ',' << r.workspace << ',' << r.verdict.max_abs << ','
-    << (r.verdict.pass ? 1 : 0);
+    << (r.verdict.pass ? 1 : 0) << ',' << (modelled ? "modelled" : dev.emulated ? "emulated" : "measured") << ','
+    << (modelled ? modelled->bound : "");
   return s.str();
 }
 
@@ -150,7 +152,7 @@ void check_csv_target(const std::string& path) {
   }
 }
 
-void append_csv(const std::string& path, const std::vector<Result>& rows) {
+void append_csv(const std::string& path, const std::vector<Result>& rows, const ModelledRow* modelled) {
   for (const Result& r : rows)
     if (r.timing.reps == 0) throw UsageError("no CSV row without a timing (--reps 0 checks only): nothing written to " + path);
   std::string text;
@@ -158,7 +160,7 @@ void append_csv(const std::string& path, const std::vector<Result>& rows) {
     std::ifstream in(path);
     if (!in || in.peek() == std::ifstream::traits_type::eof()) text = std::string(kCsvHeader) + "\n";
   }
-  for (const Result& r : rows) text += csv_row(r) + "\n";
+  for (const Result& r : rows) text += csv_row(r, modelled) + "\n";
   // Every row formed before the file is touched, then written at once.
   std::ofstream out(path, std::ios::app);
   out << text << std::flush;

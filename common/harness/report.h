@@ -21,14 +21,20 @@ void print_stages(const Result& r);
 
 // The fixed schema of every CSV the project writes (results/README.md documents it).
 extern const char* const kCsvHeader;
-std::string csv_row(const Result& r);
+// A row's time is measured on a GPU, or is the CPU emulator's, or is modelled from the emulator's
+// counters (the `kind` column): tools never mix them.
+struct ModelledRow {
+  std::string gpu;    // the modelled GPU's name (the device column)
+  std::string bound;  // what bounds its time (the bound column)
+};
+std::string csv_row(const Result& r, const ModelledRow* modelled = nullptr);
 // Throws UsageError unless rows can be appended to `path`: a name is given, it is no folder, its
 // folder exists, it can be written, and it is new, empty or starts with kCsvHeader (a file that
 // is not the project's, or is of another schema, is refused, not appended to). Creates nothing.
 // Every command calls it before any work.
 void check_csv_target(const std::string& path);
 // Appends rows to `path`, writing the header first when the file is new or empty. Rows with no
-// timing (reps 0) are refused: a row's times must be measured ones.
-void append_csv(const std::string& path, const std::vector<Result>& rows);
+// timing (reps 0) are refused: a row's times must be measured (or, for `modelled`, modelled) ones.
+void append_csv(const std::string& path, const std::vector<Result>& rows, const ModelledRow* modelled = nullptr);
 
 }  // namespace attn

@@ -6,6 +6,15 @@
 #include "errors.h"
 
 namespace attn {
+namespace {
+std::vector<simt::LaunchCounters> take_counters() {
+#if SIMT_COUNTERS
+  return simt::counters::take();
+#else
+  return {};
+#endif
+}
+}  // namespace
 
 Stages::Stages() = default;
 Stages::~Stages() {
@@ -23,12 +32,15 @@ void Stages::begin() {
   used_ = 0;
   names_.clear();
   bytes_.clear();
+  counters_.clear();
+  take_counters();  // launches before this execution are not its own
   check(cudaEventRecord(event(used_++)), "cudaEventRecord");
 }
 void Stages::run(const std::string& stage, const std::function<cudaError_t()>& launch, double bytes) {
   check(launch(), "launch of \"" + stage + "\"");
   names_.push_back(stage);
   bytes_.push_back(bytes);
+  counters_.push_back(take_counters());
   check(cudaEventRecord(event(used_++)), "cudaEventRecord");
 }
 void Stages::end() {
@@ -40,7 +52,7 @@ std::vector<Stages::Time> Stages::times() const {
   for (size_t i = 0; i < names_.size(); ++i) {
     float ms = 0;
     check(cudaEventElapsedTime(&ms, events_[i], events_[i + 1]), "cudaEventElapsedTime");
-    t.push_back({names_[i], ms, bytes_[i]});
+    t.push_back({names_[i], ms, bytes_[i], counters_[i]});
   }
   return t;
 }
@@ -84,7 +96,8 @@ Timing time_variant(const std::function<void()>& prepare, const std::function<vo
   }
   t.median_ms = median(total);
   t.min_ms = total.empty() ? 0 : *std::min_element(total.begin(), total.end());
-  for (size_t i = 0; i < per_stage.size(); ++i) t.stages.push_back({last[i].stage, median(per_stage[i]), last[i].bytes});
+  for (size_t i = 0; i < per_stage.size(); ++i)
+    t.stages.push_back({last[i].stage, median(per_stage[i]), last[i].bytes, last[i].counters});
   return t;
 }
 

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "simt/counters.h"
+
 namespace attn {
 
 // A variant launches its kernels through run(): each launch is checked, and between launches an
@@ -27,6 +29,7 @@ class Stages {
   struct Time {
     std::string stage;
     double ms, bytes;
+    std::vector<simt::LaunchCounters> counters;  // its launches', while the counters count (simt/counters.h)
   };
   std::vector<Time> times() const;  // of the last execution (after end())
 
@@ -35,6 +38,7 @@ class Stages {
   std::vector<cudaEvent_t> events_;
   std::vector<std::string> names_;
   std::vector<double> bytes_;
+  std::vector<std::vector<simt::LaunchCounters>> counters_;
   size_t used_ = 0;
 };
 

@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "simt/cpu/counters_hooks.h"
+
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
@@ -158,6 +160,7 @@ bool BlockRunner::run(uint3 block_idx, dim3 block_dim, size_t dyn_smem, KernelBo
   rng_.seed(s.seed * 2654435761u + block_idx.x + 65599u * (block_idx.y + 65599u * block_idx.z));
   if (shuffle_) std::shuffle(order_.begin(), order_.end(), rng_);
   cursor_ = n - 1;  // so that the first fiber resumed is order_[0]
+  counters::block_begin(block_idx, n, smem_, dyn_smem);
 
   // The fibers pass control among themselves; it comes back here when none can run.
   Fiber* first = next_ready();
@@ -170,6 +173,7 @@ bool BlockRunner::run(uint3 block_idx, dim3 block_dim, size_t dyn_smem, KernelBo
   }
   t_thread = nullptr;
   current_ = nullptr;
+  counters::block_end();
   return !failed_;
 }
 
@@ -261,6 +265,7 @@ void BlockRunner::on_exit(Fiber& f) {
   wait_async_copies(0);  // copies in flight still land, as on the GPU
   Warp& w = warps_[f.t.warp];
   w.exited |= 1u << f.t.lane;
+  if (w.exited == w.present) counters::warp_exited(f.t.warp);
   --live_;
   ++exited_;
   for (const Pending& p : w.pending)
@@ -278,6 +283,9 @@ void BlockRunner::on_exit(Fiber& f) {
 }
 
 void BlockRunner::release_barrier() {
+  int warps = 0;
+  for (const Warp& w : warps_) warps += (w.present & ~w.exited) != 0;
+  counters::barrier_release(warps);
   result_[static_cast<int>(Barrier::plain)] = 0;
   result_[static_cast<int>(Barrier::count)] = count_;
   result_[static_cast<int>(Barrier::all)] = all_;
@@ -301,6 +309,7 @@ int BlockRunner::barrier(Barrier kind, int pred, const char* what, const char* f
   Fiber& f = *current_;
   if (exited_ > 0 && !lenient_exit_) [[unlikely]]
     barrier_after_exit(what, file, line);
+  counters::barrier_arrive(f.t.linear);
   if (arrived_ == 0) {
     bar_what_ = what;
     bar_file_ = file;
@@ -329,6 +338,7 @@ void BlockRunner::collective(unsigned mask, const char* what, const char* file, 
   Fiber& f = *current_;
   f.t.file = file;
   f.t.line = line;
+  counters::collective_arrive(f.t.linear);
   Warp& w = warps_[f.t.warp];
   const unsigned bit = 1u << f.t.lane, expect = mask & w.present;
   if (!(mask & bit))
@@ -365,6 +375,7 @@ void BlockRunner::collective(unsigned mask, const char* what, const char* file, 
   }
   // The last lane in computes every lane's result, wakes the others, and runs on.
   fn(w.lanes, slot->expect, slot->arg);
+  counters::collective_done(what, f.t.warp, slot->expect == (w.present & ~w.exited));
   const unsigned done = slot->arrived;
   slot->arrived = 0;
   for (int l = 0; l < 32; ++l)

@@ -18,6 +18,7 @@
 
 #include "block_runner.h"
 #include "runtime_state.h"
+#include "simt/cpu/counters_hooks.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -207,7 +208,9 @@ cudaError_t run_grid(const void* kernel, dim3 grid, dim3 block, size_t smem, Ker
   static Pool pool;
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const long long want = s.workers > 0 ? s.workers : hw;
+  counters::launch_begin(kernel, grid, block, smem);
   pool.run(static_cast<int>(std::min(want, blocks)), work);
+  counters::launch_end(!failed);
 
   if (failed) {
     g_last_error_message = error;

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "runtime_state.h"
+#include "simt/cpu/counters_hooks.h"
 #include "simt/cpu/launch.h"
 
 namespace simt::detail {
@@ -57,9 +58,11 @@ cudaError_t cudaMalloc(void** p, size_t n) {
     *p = nullptr;
     return record_error(cudaErrorMemoryAllocation);
   }
+  simt::detail::counters::allocated(*p, n);
   return cudaSuccess;
 }
 cudaError_t cudaFree(void* p) {
+  simt::detail::counters::freed(p);
   std::free(p);
   return cudaSuccess;
 }

@@ -45,7 +45,7 @@ inline float b16_element(const unsigned char* regs, int i) {  // element i, the 
 
 // Each lane publishes a[4] at in[0], b[2] at in[16], c[4] at in[24].
 template <class T>
-void mma_m16n8k16_exchange(Thread* const* lanes, unsigned mask, const void*) {
+SIMT_UNCOUNTED void mma_m16n8k16_exchange(Thread* const* lanes, unsigned mask, const void*) {
   if (mask != 0xffffffffu) kernel_error(t_thread->file, t_thread->line, "mma.sync needs all 32 lanes (mask 0x%08x)", mask);
   float A[16][16], B[16][8], C[16][8];
   for (int l = 0; l < 32; ++l) {
@@ -69,7 +69,7 @@ void mma_m16n8k16_exchange(Thread* const* lanes, unsigned mask, const void*) {
 // Lane l receives, for matrix j, row l/4 and columns 2(l%4), 2(l%4)+1 (with .trans: column l/4 and
 // rows 2(l%4), 2(l%4)+1), as one 32-bit register.
 template <int Num, bool Trans>
-void ldmatrix_exchange(Thread* const* lanes, unsigned mask, const void*) {
+SIMT_UNCOUNTED void ldmatrix_exchange(Thread* const* lanes, unsigned mask, const void*) {
   if (mask != 0xffffffffu) kernel_error(t_thread->file, t_thread->line, "ldmatrix needs all 32 lanes (mask 0x%08x)", mask);
   for (int j = 0; j < Num; ++j)
     for (int l = 0; l < 32; ++l) {
@@ -89,15 +89,18 @@ inline void ldmatrix(uint32_t* r, const void* p, const char* file, int line) {
   if (self->lane < 8u * Num && (reinterpret_cast<uintptr_t>(p) & 15) != 0)
     kernel_error(file, line, "ldmatrix: row address %p of lane %u is not 16-byte aligned", p, self->lane);
   self->addr = p;
+  counters::ldmatrix_row(self->lane < 8u * Num ? p : nullptr, Num, Trans, file, line);
   warp_collective(0xffffffffu, Trans ? "ldmatrix.trans" : "ldmatrix", file, line, &ldmatrix_exchange<Num, Trans>,
                   nullptr);
   std::memcpy(r, t_thread->out, 4 * Num);
 }
 
-inline void cp_async(void* dst, const void* src, int src_bytes, const char* what, const char* file, int line) {
+SIMT_UNCOUNTED inline void cp_async(void* dst, const void* src, int src_bytes, const char* what, const char* file,
+                                    int line) {
   if (((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src)) & 15) != 0)
     kernel_error(file, line, "%s: addresses must be 16-byte aligned (dst %p, src %p)", what, dst, src);
   if (src_bytes < 0 || src_bytes > 16) kernel_error(file, line, "%s: source size %d is not in 0..16", what, src_bytes);
+  counters::cp_async(dst, src, src_bytes, file, line);
   Thread& t = *t_thread;
   AsyncCopy c{dst, {}, 16, t.committed_groups};
   if (src_bytes > 0) std::memcpy(c.bytes, src, static_cast<size_t>(src_bytes));

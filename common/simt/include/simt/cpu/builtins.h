@@ -6,6 +6,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "simt/cpu/counters_hooks.h"
 #include "simt/cpu/launch.h"
 
 // ---- qualifiers -------------------------------------------------------------------------------
@@ -51,7 +52,7 @@ namespace simt::detail {
 // caller's own value.
 enum class Shfl { idx, up, down, bfly };
 template <Shfl Mode, int Size>
-void shfl_exchange(Thread* const* lanes, unsigned mask, const void*) {
+SIMT_UNCOUNTED void shfl_exchange(Thread* const* lanes, unsigned mask, const void*) {
   for (int l = 0; l < 32; ++l) {
     if (!(mask >> l & 1u)) continue;
     const unsigned b = static_cast<unsigned>(lanes[l]->arg) & 31u;
@@ -91,7 +92,7 @@ inline T shfl(unsigned mask, T v, int arg, int width, const char* what, const ch
 
 enum class Vote { ballot, all, any };
 template <Vote Kind>
-void vote_exchange(Thread* const* lanes, unsigned mask, const void*) {
+SIMT_UNCOUNTED void vote_exchange(Thread* const* lanes, unsigned mask, const void*) {
   unsigned ballot = 0;
   for (int l = 0; l < 32; ++l)
     if ((mask >> l & 1u) && lanes[l]->arg) ballot |= 1u << l;
@@ -215,23 +216,25 @@ inline T atomicMin(T* a, T v) {
 
 // ---- arithmetic the device has and the host headers lack ---------------------------------------
 // The fast GPU intrinsics (__expf, __fdividef, ...) are approximate on the GPU; the CPU computes
-// them exactly. Compare with tolerances, never bit for bit.
-inline float __expf(float x) { return std::exp(x); }
-inline float __exp10f(float x) { return std::pow(10.0f, x); }
-inline float __logf(float x) { return std::log(x); }
-inline float __log2f(float x) { return std::log2(x); }
-inline float __sinf(float x) { return std::sin(x); }
-inline float __cosf(float x) { return std::cos(x); }
-inline float __tanf(float x) { return std::tan(x); }
-inline float __powf(float x, float y) { return std::pow(x, y); }
-inline float __fdividef(float x, float y) { return x / y; }
-inline float fdividef(float x, float y) { return x / y; }
+// them exactly. Compare with tolerances, never bit for bit. Those the GPU's special-function
+// unit (MUFU) computes are counted in a counters build (simt/counters.h), one each.
+#define SIMT_MUFU ::simt::detail::counters::mufu()
+inline float __expf(float x) { return SIMT_MUFU, std::exp(x); }
+inline float __exp10f(float x) { return SIMT_MUFU, std::pow(10.0f, x); }
+inline float __logf(float x) { return SIMT_MUFU, std::log(x); }
+inline float __log2f(float x) { return SIMT_MUFU, std::log2(x); }
+inline float __sinf(float x) { return SIMT_MUFU, std::sin(x); }
+inline float __cosf(float x) { return SIMT_MUFU, std::cos(x); }
+inline float __tanf(float x) { return SIMT_MUFU, SIMT_MUFU, std::tan(x); }
+inline float __powf(float x, float y) { return SIMT_MUFU, SIMT_MUFU, std::pow(x, y); }
+inline float __fdividef(float x, float y) { return SIMT_MUFU, x / y; }
+inline float fdividef(float x, float y) { return SIMT_MUFU, x / y; }
 inline float __frcp_rn(float x) { return 1.0f / x; }
 inline float __fsqrt_rn(float x) { return std::sqrt(x); }
-inline float __frsqrt_rn(float x) { return 1.0f / std::sqrt(x); }
-inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+inline float __frsqrt_rn(float x) { return SIMT_MUFU, 1.0f / std::sqrt(x); }
+inline float rsqrtf(float x) { return SIMT_MUFU, 1.0f / std::sqrt(x); }
 inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
-inline float exp10f(float x) { return std::pow(10.0f, x); }
+inline float exp10f(float x) { return SIMT_MUFU, std::pow(10.0f, x); }
 inline float __saturatef(float x) { return std::fmin(std::fmax(x, 0.0f), 1.0f); }
 inline float __fmaf_rn(float a, float b, float c) { return std::fma(a, b, c); }
 inline float __fadd_rn(float a, float b) { return a + b; }
@@ -275,3 +278,19 @@ SIMT_MINMAX(unsigned long long)
 SIMT_MINMAX(float)
 SIMT_MINMAX(double)
 #undef SIMT_MINMAX
+
+#if SIMT_COUNTERS
+// exp2f, expf, log2f and logf are the C library's on the CPU; on the GPU each is one MUFU
+// operation (and a few multiply-adds). In a counters build the kernels call them through these.
+namespace simt::detail::counted {
+inline float exp2f_(float x) { return SIMT_MUFU, ::exp2f(x); }
+inline float expf_(float x) { return SIMT_MUFU, ::expf(x); }
+inline float log2f_(float x) { return SIMT_MUFU, ::log2f(x); }
+inline float logf_(float x) { return SIMT_MUFU, ::logf(x); }
+}  // namespace simt::detail::counted
+#define exp2f(x) ::simt::detail::counted::exp2f_(x)
+#define expf(x) ::simt::detail::counted::expf_(x)
+#define log2f(x) ::simt::detail::counted::log2f_(x)
+#define logf(x) ::simt::detail::counted::logf_(x)
+#endif
+#undef SIMT_MUFU

@@ -1,0 +1,23 @@
+# Counters.cmake: -DFLASHSTEPS_COUNTERS=ON, the build in which the emulator counts what a GPU
+# profiler would (common/simt/include/simt/counters.h; `flashsteps profile`). Use a build folder
+# of its own: its kernels are instrumented, and run slower than in a plain build.
+#   cmake -S . -B build-counters -G Ninja -DFLASHSTEPS_BACKEND=cpu -DFLASHSTEPS_COUNTERS=ON
+option(FLASHSTEPS_COUNTERS "cpu backend: count global/shared requests, bank conflicts, mma... (flashsteps profile)" OFF)
+set(FLASHSTEPS_COUNTER_FLAGS "")
+if(FLASHSTEPS_COUNTERS)
+  if(NOT FLASHSTEPS_BACKEND STREQUAL "cpu")
+    message(FATAL_ERROR "FLASHSTEPS_COUNTERS needs the cpu backend (-DFLASHSTEPS_BACKEND=cpu); on a GPU, Nsight Compute (ncu) counts the same things")
+  endif()
+  if(FLASHSTEPS_SANITIZE)
+    message(FATAL_ERROR "FLASHSTEPS_COUNTERS and FLASHSTEPS_SANITIZE cannot share a build (the counters use the thread sanitizer's instrumentation)")
+  endif()
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    message(FATAL_ERROR "FLASHSTEPS_COUNTERS needs GCC (its -fsanitize=thread instrumentation without the runtime); found ${CMAKE_CXX_COMPILER_ID}")
+  endif()
+  # Only the instrumentation: every load and store of a kernel calls __tsan_readN/__tsan_writeN,
+  # which the emulator defines (common/simt/src/tsan_callbacks.cpp); no sanitizer runtime is
+  # linked. Function entry/exit is not needed; -fno-tree-sra keeps a float4 access one 16-byte
+  # access instead of four scalar ones.
+  set(FLASHSTEPS_COUNTER_FLAGS "-fsanitize=thread;--param=tsan-instrument-func-entry-exit=0;-fno-tree-sra")
+  message(STATUS "flashsteps: counters on (kernels instrumented; flashsteps profile)")
+endif()

@@ -1,0 +1,325 @@
+// profile.cpp: one counted run of a variant, printed stage by stage, and its modelled GPU time.
+#include "profile.h"
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+#include "errors.h"
+#include "report.h"
+
+namespace attn {
+
+const char* const kCountersCsvHeader =
+    "commit,timestamp,chapter,variant,stage,dtype,B,H,Lq,Lk,d,causal,mask,sample_blocks,launches,blocks,"
+    "threads_per_block,ld_requests,ld_sectors_per_request,st_requests,st_sectors_per_request,cp_async_requests,"
+    "cp_async_sectors_per_request,atom_requests,dram_read_bytes,dram_write_bytes,l2_bytes,shared_requests,"
+    "shared_wavefronts,shared_conflicts,ldmatrix_requests,ldmatrix_conflicts,cp_async_dst_conflicts,l1_wavefronts,mma,mma_flop,"
+    "mufu,barriers,shuffles,gpu,modelled_us,bound,dram_us,l2_us,l1_us,mufu_us,tensor_us,launch_us,sm_share,"
+    "beyond_l2";
+
+void add_profile_options(CLI::App& app, ProfileOptions& o, bool flag) {
+  if (flag)
+    app.add_flag("--profile", o.on,
+                 "instead of timing the emulator, run each variant once with its counters on: what a GPU profiler "
+                 "would count, and the GPU time they model (a counters build: notes/performance_model.md)");
+  app.add_option("--sample-blocks", o.sample_blocks,
+                 "with --profile: group the requests of every k-th block only and scale them up (DRAM bytes and "
+                 "operation counts still cover every block)")
+      ->capture_default_str();
+  app.add_option("--gpu", o.gpu, "with --profile: the GPU the model stands for: h100 (SXM5) or h200")->capture_default_str();
+  app.add_option("--counters-csv", o.counters_csv, "with --profile: append every stage's counters to this CSV file");
+  app.add_option("--emulator-times", o.emulator_times,
+                 "with --profile: show the emulator's times from this CSV (written by a plain build with --csv, on "
+                 "the same problem) beside the modelled ones; a counters build's own times are the instrumented "
+                 "emulator's");
+}
+
+Profiler::Profiler(const ProfileOptions& o) : o_(o), gpu_(find_gpu(o.gpu)) {
+  if (!simt::counters::available()) {
+    if (FLASHSTEPS_GPU)
+      throw UsageError(
+          "profiling counts with the CPU emulator, and this is a GPU build; on a GPU, Nsight Compute (ncu) counts "
+          "the same things (notes/performance_model.md names its metrics), or build the counters build with "
+          "-DFLASHSTEPS_BACKEND=cpu -DFLASHSTEPS_COUNTERS=ON");
+    throw UsageError(
+        "this build does not count: profiling needs a build configured with the counters on. From the "
+        "repository's root:\n"
+        "  cmake -S . -B build-counters -G Ninja -DFLASHSTEPS_BACKEND=cpu -DFLASHSTEPS_COUNTERS=ON\n"
+        "  cmake --build build-counters -j2 --target flashsteps\n"
+        "then run build-counters/bin/flashsteps profile (or a chapter binary of that build with --profile)");
+  }
+  if (!gpu_) {
+    std::string known;
+    for (const GpuSpec& g : kGpus) known += (known.empty() ? "" : ", ") + std::string(g.key);
+    throw UsageError("unknown --gpu \"" + o.gpu + "\": use " + known);
+  }
+  if (o.sample_blocks < 1) throw UsageError("--sample-blocks must be at least 1 (1: every block)");
+  if (!o.emulator_times.empty()) {
+    std::ifstream in(o.emulator_times);
+    std::string line;
+    if (!in || !std::getline(in, line)) throw UsageError("cannot read --emulator-times " + o.emulator_times);
+    if (line != kCsvHeader)
+      throw UsageError(o.emulator_times + " does not start with the project's CSV header (results/README.md)");
+  }
+  if (!o.counters_csv.empty()) {  // a file that exists must be one of ours: refused now, not after the work
+    std::ifstream in(o.counters_csv);
+    std::string first;
+    if (in && std::getline(in, first) && !first.empty() && first != kCountersCsvHeader)
+      throw UsageError(o.counters_csv + " does not start with the counters CSV header (results/README.md); not appending to it");
+  }
+}
+
+namespace {
+
+std::string fmt(const char* f, double x) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, x);
+  return b;
+}
+std::string count(double x) { return x >= 1e7 ? fmt("%.3g", x) : fmt("%.0f", x); }
+double per(double a, double b) { return b > 0 ? a / b : 0; }
+std::string mb(double bytes) { return fmt(bytes < 1e5 ? "%.4f" : "%.2f", bytes / 1e6) + " MB"; }
+
+// Stops the counters however the run ends.
+struct Counting {
+  explicit Counting(int sample) {
+#if SIMT_COUNTERS
+    simt::counters::start({sample});
+#else
+    (void)sample;
+#endif
+  }
+  ~Counting() {
+#if SIMT_COUNTERS
+    simt::counters::stop();
+#endif
+  }
+};
+
+void print_stage(const StageProfile& s, const GpuSpec& g, int sample) {
+  const simt::Counters& c = s.counters;
+  std::printf("  %s: %.0f launch%s, %.0f blocks of %.0f threads%s\n", s.stage.c_str(), c.launches, c.launches == 1 ? "" : "es",
+              c.blocks, c.threads_per_block,
+              sample > 1 ? fmt(", requests grouped in %.0f of them and scaled up", c.blocks_counted).c_str() : "");
+  std::string line;
+  for (int k = 0; k < simt::kGlobalKinds; ++k) {
+    const simt::GlobalOps& o = c.global[k];
+    if (o.requests == 0) continue;
+    line += (line.empty() ? "" : " | ") + std::string(simt::global_kind_name(k)) + " " + count(o.requests) + " req, " +
+            fmt("%.2f sectors/req", per(o.sectors, o.requests)) + fmt(" (%.1f lanes)", per(o.lanes, o.requests));
+  }
+  std::printf("    global    %s\n", line.empty() ? "none" : line.c_str());
+  std::printf("    memory    DRAM %s read + %s written (each sector once%s); L2 %s\n", mb(32 * c.dram_read_sectors).c_str(),
+              mb(32 * c.dram_write_sectors).c_str(), s.terms.beyond_l2 ? ", a lower bound: more than L2 holds" : "",
+              mb(l2_bytes(c)).c_str());
+  line.clear();
+  for (int k = 0; k < simt::kSharedKinds; ++k) {
+    const simt::SharedOps& o = c.shared[k];
+    if (o.requests == 0) continue;
+    line += (line.empty() ? "" : " | ") + std::string(simt::shared_kind_name(k)) + " " + count(o.requests) + " req, " +
+            fmt("%.2f wavefronts/req", per(o.wavefronts, o.requests)) + ", " + count(o.conflicts()) + " conflicts";
+  }
+  std::printf("    shared    %s\n", line.empty() ? "none" : line.c_str());
+  std::printf("    ops       mma.sync %s (%s FLOP) | MUFU %s | barriers %s | shuffles %s\n", count(c.mma).c_str(),
+              count(c.mma_flop).c_str(), count(c.mufu).c_str(), count(c.barriers).c_str(), count(c.shuffles).c_str());
+  const Modelled& m = s.terms;
+  std::printf("    modelled  %.2f us on %s, %s-bound: DRAM %.2f, L2 %.2f, L1 %.2f, MUFU %.2f, tensor %.2f us "
+              "(%.0f%% of the SMs busy) + launch %.2f us\n",
+              s.us, g.name, s.bound.c_str(), m.dram, m.l2, m.l1, m.mufu, m.tensor, 100 * m.share, m.launch);
+}
+
+std::string now_utc() {
+  const auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  char ts[32];
+  std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return ts;
+}
+
+}  // namespace
+
+const Profile& Profiler::run(const Variant& v, const Problem& p, const DeviceInputs& in, const Checker& checker,
+                             bool details) {
+  RunOptions o;
+  o.reps = 1, o.warmup = 0;  // one execution, counted; its time (the instrumented emulator's) is not used
+  Profile prof;
+  {
+    Counting counting(o_.sample_blocks);
+    prof.result = run_variant(v, p, in, checker, o);
+  }
+  double longest = -1;
+  for (const Stages::Time& t : prof.result.timing.stages) {
+    StageProfile s;
+    s.stage = t.stage;
+    double launch_longest = -1;
+    for (const simt::LaunchCounters& l : t.counters) {
+      s.counters += l.counters;
+      const Modelled m = model(l.counters, *gpu_);
+      s.terms.dram += m.dram, s.terms.l2 += m.l2, s.terms.l1 += m.l1, s.terms.mufu += m.mufu, s.terms.tensor += m.tensor;
+      s.terms.launch += m.launch, s.terms.share = std::max(s.terms.share, m.share);
+      s.terms.beyond_l2 |= m.beyond_l2;
+      s.us += m.total();
+      if (m.total() > launch_longest) launch_longest = m.total(), s.bound = m.bound();
+    }
+    prof.us += s.us;
+    if (s.us > longest) longest = s.us, prof.bound = s.bound, prof.bound_stage = s.stage;
+    prof.stages.push_back(s);
+  }
+  std::printf("%s%s (%s): check %s; modelled on %s: %.2f us, %s-bound in \"%s\"\n", details ? "\n" : "",
+              v.name.c_str(), v.chapter.c_str(), prof.result.verdict.pass ? "pass" : "FAILED", gpu_->name, prof.us,
+              prof.bound.c_str(), prof.bound_stage.c_str());
+  if (!prof.result.verdict.pass) std::printf("    FAILED: %s\n", prof.result.verdict.why.c_str());
+  if (details)
+    for (const StageProfile& s : prof.stages) print_stage(s, *gpu_, o_.sample_blocks);
+  std::fflush(stdout);
+  profiles_.push_back(prof);
+  return profiles_.back();
+}
+
+namespace {
+
+// The fields of one CSV line (double quotes protect commas).
+std::vector<std::string> split_csv(const std::string& line) {
+  std::vector<std::string> f(1);
+  bool quoted = false;
+  for (char ch : line) {
+    if (ch == '"')
+      quoted = !quoted;
+    else if (ch == ',' && !quoted)
+      f.emplace_back();
+    else
+      f.back() += ch;
+  }
+  return f;
+}
+
+// The emulator's median time of `chapter/variant` on problem p in a results CSV (0: none).
+double emulated_ms(const std::string& path, const Problem& p, const Variant& v) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  const std::vector<std::string> names = split_csv(line);
+  double ms = 0;
+  while (std::getline(in, line)) {
+    const std::vector<std::string> f = split_csv(line);
+    if (f.size() != names.size()) continue;
+    auto at = [&](const char* name) {
+      for (size_t i = 0; i < names.size(); ++i)
+        if (names[i] == name) return f[i];
+      return std::string();
+    };
+    if (at("kind") == "emulated" && at("chapter") == v.chapter && at("variant") == v.name &&
+        at("dtype") == dtype_name(p.dtype) && at("B") == std::to_string(p.B) && at("H") == std::to_string(p.H) &&
+        at("Lq") == std::to_string(p.Lq) && at("Lk") == std::to_string(p.Lk) && at("d") == std::to_string(p.d) &&
+        at("causal") == causal_name(p.causal) && at("mask") == mask_name(p.mask))
+      ms = std::atof(at("median_ms").c_str());  // the last such row
+  }
+  return ms;
+}
+
+// Why a step models slower than the one before it: what bounds it, and the two reasons the
+// counters can name (a grid that leaves SMs idle, bank conflicts).
+std::string why_slower(const Profile& pr) {
+  const StageProfile* worst = nullptr;
+  for (const StageProfile& s : pr.stages)
+    if (!worst || s.us > worst->us) worst = &s;
+  if (!worst) return "";
+  const simt::Counters& c = worst->counters;
+  std::string why = worst->bound + "-bound in \"" + worst->stage + "\"";
+  if (worst->terms.share < 0.5)
+    why += fmt(", whose %.0f blocks", c.blocks / std::max(1.0, c.launches)) +
+           fmt(" keep %.0f%% of the SMs busy", 100 * worst->terms.share);
+  if (c.shared_wavefronts() > 0 && c.shared_conflicts() > 0.25 * c.shared_wavefronts())
+    why += fmt(", %.0f%% of its shared-memory wavefronts bank conflicts", 100 * c.shared_conflicts() / c.shared_wavefronts());
+  return why;
+}
+
+}  // namespace
+
+void Profiler::print_summary() const {
+  if (profiles_.empty()) return;
+  std::vector<double> ms;
+  bool with_times = false;
+  for (const Profile& pr : profiles_) {
+    ms.push_back(o_.emulator_times.empty() ? 0 : emulated_ms(o_.emulator_times, pr.result.problem, *pr.result.variant));
+    with_times |= ms.back() > 0;
+  }
+  const Profile& base = profiles_.front();
+  std::printf("\nmodelled on %s from the emulator's counters (notes/performance_model.md): a model, not a measurement\n",
+              gpu_->name);
+  std::printf("%-22s %-20s", "chapter", "variant");
+  if (with_times) std::printf(" %12s %9s", "emulator ms", "speedup");
+  std::printf(" %12s  %-7s %9s\n", "modelled us", "bound", "speedup");
+  for (size_t i = 0; i < profiles_.size(); ++i) {
+    const Profile& pr = profiles_[i];
+    std::printf("%-22s %-20s", pr.result.variant->chapter.c_str(), pr.result.variant->name.c_str());
+    if (with_times) {
+      if (ms[i] > 0)
+        std::printf(" %12.2f %8.2fx", ms[i], per(ms[0], ms[i]));
+      else
+        std::printf(" %12s %9s", "-", "-");
+    }
+    std::printf(" %12.2f  %-7s %8.2fx\n", pr.us, pr.bound.c_str(), per(base.us, pr.us));
+  }
+  if (with_times)
+    std::printf("emulator ms: the CPU's time to emulate the kernels, which ranks them by their cost on a CPU; modelled "
+                "us: an %s's time from the counters, and what bounds it\n",
+                gpu_->name);
+  for (size_t i = 1; i < profiles_.size(); ++i)
+    if (profiles_[i].us > profiles_[i - 1].us)
+      std::printf("%s models slower than %s: %s\n", profiles_[i].result.variant->name.c_str(),
+                  profiles_[i - 1].result.variant->name.c_str(), why_slower(profiles_[i]).c_str());
+}
+
+void Profiler::write_csv(const std::string& results_csv) const {
+  if (!results_csv.empty())
+    for (const Profile& pr : profiles_) {
+      Result r = pr.result;
+      r.timing.reps = 1;
+      r.timing.median_ms = r.timing.min_ms = pr.us / 1e3;
+      const ModelledRow row{gpu_->name, pr.bound};
+      append_csv(results_csv, {r}, &row);
+    }
+  if (o_.counters_csv.empty()) return;
+  bool fresh;  // its header, if any, was checked before the work
+  {
+    std::ifstream in(o_.counters_csv);
+    std::string first;
+    fresh = !in || !std::getline(in, first) || first.empty();
+  }
+  std::ofstream out(o_.counters_csv, std::ios::app);
+  if (!out) throw UsageError("cannot write the counters CSV file " + o_.counters_csv);
+  if (fresh) out << kCountersCsvHeader << '\n';
+  const std::string stamp = now_utc();
+  for (const Profile& pr : profiles_) {
+    const Problem& p = pr.result.problem;
+    for (const StageProfile& s : pr.stages) {
+      const simt::Counters& c = s.counters;
+      const simt::GlobalOps &ld = c.global[simt::kGlobalLoad], &st = c.global[simt::kGlobalStore],
+                            &cp = c.global[simt::kCpAsyncSource];
+      double ldsm_req = 0, ldsm_conf = 0;
+      for (int k = simt::kLdmatrixX1; k <= simt::kLdmatrixX4Trans; ++k)
+        ldsm_req += c.shared[k].requests, ldsm_conf += c.shared[k].conflicts();
+      std::ostringstream row;
+      row.precision(10);
+      row << commit_id() << ',' << stamp << ',' << pr.result.variant->chapter << ',' << pr.result.variant->name << ",\""
+          << s.stage << "\"," << dtype_name(p.dtype) << ',' << p.B << ',' << p.H << ',' << p.Lq << ',' << p.Lk << ','
+          << p.d << ',' << causal_name(p.causal) << ',' << mask_name(p.mask) << ',' << o_.sample_blocks << ','
+          << c.launches << ',' << c.blocks << ',' << c.threads_per_block << ',' << ld.requests << ','
+          << per(ld.sectors, ld.requests) << ',' << st.requests << ',' << per(st.sectors, st.requests) << ','
+          << cp.requests << ',' << per(cp.sectors, cp.requests) << ',' << c.global[simt::kGlobalAtomic].requests << ','
+          << 32 * c.dram_read_sectors << ',' << 32 * c.dram_write_sectors << ',' << l2_bytes(c) << ','
+          << c.shared_requests() << ',' << c.shared_wavefronts() << ',' << c.shared_conflicts() << ',' << ldsm_req << ','
+          << ldsm_conf << ',' << c.shared[simt::kCpAsyncDestination].conflicts() << ',' << l1_wavefronts(c) << ','
+          << c.mma << ',' << c.mma_flop
+          << ',' << c.mufu << ',' << c.barriers << ',' << c.shuffles << ",\"" << gpu_->name << "\"," << s.us << ','
+          << s.bound << ',' << s.terms.dram << ',' << s.terms.l2 << ',' << s.terms.l1 << ',' << s.terms.mufu << ','
+          << s.terms.tensor << ',' << s.terms.launch << ',' << s.terms.share << ',' << (s.terms.beyond_l2 ? 1 : 0);
+      out << row.str() << '\n';
+    }
+  }
+}
+
+}  // namespace attn

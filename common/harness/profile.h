@@ -1,0 +1,68 @@
+// profile.h: `flashsteps profile` and `--profile`: what the emulator's counters say about a
+// variant, stage by stage (simt/counters.h), and the time a GPU would take by the model of
+// gpu_model.h. Only a counters build counts (cmake -DFLASHSTEPS_COUNTERS=ON); elsewhere asking
+// for a profile is refused before any work, with the command that configures one.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "gpu_model.h"
+#include "runner.h"
+
+namespace attn {
+
+struct ProfileOptions {
+  bool on = false;
+  int sample_blocks = 1;
+  std::string gpu = "h100";
+  std::string counters_csv;
+  std::string emulator_times;  // a CSV of a plain build's run on the same problem
+};
+// --profile (when `flag`: `flashsteps profile` needs none), --sample-blocks, --gpu, --counters-csv,
+// --emulator-times.
+void add_profile_options(CLI::App& app, ProfileOptions& o, bool flag);
+
+// One stage's counters, summed over its launches, and its modelled time.
+struct StageProfile {
+  std::string stage;
+  simt::Counters counters;
+  Modelled terms;      // summed over the launches
+  double us = 0;       // modelled: the launches' times summed
+  std::string bound;   // of its longest launch
+};
+struct Profile {
+  Result result;  // of the counted run (checked like any other)
+  std::vector<StageProfile> stages;
+  double us = 0;            // modelled, all stages
+  std::string bound;        // of the longest stage
+  std::string bound_stage;  // its name
+};
+
+class Profiler {
+ public:
+  // Throws UsageError (exit code 2) when this build cannot profile or an option is wrong.
+  explicit Profiler(const ProfileOptions& o);
+  // Runs v once with the counters on and prints what they say, stage by stage when `details`.
+  const Profile& run(const Variant& v, const Problem& p, const DeviceInputs& in, const Checker& checker,
+                     bool details = true);
+  // The modelled time of every variant profiled, and the speedups over the first variant; beside
+  // them, the emulator's times of --emulator-times. When a step models slower than the one before
+  // it, why: its bound, how much of the GPU its grid fills, its bank conflicts.
+  void print_summary() const;
+  // Modelled rows (kind = modelled) into the results CSV; the counters, per stage, into --counters-csv.
+  void write_csv(const std::string& results_csv) const;
+  const std::vector<Profile>& profiles() const { return profiles_; }
+  const GpuSpec& gpu() const { return *gpu_; }
+
+ private:
+  ProfileOptions o_;
+  const GpuSpec* gpu_;
+  std::vector<Profile> profiles_;
+  std::vector<Result> emulated_;  // the rows of --emulator-times
+};
+
+// The header of --counters-csv files (results/README.md).
+extern const char* const kCountersCsvHeader;
+
+}  // namespace attn

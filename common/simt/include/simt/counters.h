@@ -1,0 +1,152 @@
+// simt/counters.h: what a GPU profiler counts, counted by the emulator.
+//
+// A cpu-backend build configured with -DFLASHSTEPS_COUNTERS=ON compiles every kernel with the
+// compiler's ThreadSanitizer instrumentation (only the instrumentation: no sanitizer runtime is
+// linked). It turns each load and store of a kernel into a call that the emulator defines: the
+// emulator sees every access of every GPU thread, with the instruction that made it. Per warp, it
+// groups the lanes' executions of one instruction into the request a GPU would issue and counts
+// what Nsight Compute counts: 32-byte sectors per global request, shared-memory wavefronts and
+// bank conflicts, the bytes that must come from DRAM, mma.sync, exponentials, barriers, shuffles.
+// See notes/emulator.md ("Counters") for the rules and notes/performance_model.md for what the
+// counts become.
+//
+// Counting is off until start() is called, and then applies to the launches that follow.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace simt {
+
+// Global-memory requests of one kind (a kind of instruction: ld, st, atom, cp.async source).
+struct GlobalOps {
+  double requests = 0;  // warp-level executions with at least one lane
+  double lanes = 0;     // lanes taking part, summed over requests
+  double bytes = 0;     // bytes the lanes asked for
+  double sectors = 0;   // distinct 32-byte sectors per request, summed
+  double lines = 0;     // distinct 128-byte lines per request, summed (L1 passes)
+};
+
+// Shared-memory requests of one kind. A request is served in phases (32 lanes for accesses of up
+// to 4 bytes, 16 for 8 bytes, 8 for 16 bytes and for each ldmatrix matrix); a phase takes as many
+// wavefronts as the most distinct 4-byte words that one of the 32 banks must deliver.
+struct SharedOps {
+  double requests = 0;
+  double wavefronts = 0;
+  double ideal = 0;  // the wavefronts without conflicts: one per phase with a lane in it
+  double conflicts() const { return wavefronts - ideal; }
+};
+
+enum GlobalKind { kGlobalLoad, kGlobalStore, kGlobalAtomic, kCpAsyncSource, kGlobalKinds };
+enum SharedKind {
+  kSharedLoad32, kSharedLoad64, kSharedLoad128,     // up to 4 bytes per lane, 8, 16
+  kSharedStore32, kSharedStore64, kSharedStore128,
+  kSharedAtomic,
+  kLdmatrixX1, kLdmatrixX2, kLdmatrixX4, kLdmatrixX1Trans, kLdmatrixX2Trans, kLdmatrixX4Trans,
+  kCpAsyncDestination,  // the 16-byte shared-memory side of each cp.async
+  kSharedKinds
+};
+inline const char* global_kind_name(int kind) {
+  static const char* const names[] = {"ld", "st", "atom", "cp.async src"};
+  return names[kind];
+}
+inline const char* shared_kind_name(int kind) {
+  static const char* const names[] = {"ld 32-bit", "ld 64-bit", "ld 128-bit", "st 32-bit", "st 64-bit",
+                                      "st 128-bit", "atom", "ldmatrix.x1", "ldmatrix.x2", "ldmatrix.x4",
+                                      "ldmatrix.x1.trans", "ldmatrix.x2.trans", "ldmatrix.x4.trans",
+                                      "cp.async dst"};
+  return names[kind];
+}
+
+// The counters of one kernel launch, or a sum of launches. Counts that sampling leaves out are
+// scaled up by blocks / blocks_counted; the DRAM counts and the operation counts are never
+// sampled.
+struct Counters {
+  double launches = 0;
+  double blocks = 0;          // of the grid
+  double blocks_counted = 0;  // whose requests were grouped (all, unless sampled)
+  double threads_per_block = 0, smem_bytes = 0;  // of the last launch summed in
+  GlobalOps global[kGlobalKinds];
+  SharedOps shared[kSharedKinds];
+  // 32-byte sectors read and written by the launch, each counted once however often it is
+  // touched: what must cross from DRAM when every launch starts with a cold L2 that holds its
+  // whole footprint (a lower bound otherwise).
+  double dram_read_sectors = 0, dram_write_sectors = 0;
+  // Sectors each block loads, counted once per block: what its SM's L1 must fetch from L2 when
+  // the block's loads stay in L1 while it runs (stores and cp.async always go to L2).
+  double block_load_sectors = 0;
+  double mma = 0, mma_flop = 0;  // mma.sync executions (warp-level) and their floating-point operations
+  double mufu = 0;               // exponentials, logarithms, sines... per lane (the special-function unit)
+  double barriers = 0;           // __syncthreads, per warp
+  double shuffles = 0, votes = 0, syncwarps = 0;  // warp-level
+
+  Counters& operator+=(const Counters& o) {
+    launches += o.launches, blocks += o.blocks, blocks_counted += o.blocks_counted;
+    threads_per_block = o.threads_per_block, smem_bytes = o.smem_bytes;
+    for (int k = 0; k < kGlobalKinds; ++k) {
+      GlobalOps& g = global[k];
+      const GlobalOps& h = o.global[k];
+      g.requests += h.requests, g.lanes += h.lanes, g.bytes += h.bytes, g.sectors += h.sectors, g.lines += h.lines;
+    }
+    for (int k = 0; k < kSharedKinds; ++k)
+      shared[k].requests += o.shared[k].requests, shared[k].wavefronts += o.shared[k].wavefronts,
+          shared[k].ideal += o.shared[k].ideal;
+    dram_read_sectors += o.dram_read_sectors, dram_write_sectors += o.dram_write_sectors;
+    block_load_sectors += o.block_load_sectors;
+    mma += o.mma, mma_flop += o.mma_flop, mufu += o.mufu, barriers += o.barriers;
+    shuffles += o.shuffles, votes += o.votes, syncwarps += o.syncwarps;
+    return *this;
+  }
+  // Totals over the kinds.
+  double global_requests() const { return sum(&GlobalOps::requests); }
+  double global_sectors() const { return sum(&GlobalOps::sectors); }
+  double global_lines() const { return sum(&GlobalOps::lines); }
+  double shared_requests() const { return sum(&SharedOps::requests); }
+  double shared_wavefronts() const { return sum(&SharedOps::wavefronts); }
+  double shared_conflicts() const { return shared_wavefronts() - sum(&SharedOps::ideal); }
+
+ private:
+  double sum(double GlobalOps::*f) const {
+    double s = 0;
+    for (const GlobalOps& g : global) s += g.*f;
+    return s;
+  }
+  double sum(double SharedOps::*f) const {
+    double s = 0;
+    for (const SharedOps& g : shared) s += g.*f;
+    return s;
+  }
+};
+
+// The DRAM sectors of one cudaMalloc allocation that a launch touched.
+struct AllocationSectors {
+  const void* base;
+  double bytes, read_sectors, written_sectors;
+};
+
+// One kernel launch's counters, with the kernel's name (when the executable exports it) and the
+// allocations it read or wrote.
+struct LaunchCounters {
+  std::string kernel;
+  Counters counters;
+  std::vector<AllocationSectors> allocations;
+};
+
+namespace counters {
+
+// Whether this build counts: a cpu-backend build configured with -DFLASHSTEPS_COUNTERS=ON. The
+// functions below exist in such a build only.
+inline constexpr bool available() { return SIMT_COUNTERS; }
+
+struct Options {
+  // Group the requests of every k-th block only (blocks 0, k, 2k, ...) and scale those counts
+  // up; the DRAM and operation counts still cover every block.
+  int sample_blocks = 1;
+};
+void start(const Options& o = {});  // count the launches that follow
+void stop();
+bool counting();
+// The launches counted since the last take (or start), in order; forgets them.
+std::vector<LaunchCounters> take();
+
+}  // namespace counters
+}  // namespace simt

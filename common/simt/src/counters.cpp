@@ -1,0 +1,639 @@
+// counters.cpp: from every lane's accesses to the requests of a warp, and their cost.
+//
+// Each lane appends its global and shared accesses to its own stream, in program order, with a
+// marker at each barrier and warp collective it enters. A marker carries the lane's epoch:
+// (barriers passed) << 16 | (collectives since the last barrier). It depends on the lane's own
+// path only, never on the order in which the emulator ran the lanes, so grouping by it is
+// deterministic: the requests of a warp in one epoch are the lanes' executions of one instruction,
+// matched by position when every lane ran the same instructions, else the k-th execution of each
+// instruction with the k-th of the others (the way a GPU runs the branches of a divergent warp one
+// after the other, and loop iterations that only some lanes make). A warp's streams are grouped
+// whenever all its lanes meet at a collective, a block's at each barrier and at its end.
+#include <cxxabi.h>
+#include <dlfcn.h>
+#include <link.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "counters_state.h"
+#include "simt/cpu/counters_hooks.h"
+
+namespace simt {
+namespace detail::counters {
+
+thread_local constinit Hot t_hot = {};
+
+namespace {
+
+// Integer counts of one worker (OS thread) for the launch in progress. g and s are grouped
+// requests, of the sampled blocks only; the rest covers every block.
+struct Raw {
+  uint64_t g[kGlobalKinds][5];  // requests, lanes, bytes, sectors, lines
+  uint64_t s[kSharedKinds][3];  // requests, wavefronts, ideal
+  uint64_t block_load_sectors, blocks_counted;
+  uint64_t mma, mma_flop, mufu, barriers, shuffles, votes, syncwarps;
+};
+
+// The distinct sectors a block loads: open addressing, emptied after each block.
+class SectorSet {
+ public:
+  void insert(uint64_t s) {
+    if (2 * (used_.size() + 1) > keys_.size()) grow();
+    const uint64_t key = s + 1;  // 0 marks an empty slot
+    size_t i = hash(key) & (keys_.size() - 1);
+    while (keys_[i] != 0) {
+      if (keys_[i] == key) return;
+      i = (i + 1) & (keys_.size() - 1);
+    }
+    keys_[i] = key;
+    used_.push_back(i);
+  }
+  size_t size() const { return used_.size(); }
+  void clear() {
+    for (size_t i : used_) keys_[i] = 0;
+    used_.clear();
+  }
+
+ private:
+  static size_t hash(uint64_t k) { return static_cast<size_t>((k * 0x9E3779B97F4A7C15ull) >> 20); }
+  void grow() {
+    std::vector<uint64_t> old;
+    old.swap(keys_);
+    keys_.assign(std::max<size_t>(1024, 2 * old.size()), 0);
+    used_.clear();
+    for (uint64_t k : old)
+      if (k) insert(k - 1);
+  }
+  std::vector<uint64_t> keys_;
+  std::vector<size_t> used_;
+};
+
+// One warp-level request being assembled: the record of each lane taking part.
+struct Group {
+  uint32_t mask = 0;
+  uint64_t word[32];
+};
+
+}  // namespace
+
+struct Worker {
+  std::vector<std::vector<Rec>> streams;
+  std::vector<uint32_t> epoch;  // per thread of the block
+  int threads = 0;
+  Raw raw{};
+  SectorSet block_sectors;
+  // scratch of the grouping
+  struct Key {
+    uintptr_t pc;
+    uint32_t occurrence, lane;
+    const Rec* rec;
+  };
+  std::vector<Key> keys;
+};
+
+namespace {
+
+std::mutex g_mu;  // what follows, outside a launch
+std::map<uintptr_t, std::unique_ptr<Alloc>> g_allocs;
+std::vector<Worker*> g_workers;
+std::vector<LaunchCounters> g_done;
+bool g_enabled = false;
+int g_sample = 1;
+
+// The launch in progress (written before its blocks run, read by them).
+bool g_counting = false;
+std::vector<Alloc*> g_launch_allocs;  // sorted by address
+std::string g_kernel;
+dim3 g_grid, g_block;
+size_t g_smem = 0;
+
+// ---- the cost of one request ------------------------------------------------------------------
+
+// The distinct values among at most 128 (a request's sectors, lines or words): a small open-
+// addressing table, emptied by bumping its stamp.
+class Distinct {
+ public:
+  // true when x is new
+  bool add(uint64_t x) {
+    size_t i = (x * 0x9E3779B97F4A7C15ull) >> 56;  // 256 slots
+    for (;; i = (i + 1) & 255) {
+      if (stamp_[i] != now_) {
+        stamp_[i] = now_, key_[i] = x;
+        return true;
+      }
+      if (key_[i] == x) return false;
+    }
+  }
+  void clear() {
+    if (++now_ == 0) {  // after 2^32 clears: forget the old stamps for real
+      std::fill(std::begin(stamp_), std::end(stamp_), 0u);
+      now_ = 1;
+    }
+  }
+
+ private:
+  uint64_t key_[256] = {};
+  uint32_t stamp_[256] = {};
+  uint32_t now_ = 1;
+};
+
+void global_cost(Worker& w, const Group& g, Kind k) {
+  thread_local Distinct sectors_seen, lines_seen;
+  sectors_seen.clear(), lines_seen.clear();
+  uint64_t sectors[128];
+  int ns = 0, nl = 0;
+  uint64_t lanes = 0, bytes = 0, last_sector = ~uint64_t{0}, last_line = ~uint64_t{0};
+  for (int l = 0; l < 32; ++l) {
+    if (!(g.mask >> l & 1u)) continue;
+    const uintptr_t a = addr_of(g.word[l]);
+    const unsigned size = size_of(g.word[l]);
+    if (size == 0) continue;  // a cp.async that only zero-fills reads nothing
+    ++lanes, bytes += size;
+    for (uintptr_t s = a >> 5; s <= (a + size - 1) >> 5; ++s)
+      if (s != last_sector && (last_sector = s, sectors_seen.add(s)) && ns < 128) sectors[ns++] = s;
+    for (uintptr_t s = a >> 7; s <= (a + size - 1) >> 7; ++s)
+      if (s != last_line && (last_line = s, lines_seen.add(s))) ++nl;
+  }
+  if (lanes == 0) return;
+  const int kind = k == kLd ? kGlobalLoad : k == kSt ? kGlobalStore : k == kAtom ? kGlobalAtomic : kCpAsyncSource;
+  uint64_t* c = w.raw.g[kind];
+  c[0] += 1, c[1] += lanes, c[2] += bytes, c[3] += static_cast<uint64_t>(ns), c[4] += static_cast<uint64_t>(nl);
+  if (k == kLd)
+    for (int i = 0; i < ns; ++i) w.block_sectors.insert(sectors[i]);
+}
+
+// Lanes [first, first + count) of g, one phase: the most distinct words a bank must deliver.
+// The same word for several lanes is one access (a broadcast).
+int phase_wavefronts(const Group& g, int first, int count) {
+  thread_local Distinct words_seen;
+  words_seen.clear();
+  int per_bank[32] = {}, most = 0;
+  for (int l = first; l < first + count; ++l) {
+    if (!(g.mask >> l & 1u)) continue;
+    const uintptr_t a = addr_of(g.word[l]);
+    const unsigned size = size_of(g.word[l]);
+    if (size == 0) continue;
+    for (uintptr_t x = a >> 2; x <= (a + size - 1) >> 2; ++x)
+      if (words_seen.add(x)) most = std::max(most, ++per_bank[x & 31]);
+  }
+  return most;
+}
+
+void shared_cost(Worker& w, const Group& g, Kind k) {
+  unsigned size = 0;
+  for (int l = 0; l < 32; ++l)
+    if (g.mask >> l & 1u) size = std::max(size, size_of(g.word[l]));
+  if (size == 0) return;
+  int kind, lanes_per_phase;
+  const int width = size <= 4 ? 0 : size <= 8 ? 1 : 2;
+  switch (k) {
+    case kLd: kind = kSharedLoad32 + width, lanes_per_phase = 32 >> width; break;
+    case kSt: kind = kSharedStore32 + width, lanes_per_phase = 32 >> width; break;
+    case kAtom: kind = kSharedAtomic, lanes_per_phase = 32 >> width; break;
+    case kCpDst: kind = kCpAsyncDestination, lanes_per_phase = 8; break;
+    default: kind = kLdmatrixX1 + (k - kLdsmX1), lanes_per_phase = 8; break;  // a matrix: 8 rows of 16 bytes
+  }
+  uint64_t* c = w.raw.s[kind];
+  c[0] += 1;
+  for (int first = 0; first < 32; first += lanes_per_phase) {
+    const int wf = phase_wavefronts(g, first, lanes_per_phase);
+    if (wf > 0) c[1] += static_cast<uint64_t>(wf), c[2] += 1;
+  }
+}
+
+void cost(Worker& w, const Group& g) {
+  int first = 0;
+  while (!(g.mask >> first & 1u)) ++first;
+  const Kind k = kind_of(g.word[first]);
+  const Space sp = space_of(g.word[first]);
+  bool one_space = true;
+  for (int l = first + 1; l < 32 && one_space; ++l) one_space = !(g.mask >> l & 1u) || space_of(g.word[l]) == sp;
+  if (one_space) return sp == kGlobal ? global_cost(w, g, k) : shared_cost(w, g, k);
+  // An instruction reaching both spaces through a generic pointer: one request in each.
+  Group glob, shar;
+  for (int l = first; l < 32; ++l) {
+    if (!(g.mask >> l & 1u)) continue;
+    Group& to = space_of(g.word[l]) == kGlobal ? glob : shar;
+    to.mask |= 1u << l;
+    to.word[l] = g.word[l];
+  }
+  if (glob.mask) global_cost(w, glob, k);
+  if (shar.mask) shared_cost(w, shar, k);
+}
+
+// ---- grouping ----------------------------------------------------------------------------------
+
+struct Segment {
+  int lane;
+  const Rec* begin;
+  const Rec* end;
+};
+
+// Divergent lanes: the k-th execution of an instruction by each lane forms one request.
+void group_divergent(Worker& w, const Segment* seg, int n) {
+  auto& keys = w.keys;
+  keys.clear();
+  for (int i = 0; i < n; ++i)
+    for (const Rec* r = seg[i].begin; r != seg[i].end; ++r)
+      keys.push_back({r->pc, 0, static_cast<uint32_t>(seg[i].lane), r});
+  std::sort(keys.begin(), keys.end(), [](const Worker::Key& a, const Worker::Key& b) {
+    return a.pc != b.pc ? a.pc < b.pc : a.lane != b.lane ? a.lane < b.lane : a.rec < b.rec;
+  });
+  for (size_t i = 1; i < keys.size(); ++i)
+    if (keys[i].pc == keys[i - 1].pc && keys[i].lane == keys[i - 1].lane) keys[i].occurrence = keys[i - 1].occurrence + 1;
+  std::sort(keys.begin(), keys.end(), [](const Worker::Key& a, const Worker::Key& b) {
+    return a.pc != b.pc ? a.pc < b.pc : a.occurrence != b.occurrence ? a.occurrence < b.occurrence : a.lane < b.lane;
+  });
+  Group g;
+  for (size_t i = 0; i < keys.size();) {
+    g.mask = 0;
+    size_t j = i;
+    for (; j < keys.size() && keys[j].pc == keys[i].pc && keys[j].occurrence == keys[i].occurrence; ++j)
+      g.mask |= 1u << keys[j].lane, g.word[keys[j].lane] = keys[j].rec->word;
+    cost(w, g);
+    i = j;
+  }
+}
+
+// Groups the streams of threads [first, first + lanes) (one warp) and empties them, keeping each
+// lane's current epoch.
+void flush_warp(Worker& w, int first, int lanes) {
+  struct Cursor {
+    const Rec* p;
+    const Rec* end;
+    uint64_t epoch;
+  };
+  Cursor c[32];
+  auto skip_markers = [](Cursor& x) {
+    while (x.p != x.end && x.p->pc == 0) x.epoch = x.p->word, ++x.p;
+  };
+  auto at_marker = [](const Cursor& x, const Rec* r) { return r == x.end || r->pc == 0; };
+  for (int l = 0; l < lanes; ++l) {
+    const std::vector<Rec>& s = w.streams[static_cast<size_t>(first + l)];
+    c[l] = {s.data(), s.data() + s.size(), 0};
+    skip_markers(c[l]);
+  }
+  Group g;
+  for (;;) {
+    // The lanes with accesses left in the earliest epoch: one segment each, up to their next marker.
+    uint64_t e = ~uint64_t{0};
+    for (int l = 0; l < lanes; ++l)
+      if (c[l].p != c[l].end) e = std::min(e, c[l].epoch);
+    if (e == ~uint64_t{0}) break;
+    int in[32], n = 0;
+    for (int l = 0; l < lanes; ++l)
+      if (c[l].p != c[l].end && c[l].epoch == e) in[n++] = l;
+    // In step while every lane runs the same instruction: the j-th accesses form one request.
+    ptrdiff_t j = 0;
+    bool same = true;
+    for (;; ++j) {
+      const Rec* r0 = c[in[0]].p + j;
+      const bool done = at_marker(c[in[0]], r0);
+      for (int i = 1; i < n && same; ++i) {
+        const Rec* r = c[in[i]].p + j;
+        same = done ? at_marker(c[in[i]], r) : !at_marker(c[in[i]], r) && r->pc == r0->pc;
+      }
+      if (done || !same) break;
+      g.mask = 0;
+      for (int i = 0; i < n; ++i) g.mask |= 1u << in[i], g.word[in[i]] = c[in[i]].p[j].word;
+      if ((j & 3) == 0)  // 32 streams read side by side: more than the hardware prefetcher follows
+        for (int i = 0; i < n; ++i) __builtin_prefetch(c[in[i]].p + j + 32);
+      cost(w, g);
+    }
+    Segment seg[32];
+    for (int i = 0; i < n; ++i) {
+      Cursor& x = c[in[i]];
+      x.p += j;
+      const Rec* b = x.p;
+      while (!at_marker(x, x.p)) ++x.p;
+      seg[i] = {in[i], b, x.p};
+      skip_markers(x);
+    }
+    // The rest of the epoch, where the lanes' instructions differ (what came before was the same
+    // in every lane, so the k-th executions still match).
+    if (!same) group_divergent(w, seg, n);
+  }
+  for (int l = 0; l < lanes; ++l) {
+    std::vector<Rec>& s = w.streams[static_cast<size_t>(first + l)];
+    s.clear();
+    s.push_back(Rec{0, w.epoch[static_cast<size_t>(first + l)]});
+  }
+}
+
+void flush_block(Worker& w) {
+  for (int first = 0; first < w.threads; first += 32) flush_warp(w, first, std::min(32, w.threads - first));
+}
+
+void push_marker(Worker& w, unsigned linear) {
+  std::vector<Rec>& s = w.streams[linear];
+  const uint64_t e = w.epoch[linear];
+  if (!s.empty() && s.back().pc == 0)
+    s.back().word = e;
+  else
+    s.push_back(Rec{0, e});
+}
+
+// ---- the worker's view of the executable's thread-local block ---------------------------------
+
+int find_tls(dl_phdr_info* info, size_t, void* out) {
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type == PT_TLS && info->dlpi_tls_modid == 1) {
+      // x86-64 (TLS variant II): the executable's block ends at the thread pointer.
+      auto* r = static_cast<uintptr_t*>(out);
+      const uintptr_t align = ph.p_align ? ph.p_align : 1;
+      r[1] = (ph.p_memsz + align - 1) / align * align;
+      r[0] = reinterpret_cast<uintptr_t>(__builtin_thread_pointer()) - r[1];
+      return 1;
+    }
+  }
+  return 0;
+}
+
+Worker& worker() {
+  Hot& h = t_hot;
+  if (!h.worker) {
+    h.worker = new Worker();  // lives as long as its OS thread, which the emulator keeps
+    uintptr_t r[2] = {0, 0};
+    dl_iterate_phdr(find_tls, r);
+    const uintptr_t own[4] = {reinterpret_cast<uintptr_t>(&t_thread), reinterpret_cast<uintptr_t>(&t_block_idx),
+                              reinterpret_cast<uintptr_t>(&t_block_dim), reinterpret_cast<uintptr_t>(&t_grid_dim)};
+    const uintptr_t own_len[4] = {sizeof t_thread, sizeof t_block_idx, sizeof t_block_dim, sizeof t_grid_dim};
+    bool inside = r[1] > 0;
+    for (uintptr_t a : own) inside &= a - r[0] < r[1];
+    if (!inside) {  // not the layout this was written for: static __shared__ goes uncounted
+      static std::once_flag warned;
+      std::call_once(warned, [] {
+        std::fprintf(stderr, "simt counters: the thread-local block was not found; static __shared__ is not counted\n");
+      });
+      r[0] = r[1] = 0;
+    }
+    h.tls_lo = r[0], h.tls_len = r[1];
+    for (int i = 0; i < 4; ++i) h.skip_lo[i] = own[i], h.skip_len[i] = own_len[i];
+    std::lock_guard<std::mutex> g(g_mu);
+    g_workers.push_back(h.worker);
+  }
+  return *h.worker;
+}
+
+uint64_t popcount(const std::atomic<uint64_t>* bits, size_t words) {
+  uint64_t n = 0;
+  for (size_t i = 0; i < words; ++i) n += static_cast<uint64_t>(__builtin_popcountll(bits[i].load(std::memory_order_relaxed)));
+  return n;
+}
+
+std::string kernel_name(const void* kernel) {
+  Dl_info info{};
+  if (!dladdr(kernel, &info) || !info.dli_sname || info.dli_saddr != kernel) return "";
+  int status = 0;
+  char* d = abi::__cxa_demangle(info.dli_sname, nullptr, nullptr, &status);
+  std::string name = d ? d : info.dli_sname;
+  std::free(d);
+  return name;
+}
+
+}  // namespace
+
+Alloc* find_alloc(uintptr_t a) {
+  const auto it = std::upper_bound(g_launch_allocs.begin(), g_launch_allocs.end(), a,
+                                   [](uintptr_t x, const Alloc* al) { return x < al->lo; });
+  if (it == g_launch_allocs.begin()) return nullptr;
+  Alloc* al = *std::prev(it);
+  return a < al->hi ? al : nullptr;
+}
+
+// ---- the hooks -----------------------------------------------------------------------------------
+
+void allocated(const void* p, size_t bytes) {
+  std::lock_guard<std::mutex> g(g_mu);
+  auto al = std::make_unique<Alloc>();
+  al->lo = reinterpret_cast<uintptr_t>(p);
+  al->hi = al->lo + bytes;
+  g_allocs[al->lo] = std::move(al);
+}
+void freed(const void* p) {
+  std::lock_guard<std::mutex> g(g_mu);
+  g_allocs.erase(reinterpret_cast<uintptr_t>(p));
+}
+
+void launch_begin(const void* kernel, dim3 grid, dim3 block, size_t smem) {
+  std::lock_guard<std::mutex> g(g_mu);
+  g_counting = g_enabled;
+  if (!g_counting) return;
+  g_launch_allocs.clear();
+  for (auto& [lo, al] : g_allocs) {
+    const size_t words = ((al->hi - al->lo + 31) / 32 + 63) / 64;
+    if (al->words != words || !al->read) {
+      al->words = words;
+      al->read.reset(new std::atomic<uint64_t>[words]);
+      al->written.reset(new std::atomic<uint64_t>[words]);
+    }
+    for (size_t i = 0; i < words; ++i) al->read[i].store(0, std::memory_order_relaxed), al->written[i].store(0, std::memory_order_relaxed);
+    g_launch_allocs.push_back(al.get());
+  }
+  for (Worker* w : g_workers) w->raw = Raw{};
+  g_kernel = kernel_name(kernel);
+  g_grid = grid, g_block = block, g_smem = smem;
+}
+
+void launch_end(bool ok) {
+  std::lock_guard<std::mutex> g(g_mu);
+  if (!g_counting) return;
+  g_counting = false;
+  if (!ok) return;  // a failed launch counts nothing
+  Raw r{};
+  for (const Worker* w : g_workers) {
+    const Raw& x = w->raw;
+    for (int k = 0; k < kGlobalKinds; ++k)
+      for (int f = 0; f < 5; ++f) r.g[k][f] += x.g[k][f];
+    for (int k = 0; k < kSharedKinds; ++k)
+      for (int f = 0; f < 3; ++f) r.s[k][f] += x.s[k][f];
+    r.block_load_sectors += x.block_load_sectors, r.blocks_counted += x.blocks_counted;
+    r.mma += x.mma, r.mma_flop += x.mma_flop, r.mufu += x.mufu, r.barriers += x.barriers;
+    r.shuffles += x.shuffles, r.votes += x.votes, r.syncwarps += x.syncwarps;
+  }
+  Counters c;
+  c.launches = 1;
+  c.blocks = static_cast<double>(g_grid.x) * g_grid.y * g_grid.z;
+  c.blocks_counted = static_cast<double>(r.blocks_counted);
+  c.threads_per_block = static_cast<double>(g_block.x) * g_block.y * g_block.z;
+  c.smem_bytes = static_cast<double>(g_smem);
+  const double scale = r.blocks_counted ? c.blocks / c.blocks_counted : 0.0;
+  for (int k = 0; k < kGlobalKinds; ++k) {
+    GlobalOps& o = c.global[k];
+    o.requests = scale * r.g[k][0], o.lanes = scale * r.g[k][1], o.bytes = scale * r.g[k][2];
+    o.sectors = scale * r.g[k][3], o.lines = scale * r.g[k][4];
+  }
+  for (int k = 0; k < kSharedKinds; ++k)
+    c.shared[k] = {scale * r.s[k][0], scale * r.s[k][1], scale * r.s[k][2]};
+  c.block_load_sectors = scale * r.block_load_sectors;
+  std::vector<AllocationSectors> touched;
+  for (const Alloc* al : g_launch_allocs) {
+    const double rd = static_cast<double>(popcount(al->read.get(), al->words));
+    const double wr = static_cast<double>(popcount(al->written.get(), al->words));
+    c.dram_read_sectors += rd, c.dram_write_sectors += wr;
+    if (rd > 0 || wr > 0) touched.push_back({reinterpret_cast<const void*>(al->lo), static_cast<double>(al->hi - al->lo), rd, wr});
+  }
+  c.mma = static_cast<double>(r.mma), c.mma_flop = static_cast<double>(r.mma_flop);
+  c.mufu = static_cast<double>(r.mufu), c.barriers = static_cast<double>(r.barriers);
+  c.shuffles = static_cast<double>(r.shuffles), c.votes = static_cast<double>(r.votes);
+  c.syncwarps = static_cast<double>(r.syncwarps);
+  g_done.push_back({g_kernel, c, std::move(touched)});
+}
+
+void block_begin(uint3 idx, int threads, const void* smem, size_t smem_bytes) {
+  Hot& h = t_hot;
+  h.counting = g_counting;
+  if (!h.counting) return;
+  Worker& w = worker();
+  const unsigned long long linear = idx.x + static_cast<unsigned long long>(g_grid.x) * (idx.y + static_cast<unsigned long long>(g_grid.y) * idx.z);
+  h.sampled = linear % static_cast<unsigned>(g_sample) == 0;
+  h.smem_lo = reinterpret_cast<uintptr_t>(smem), h.smem_len = smem_bytes;
+  for (int i = 0; i < 2; ++i) h.last_lo[i] = h.last_len[i] = 0, h.last[i] = nullptr;
+  h.few = g_launch_allocs.size() <= static_cast<size_t>(Hot::kFew) ? static_cast<int>(g_launch_allocs.size()) : -1;
+  for (int i = 0; i < h.few; ++i) {
+    Alloc* al = g_launch_allocs[static_cast<size_t>(i)];
+    h.few_lo[i] = al->lo, h.few_len[i] = al->hi - al->lo, h.few_alloc[i] = al;
+  }
+  w.threads = threads;
+  if (!h.sampled) return;
+  ++w.raw.blocks_counted;
+  if (w.streams.size() < static_cast<size_t>(threads)) w.streams.resize(static_cast<size_t>(threads));
+  for (int i = 0; i < threads; ++i) w.streams[static_cast<size_t>(i)].clear();
+  w.epoch.assign(static_cast<size_t>(threads), 0);
+  h.streams = w.streams.data();
+}
+
+void block_end() {
+  Hot& h = t_hot;
+  if (!h.counting) return;
+  Worker& w = *h.worker;
+  if (h.sampled) {
+    flush_block(w);
+    w.raw.block_load_sectors += w.block_sectors.size();
+    w.block_sectors.clear();
+  }
+  h.counting = h.sampled = false;
+}
+
+void barrier_arrive(unsigned linear) {
+  Hot& h = t_hot;
+  if (!h.sampled) return;
+  Worker& w = *h.worker;
+  w.epoch[linear] = ((w.epoch[linear] >> 16) + 1) << 16;
+  push_marker(w, linear);
+}
+void barrier_release(int warps) {
+  Hot& h = t_hot;
+  if (!h.counting) return;
+  Worker& w = *h.worker;
+  w.raw.barriers += static_cast<uint64_t>(warps);
+  if (h.sampled) flush_block(w);  // every thread has arrived: its accesses so far are final
+}
+
+void warp_exited(unsigned warp) {
+  Hot& h = t_hot;
+  if (h.sampled)  // its streams are final: group them while they are still in cache
+    flush_warp(*h.worker, static_cast<int>(warp) * 32, std::min(32, h.worker->threads - static_cast<int>(warp) * 32));
+}
+
+void collective_arrive(unsigned linear) {
+  Hot& h = t_hot;
+  if (!h.sampled) return;
+  Worker& w = *h.worker;
+  ++w.epoch[linear];
+  push_marker(w, linear);
+}
+void collective_done(const char* what, unsigned warp, bool whole_warp) {
+  Hot& h = t_hot;
+  if (!h.counting) return;
+  Worker& w = *h.worker;
+  if (std::strncmp(what, "mma", 3) == 0) {
+    thread_local const char* last = nullptr;
+    thread_local uint64_t flop = 0;
+    if (what != last) {  // "mma.sync.m16n8k16": 2 * m * n * k operations
+      int m = 0, n = 0, k = 0;
+      const char* shape = std::strstr(what, ".m");
+      flop = shape && std::sscanf(shape, ".m%dn%dk%d", &m, &n, &k) == 3 ? 2ull * m * n * k : 0;
+      last = what;
+    }
+    ++w.raw.mma, w.raw.mma_flop += flop;
+  } else if (std::strncmp(what, "__shfl", 6) == 0) {
+    ++w.raw.shuffles;
+  } else if (std::strncmp(what, "__syncwarp", 10) == 0) {
+    ++w.raw.syncwarps;
+  } else if (std::strncmp(what, "__ballot", 8) == 0 || std::strncmp(what, "__all", 5) == 0 ||
+             std::strncmp(what, "__any", 5) == 0) {
+    ++w.raw.votes;
+  }
+  if (h.sampled && whole_warp)
+    flush_warp(w, static_cast<int>(warp) * 32, std::min(32, w.threads - static_cast<int>(warp) * 32));
+}
+
+void mufu() {
+  Hot& h = t_hot;
+  if (h.counting) ++h.worker->raw.mufu;
+}
+
+// A site of the shim (not an instruction of the kernel): a tag from the caller's file and line.
+static uintptr_t shim_site(const char* file, int line, int which) {
+  return uintptr_t{1} << 63 | reinterpret_cast<uintptr_t>(file) << 16 | (static_cast<uintptr_t>(line) & 0x3fff) << 2 |
+         static_cast<uintptr_t>(which);
+}
+
+void ldmatrix_row(const void* row, int num, bool trans, const char* file, int line) {
+  Hot& h = t_hot;
+  if (!h.sampled) return;
+  const Kind k = static_cast<Kind>((trans ? kLdsmX1T : kLdsmX1) + (num == 1 ? 0 : num == 2 ? 1 : 2));
+  h.streams[t_thread->linear].push_back(
+      Rec{shim_site(file, line, 0), pack(reinterpret_cast<uintptr_t>(row), row ? 16 : 0, k, kShared)});
+}
+
+void cp_async(const void* dst, const void* src, int src_bytes, const char* file, int line) {
+  Hot& h = t_hot;
+  if (!h.counting) return;
+  const uintptr_t s = reinterpret_cast<uintptr_t>(src);
+  Space space;
+  Alloc* al = nullptr;
+  const bool global = src_bytes > 0 && classify(h, s, space, al) && space == kGlobal;
+  if (global) mark(al, s, static_cast<unsigned>(src_bytes), kLd);
+  if (!h.sampled) return;
+  std::vector<Rec>& stream = h.streams[t_thread->linear];
+  // Both records always, so that every lane runs the same sites; a zero-fill reads no bytes.
+  stream.push_back(Rec{shim_site(file, line, 1), pack(s, global ? static_cast<unsigned>(src_bytes) : 0, kCpSrc, kGlobal)});
+  stream.push_back(Rec{shim_site(file, line, 2), pack(reinterpret_cast<uintptr_t>(dst), 16, kCpDst, kShared)});
+}
+
+}  // namespace detail::counters
+
+// ---- the public interface -----------------------------------------------------------------------
+
+namespace counters {
+void start(const Options& o) {
+  std::lock_guard<std::mutex> g(detail::counters::g_mu);
+  detail::counters::g_enabled = true;
+  detail::counters::g_sample = std::max(1, o.sample_blocks);
+  detail::counters::g_done.clear();
+}
+void stop() {
+  std::lock_guard<std::mutex> g(detail::counters::g_mu);
+  detail::counters::g_enabled = false;
+}
+bool counting() {
+  std::lock_guard<std::mutex> g(detail::counters::g_mu);
+  return detail::counters::g_enabled;
+}
+std::vector<LaunchCounters> take() {
+  std::lock_guard<std::mutex> g(detail::counters::g_mu);
+  std::vector<LaunchCounters> out;
+  out.swap(detail::counters::g_done);
+  return out;
+}
+}  // namespace counters
+
+}  // namespace simt

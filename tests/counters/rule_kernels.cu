@@ -1,0 +1,133 @@
+// rule_kernels.cu: the kernels of rule_kernels.h. Each does one kind of access in a way whose
+// counts can be worked out by hand; the tests compare the counters with those counts.
+#include "rule_kernels.h"
+#include "simt/ptx.cuh"
+#include "simt/simt.h"
+
+namespace rules {
+namespace {
+
+__global__ void strided_copy_kernel(const float* in, float* out, int n, int stride) {
+  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i < n) out[i] = in[static_cast<size_t>(i) * stride];
+}
+
+__global__ void builtins_only_kernel(unsigned* out) {
+  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  out[i] = threadIdx.x + 7 * blockIdx.x + 11 * blockDim.x + 13 * gridDim.x + threadIdx.y + blockIdx.y;
+}
+
+template <bool Dynamic>
+__global__ void shared_stride_kernel(float* out, int stride) {
+  __shared__ float fixed[32 * 33];
+  float* buf = Dynamic ? simt::dynamic_smem<float>() : fixed;
+  const int lane = static_cast<int>(threadIdx.x);
+  buf[lane * stride] = static_cast<float>(lane);
+  __syncwarp();
+  out[lane] = buf[lane * stride] + buf[0];
+}
+
+__global__ void shared_vector_kernel(float* out, int width, int spread) {
+  __shared__ __align__(16) float buf[32 * 4 * 4];
+  const int lane = static_cast<int>(threadIdx.x);
+  const int at = lane * width / 4 * spread;  // in floats
+  if (width == 4) {
+    buf[at] = 1.f;
+    __syncwarp();
+    out[lane] = buf[at];
+  } else if (width == 8) {
+    *reinterpret_cast<float2*>(buf + at) = make_float2(1.f, 2.f);
+    __syncwarp();
+    const float2 v = *reinterpret_cast<const float2*>(buf + at);
+    out[lane] = v.x + v.y;
+  } else {
+    *reinterpret_cast<float4*>(buf + at) = make_float4(1.f, 2.f, 3.f, 4.f);
+    __syncwarp();
+    const float4 v = *reinterpret_cast<const float4*>(buf + at);
+    out[lane] = v.x + v.y + v.z + v.w;
+  }
+}
+
+__global__ void divergent_kernel(const float* in, float* out, int n) {
+  const int lane = static_cast<int>(threadIdx.x);
+  float a;
+  if (lane < 16)
+    a = in[lane];
+  else
+    a = in[lane + 64] * in[lane + 96];
+  float sum = 0.f;
+  for (int j = lane; j < n; j += 32) sum += in[j];
+  out[lane] = a + sum;
+}
+
+__global__ void operations_kernel(float* out, int per_warp, int exps, int shuffles, int barriers) {
+  const int lane = static_cast<int>(threadIdx.x);
+  const uint32_t a[4] = {0x3c003c00u, 0, 0, 0x3c003c00u}, b[2] = {0x3c003c00u, 0};
+  float acc[4] = {0.f, 0.f, 0.f, 0.f};
+  for (int i = 0; i < per_warp; ++i) simt::mma_m16n8k16<__half>(acc, a, b, acc);
+  float x = 0.f;
+  for (int i = 0; i < exps; ++i) x += exp2f(-0.01f * static_cast<float>(i + lane)) + __expf(-0.02f * static_cast<float>(i));
+  for (int i = 0; i < shuffles; ++i) x += __shfl_xor_sync(0xffffffffu, x, 1 + i % 16);
+  for (int i = 0; i < barriers; ++i) __syncthreads();
+  out[blockIdx.x * 32 + static_cast<unsigned>(lane)] = x + acc[0] + acc[1] + acc[2] + acc[3];
+}
+
+__global__ void atomics_kernel(int* counter) { atomicAdd(&counter[threadIdx.x % 32], 1); }
+
+__global__ void read_twice_kernel(const float* in, float* out, int n, int shift) {
+  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i < n) out[i] = in[i] + in[(i + shift) % n];
+}
+
+constexpr int kBc = 64, kD = 64;
+
+__global__ void unswizzled_k_tile_kernel(const uint16_t* K, float* out) {
+  uint16_t* Ks = simt::dynamic_smem<uint16_t>();  // [kBc][kD], row after row
+  const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, mtx = lane / 8;
+  for (int c = tid; c < kBc * kD / 8; c += 128) {
+    const int r = c / (kD / 8), col = (c % (kD / 8)) * 8;
+    simt::cp_async_cg_16(Ks + r * kD + col, K + r * kD + col);
+  }
+  simt::cp_async_commit();
+  simt::cp_async_wait<0>();
+  __syncthreads();
+  uint32_t sum = 0;
+  for (int kk = 0; kk < kD / 16; ++kk)
+    for (int nt = 0; nt < kBc / 8; nt += 2) {
+      uint32_t kb[4];
+      simt::ldmatrix_x4(kb, &Ks[((nt + mtx / 2) * 8 + lane % 8) * kD + kk * 16 + (mtx % 2) * 8]);
+      sum += kb[0] ^ kb[1] ^ kb[2] ^ kb[3];
+    }
+  out[tid] = static_cast<float>(sum & 0xffff);
+}
+
+}  // namespace
+
+cudaError_t strided_copy(const float* in, float* out, int n, int stride) {
+  return simt::launch(strided_copy_kernel, dim3((n + 127) / 128), dim3(128), 0, in, out, n, stride);
+}
+cudaError_t builtins_only(unsigned* out, int blocks, int threads) {
+  return simt::launch(builtins_only_kernel, dim3(blocks), dim3(threads), 0, out);
+}
+cudaError_t shared_stride(float* out, int stride, bool dynamic) {
+  if (dynamic) return simt::launch(shared_stride_kernel<true>, dim3(1), dim3(32), 32 * 33 * sizeof(float), out, stride);
+  return simt::launch(shared_stride_kernel<false>, dim3(1), dim3(32), 0, out, stride);
+}
+cudaError_t shared_vector(float* out, int width, int spread) {
+  return simt::launch(shared_vector_kernel, dim3(1), dim3(32), 0, out, width, spread);
+}
+cudaError_t divergent(const float* in, float* out, int n) {
+  return simt::launch(divergent_kernel, dim3(1), dim3(32), 0, in, out, n);
+}
+cudaError_t operations(float* out, int blocks, int per_warp, int exps, int shuffles, int barriers) {
+  return simt::launch(operations_kernel, dim3(blocks), dim3(32), 0, out, per_warp, exps, shuffles, barriers);
+}
+cudaError_t atomics(int* counter, int blocks) { return simt::launch(atomics_kernel, dim3(blocks), dim3(128), 0, counter); }
+cudaError_t read_twice(const float* in, float* out, int n, int shift) {
+  return simt::launch(read_twice_kernel, dim3((n + 127) / 128), dim3(128), 0, in, out, n, shift);
+}
+cudaError_t unswizzled_k_tile(const uint16_t* K, float* out) {
+  return simt::launch(unswizzled_k_tile_kernel, dim3(1), dim3(128), kBc * kD * sizeof(uint16_t), K, out);
+}
+
+}  // namespace rules

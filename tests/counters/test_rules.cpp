@@ -1,0 +1,172 @@
+// test_rules.cpp: each counting rule of simt/counters.h on a kernel made to show it
+// (rule_kernels.cu), against the count worked out by hand.
+#include <catch2/catch.hpp>
+#include <functional>
+#include <numeric>
+#include <vector>
+
+#include "counters_support.h"
+#include "rule_kernels.h"
+
+using counters_test::Device;
+using counters_test::count;
+
+TEST_CASE("global loads: 32-byte sectors per request follow the stride", "[counters]") {
+  const int n = 1024;
+  Device<float> in(32 * n), out(n);
+  for (int stride : {1, 2, 8, 32}) {
+    INFO("stride " << stride);
+    const simt::Counters c = count([&] { return rules::strided_copy(in.get(), out.get(), n, stride); });
+    const simt::GlobalOps& ld = c.global[simt::kGlobalLoad];
+    const simt::GlobalOps& st = c.global[simt::kGlobalStore];
+    CHECK(ld.requests == n / 32);
+    CHECK(ld.lanes == n);
+    CHECK(ld.bytes == 4.0 * n);
+    // 32 floats `stride` apart: 128 * stride bytes, one sector per 8 / stride floats, at most 32.
+    const double sectors = std::min(32, 4 * stride);
+    CHECK(ld.sectors == sectors * ld.requests);
+    CHECK(ld.lines == std::min(32, stride) * ld.requests);
+    CHECK(st.requests == n / 32);
+    CHECK(st.sectors == 4 * st.requests);
+    // Each sector of `in` the warps touch, once; `out` written once.
+    CHECK(c.dram_read_sectors == n / 32 * sectors);
+    CHECK(c.dram_write_sectors == n * 4 / 32);
+    CHECK(c.shared_requests() == 0);
+  }
+}
+
+TEST_CASE("threadIdx, blockIdx, blockDim and gridDim are not shared-memory accesses", "[counters]") {
+  Device<unsigned> out(4 * 256);
+  const simt::Counters c = count([&] { return rules::builtins_only(out.get(), 4, 256); });
+  CHECK(c.shared_requests() == 0);
+  CHECK(c.global[simt::kGlobalLoad].requests == 0);
+  CHECK(c.global[simt::kGlobalStore].requests == 4 * 256 / 32);
+  CHECK(c.global[simt::kGlobalStore].sectors == 4 * c.global[simt::kGlobalStore].requests);
+}
+
+TEST_CASE("shared memory: 32 banks of 4 bytes, a word for many lanes is a broadcast", "[counters]") {
+  Device<float> out(32);
+  for (bool dynamic : {false, true})
+    for (int stride : {0, 1, 2, 4, 32, 33}) {
+      INFO((dynamic ? "dynamic" : "static") << " shared memory, lane l at word l * " << stride);
+      const simt::Counters c = count([&] { return rules::shared_stride(out.get(), stride, dynamic); });
+      // stride s: 32 lanes over 32 / gcd(s, 32) banks; s = 0: one word for all.
+      const int ways = stride == 0 ? 1 : std::gcd(stride, 32);
+      const simt::SharedOps& st = c.shared[simt::kSharedStore32];
+      const simt::SharedOps& ld = c.shared[simt::kSharedLoad32];
+      CHECK(st.requests == 1);
+      CHECK(st.wavefronts == ways);
+      CHECK(st.conflicts() == ways - 1);
+      CHECK(ld.requests == 2);  // the lane's word, and word 0 for everyone
+      CHECK(ld.wavefronts == ways + 1);
+      CHECK(c.global[simt::kGlobalStore].requests == 1);
+    }
+}
+
+TEST_CASE("shared memory: 64-bit accesses in half-warp phases, 128-bit in quarter-warp phases", "[counters]") {
+  Device<float> out(32);
+  struct Case {
+    int width, spread, kind_offset, wavefronts;
+  };
+  // width 8, consecutive: 2 phases of 128 bytes. width 16, consecutive: 4 phases of 128 bytes.
+  // width 16, every other 16 bytes: each 8-lane phase spans 256 bytes, two words per bank.
+  for (const Case& k : {Case{4, 1, 0, 1}, Case{8, 1, 1, 2}, Case{16, 1, 2, 4}, Case{16, 2, 2, 8}, Case{8, 2, 1, 4}}) {
+    INFO(k.width << "-byte accesses, spread " << k.spread);
+    const simt::Counters c = count([&] { return rules::shared_vector(out.get(), k.width, k.spread); });
+    const simt::SharedOps& st = c.shared[simt::kSharedStore32 + k.kind_offset];
+    const simt::SharedOps& ld = c.shared[simt::kSharedLoad32 + k.kind_offset];
+    CHECK(st.requests == 1);
+    CHECK(ld.requests == 1);
+    CHECK(st.wavefronts == k.wavefronts);
+    CHECK(ld.wavefronts == k.wavefronts);
+    CHECK(ld.ideal == k.width / 4);  // phases: 1, 2 or 4
+  }
+}
+
+TEST_CASE("divergent lanes: each branch and each loop iteration is a request of the lanes in it", "[counters]") {
+  Device<float> in(128), out(32);
+  const simt::Counters c = count([&] { return rules::divergent(in.get(), out.get(), 40); });
+  const simt::GlobalOps& ld = c.global[simt::kGlobalLoad];
+  // if: one request of 16 lanes; else: two of the other 16; the loop: iteration 0 with 32
+  // lanes, iteration 1 with 8.
+  CHECK(ld.requests == 5);
+  CHECK(ld.lanes == 3 * 16 + 40);
+  // in[0..15], in[80..95], in[112..127]: 2 sectors each; in[0..31]: 4; in[32..39]: 1.
+  CHECK(ld.sectors == 2 + 2 + 2 + 4 + 1);
+}
+
+TEST_CASE("operations: mma.sync and its FLOP, exponentials, shuffles, barriers", "[counters]") {
+  Device<float> out(3 * 32);
+  const simt::Counters c = count([&] { return rules::operations(out.get(), 3, 5, 7, 4, 2); });
+  CHECK(c.mma == 3 * 5);
+  CHECK(c.mma_flop == 3 * 5 * 2.0 * 16 * 8 * 16);
+  CHECK(c.mufu == 3 * 32 * 7 * 2);  // exp2f and __expf, per lane
+  CHECK(c.shuffles == 3 * 4);
+  CHECK(c.barriers == 3 * 2);  // one warp per block
+  CHECK(c.global[simt::kGlobalStore].requests == 3);
+}
+
+TEST_CASE("atomics are their own requests", "[counters]") {
+  Device<int> counter(32);
+  const simt::Counters c = count([&] { return rules::atomics(counter.get(), 2); });
+  CHECK(c.global[simt::kGlobalAtomic].requests == 2 * 4);
+  CHECK(c.global[simt::kGlobalAtomic].sectors == 2 * 4 * 4);
+  CHECK(c.dram_write_sectors == 4);
+  CHECK(counter.host()[5] == 2 * 4);  // and they still add
+}
+
+TEST_CASE("DRAM sectors count each sector once however often it is read", "[counters]") {
+  const int n = 4096;
+  Device<float> in(n), out(n);
+  const simt::Counters c = count([&] { return rules::read_twice(in.get(), out.get(), n, 1000); });
+  CHECK(c.global[simt::kGlobalLoad].requests == 2 * n / 32);
+  CHECK(c.global[simt::kGlobalLoad].sectors == 2 * (n / 32) * 4);  // 1000 floats: a whole number of sectors
+  CHECK(c.dram_read_sectors == n * 4 / 32);
+  CHECK(c.dram_write_sectors == n * 4 / 32);
+}
+
+TEST_CASE("sampling every k-th block scales the requests; DRAM counts stay exact", "[counters]") {
+  const int n = 64 * 128;
+  Device<float> in(n), out(n);
+  auto run = [&] { return rules::strided_copy(in.get(), out.get(), n, 1); };
+  const simt::Counters all = count(run);
+  for (int k : {2, 3, 8}) {
+    INFO("every " << k << "th block");
+    const simt::Counters some = count(run, k);
+    CHECK(some.blocks == 64);
+    CHECK(some.blocks_counted == (64 + k - 1) / k);
+    CHECK(some.global[simt::kGlobalLoad].requests == Approx(all.global[simt::kGlobalLoad].requests));
+    CHECK(some.global[simt::kGlobalLoad].sectors == Approx(all.global[simt::kGlobalLoad].sectors));
+    CHECK(some.dram_read_sectors == all.dram_read_sectors);
+    CHECK(some.dram_write_sectors == all.dram_write_sectors);
+  }
+}
+
+TEST_CASE("a K tile stored row after row: ldmatrix.x4 takes 32 wavefronts, cp.async 4", "[counters]") {
+  Device<uint16_t> K(64 * 64);
+  Device<float> out(128);
+  const simt::Counters c = count([&] { return rules::unswizzled_k_tile(K.get(), out.get()); });
+  const simt::SharedOps& ldsm = c.shared[simt::kLdmatrixX4];
+  const simt::SharedOps& cp = c.shared[simt::kCpAsyncDestination];
+  CHECK(ldsm.requests == 4 * 4 * 4);  // 4 warps x (d/16) x (Bc/16)
+  // Each 8 x 8 matrix: 8 rows 128 bytes apart, all in the same 4 banks.
+  CHECK(ldsm.wavefronts == 32 * ldsm.requests);
+  CHECK(ldsm.conflicts() == 28 * ldsm.requests);
+  // The copies: 8 lanes per phase write one 128-byte row.
+  CHECK(cp.requests == 64 * 64 * 2 / 16 / 32);
+  CHECK(cp.wavefronts == 4 * cp.requests);
+  CHECK(cp.conflicts() == 0);
+  CHECK(c.global[simt::kCpAsyncSource].sectors == 64 * 64 * 2 / 32);
+}
+
+TEST_CASE("counting changes nothing in what the kernel computes, and costs nothing when off", "[counters]") {
+  const int n = 512;
+  std::vector<float> h(n);
+  for (int i = 0; i < n; ++i) h[static_cast<size_t>(i)] = static_cast<float>(i);
+  Device<float> in(h), out(n);
+  count([&] { return rules::read_twice(in.get(), out.get(), n, 3); });
+  const std::vector<float> r = out.host();
+  for (int i = 0; i < n; ++i) REQUIRE(r[static_cast<size_t>(i)] == h[static_cast<size_t>(i)] + h[static_cast<size_t>((i + 3) % n)]);
+  REQUIRE(rules::read_twice(in.get(), out.get(), n, 3) == cudaSuccess);  // counting is off again
+  CHECK(simt::counters::take().empty());
+}
