@@ -1,12 +1,14 @@
 // fa2_tile.cuh: the steps of FlashAttention-2 on tensor cores that every such kernel of the book
-// shares (steps c and d of this chapter, and chapter 06): what one warp does to its 16 rows for
+// shares (steps c to h of this chapter, and chapter 06): what one warp does to 16 of its rows for
 // one tile of Bc keys, once S = Q K^T is in its accumulators, and how it writes O at the end.
 //
 // A lane (g = lane / 4, t = lane % 4) holds rows g and g + 8 of the warp's 16 rows; of each
 // 8-column tile of S or O, columns 2t and 2t + 1 (kernels/mma.cuh).
 #pragma once
+#include "flash_v2.h"
 #include "kernels/mma.cuh"
 #include "kernels/numeric.cuh"
+#include "simt/ptx.cuh"
 
 namespace ch05 {
 
@@ -52,11 +54,23 @@ __device__ __forceinline__ void scale_only(float (&s)[Bc / 8][4], float scale_lo
     for (int e = 0; e < 4; ++e) s[nt][e] *= scale_log2;
 }
 
+// exp2 as the steps compute it: exp2f (steps c to g: ex2.approx.f32 with the extra instructions
+// that keep subnormal results), or ex2.approx.ftz.f32 alone (step h: a score 126 binary orders
+// below the row maximum adds nothing to a sum of at least 1).
+struct Exp2 {
+  __device__ static float f(float x) { return exp2f(x); }
+};
+struct Exp2Ftz {
+  __device__ static float f(float x) { return simt::ex2_approx_ftz(x); }
+};
+
 // The online softmax on a tile of scores: new maxima, alpha = exp2(m_old - m_new) applied to l
-// and O, and the scores replaced by P = exp2(s - m_new) (fp32, still in the accumulators).
-template <int Bc, int D>
-__device__ __forceinline__ void online_softmax(float (&s)[Bc / 8][4], RowState<D>& st) {
-  float m_new[2] = {st.m[0], st.m[1]};
+// and O, and the scores replaced by P = exp2(c * s - m_new) (fp32, still in the accumulators).
+// c = 1 when the scores are already in base 2 (scale_and_mask); c = scale * log2(e) > 0 when they
+// are raw, which folds the scaling into the exponent's FFMA (step h).
+template <int Bc, int D, class E = Exp2>
+__device__ __forceinline__ void online_softmax(float (&s)[Bc / 8][4], RowState<D>& st, float c = 1.f) {
+  float m_new[2] = {-INFINITY, -INFINITY};
   #pragma unroll
   for (int nt = 0; nt < Bc / 8; ++nt)
     #pragma unroll
@@ -64,15 +78,15 @@ __device__ __forceinline__ void online_softmax(float (&s)[Bc / 8][4], RowState<D
   float alpha[2], m_use[2], sum[2] = {0.f, 0.f};
   #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    m_new[r] = attn::quad_max(m_new[r]);
+    m_new[r] = fmaxf(st.m[r], attn::quad_max(m_new[r]) * c);
     m_use[r] = m_new[r] == -INFINITY ? 0.f : m_new[r];  // nothing visible yet: keep exp2 finite
-    alpha[r] = exp2f(st.m[r] - m_use[r]);
+    alpha[r] = E::f(st.m[r] - m_use[r]);
     st.m[r] = m_new[r];
   }
   #pragma unroll
   for (int nt = 0; nt < Bc / 8; ++nt)
     #pragma unroll
-    for (int e = 0; e < 4; ++e) sum[e / 2] += s[nt][e] = exp2f(s[nt][e] - m_use[e / 2]);
+    for (int e = 0; e < 4; ++e) sum[e / 2] += s[nt][e] = E::f(fmaf(s[nt][e], c, -m_use[e / 2]));
   #pragma unroll
   for (int r = 0; r < 2; ++r) st.l[r] = st.l[r] * alpha[r] + sum[r];
   #pragma unroll
@@ -104,15 +118,15 @@ __device__ __forceinline__ void store_rows(const RowState<D>& st, const attn::At
 }
 
 // Calls f(T{}, std::integral_constant<int, D>{}) with the problem's 16-bit type T and its head
-// dim D among those of the tensor-core kernels (flash_v2.h's kTensorCoreDims); fp32 inputs or
-// another head dim give cudaErrorInvalidValue.
+// dim D among TensorCoreDims (flash_v2.h); fp32 inputs or another head dim give
+// cudaErrorInvalidValue.
 template <class F>
 cudaError_t dispatch_tensor_core(const attn::AttentionParams& p, F&& f) {
   return attn::dispatch_dtype(p.dtype, [&](auto t) {
     if constexpr (std::is_same_v<decltype(t), float>) {
       return cudaErrorInvalidValue;
     } else {
-      return attn::dispatch_head_dim<32, 64, 96, 128, 256>(p.d, [&](auto d) { return f(t, d); });
+      return attn::dispatch_head_dim(TensorCoreDims{}, p.d, [&](auto d) { return f(t, d); });
     }
   });
 }

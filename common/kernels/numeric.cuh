@@ -8,6 +8,7 @@
 
 #include <type_traits>
 
+#include "head_dims.h"
 #include "params.h"
 
 namespace attn {
@@ -38,6 +39,10 @@ cudaError_t dispatch_head_dim(int d, F&& f) {
   cudaError_t r = cudaErrorInvalidValue;
   (void)((d == Ds ? (r = f(std::integral_constant<int, Ds>{}), true) : false) || ...);
   return r;
+}
+template <int... Ds, class F>
+cudaError_t dispatch_head_dim(HeadDimList<Ds...>, int d, F&& f) {
+  return dispatch_head_dim<Ds...>(d, static_cast<F&&>(f));
 }
 
 // The scaled score s of query i and key j after is_causal: -inf when the key is not visible.
