@@ -45,7 +45,7 @@ __global__ void __launch_bounds__(32 * kWarps) cp_async_kernel(const attn::Atten
   uint32_t qa[D / 16][4];
   load_q<T, D, L>(qa, Qs, warp * 16);
   RowState<D> st;
-  st.row[0] = q0 + warp * 16 + g, st.row[1] = st.row[0] + 8;
+  const int row = q0 + warp * 16 + g;  // this lane's rows: row and row + 8
   const float scale_log2 = p.scale * attn::kLog2e;
 
   for (int j = 0; j < tiles; ++j) {
@@ -58,12 +58,12 @@ __global__ void __launch_bounds__(32 * kWarps) cp_async_kernel(const attn::Atten
     __syncthreads();  // ... and every other thread's
     float s[kBc / 8][4];
     scores_x2<T, D, kBc, L>(s, qa, Ks + j % kStages * L::elems(kBc));
-    scale_and_mask<kBc>(s, st, p, b, h, j * kBc, scale_log2);
+    scale_and_mask<kBc>(s, row, p, b, h, j * kBc, scale_log2);
     online_softmax<kBc>(s, st);
     accumulate_pv_x2<T, D, kBc, L>(st.o, s, Vs + j % kStages * L::elems(kBc));
     __syncthreads();  // this stage is refilled by the copy issued next iteration
   }
-  store_rows<T>(st, p, bh);
+  store_rows<T>(st, row, p, bh);
 }
 
 }  // namespace
@@ -72,7 +72,7 @@ cudaError_t cp_async(const attn::AttentionParams& p) {
   return dispatch_tensor_core(p, [&](auto t, auto d) {
     using T = decltype(t);
     constexpr int D = decltype(d)::value;
-    const size_t smem = Padded<D>::elems(kBr + 2 * kStages * kBc) * sizeof(T);
+    const size_t smem = smem_bytes(Step::cp_async, D, sizeof(T));
     return simt::launch(cp_async_kernel<T, D>, dim3((p.Lq + kBr - 1) / kBr, p.B * p.H), dim3(32 * kWarps), smem, p);
   });
 }

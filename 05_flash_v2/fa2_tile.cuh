@@ -13,27 +13,27 @@
 namespace ch05 {
 
 // One lane's share of the running state: its two rows of O (unnormalized), their maxima m (base
-// 2) and its part of their sums l (the quad adds the parts up at the end).
+// 2) and its part of their sums l (the quad adds the parts up at the end). The rows themselves,
+// `row` and row + 8 (absolute), the kernels pass along: they cost no register between uses.
 template <int D>
 struct RowState {
   float o[D / 8][4] = {};
   float m[2] = {-INFINITY, -INFINITY};
   float l[2] = {0.f, 0.f};
-  int row[2];  // the two query rows, absolute
 };
 
 // Scores in base 2 (scale * log2(e)), with is_causal or the mask, and -inf past the last key or
 // for a row past the last query. kAttnMask = false leaves out the attn_mask's code (chapter 06
 // instantiates its kernel per mode, so that a problem without a mask carries none).
-template <int Bc, int D, bool kAttnMask = true>
-__device__ __forceinline__ void scale_and_mask(float (&s)[Bc / 8][4], const RowState<D>& st, const attn::AttentionParams& p,
-                                               int b, int h, int k0, float scale_log2) {
+template <int Bc, bool kAttnMask = true>
+__device__ __forceinline__ void scale_and_mask(float (&s)[Bc / 8][4], int row, const attn::AttentionParams& p, int b,
+                                               int h, int k0, float scale_log2) {
   const int t = static_cast<int>(threadIdx.x % 4);
   #pragma unroll
   for (int nt = 0; nt < Bc / 8; ++nt)
     #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const int r = e / 2, i = st.row[r], key = k0 + nt * 8 + 2 * t + (e & 1);
+      const int i = row + e / 2 * 8, key = k0 + nt * 8 + 2 * t + (e & 1);
       const float x = s[nt][e] * scale_log2;
       if (key >= p.Lk || i >= p.Lq)
         s[nt][e] = -INFINITY;
@@ -99,21 +99,22 @@ __device__ __forceinline__ void online_softmax(float (&s)[Bc / 8][4], RowState<D
 // O = o / l in the inputs' type, and lse = (m + log2 l) * ln 2; a row without a visible key gets
 // O = 0 and lse = -inf.
 template <class T, int D>
-__device__ __forceinline__ void store_rows(const RowState<D>& st, const attn::AttentionParams& p, int bh) {
+__device__ __forceinline__ void store_rows(const RowState<D>& st, int row, const attn::AttentionParams& p, int bh) {
   const int t = static_cast<int>(threadIdx.x % 4);
   #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const float l = attn::quad_sum(st.l[r]);  // every lane of the warp takes part
     const float inv_l = l > 0.f ? 1.f / l : 0.f;
-    if (st.row[r] >= p.Lq) continue;
-    T* out = static_cast<T*>(p.o) + (static_cast<size_t>(bh) * p.Lq + st.row[r]) * D;
+    const int i = row + 8 * r;
+    if (i >= p.Lq) continue;
+    T* out = static_cast<T*>(p.o) + (static_cast<size_t>(bh) * p.Lq + i) * D;
     #pragma unroll
     for (int nt = 0; nt < D / 8; ++nt) {
       attn::store(out + nt * 8 + 2 * t, st.o[nt][2 * r] * inv_l);
       attn::store(out + nt * 8 + 2 * t + 1, st.o[nt][2 * r + 1] * inv_l);
     }
     if (t == 0 && p.lse)
-      p.lse[static_cast<size_t>(bh) * p.Lq + st.row[r]] = l > 0.f ? (st.m[r] + log2f(l)) * 0.6931471805599453f : -INFINITY;
+      p.lse[static_cast<size_t>(bh) * p.Lq + i] = l > 0.f ? (st.m[r] + log2f(l)) * 0.6931471805599453f : -INFINITY;
   }
 }
 

@@ -66,18 +66,19 @@ __global__ void __launch_bounds__(32 * kWarps) lean_loop_kernel(const attn::Atte
     simt::cp_async_commit();
   };
 
+  auto row = [&](int m) { return q0 + (warp * kM + m) * 16 + g; };  // m-tile m: rows row(m), row(m) + 8
   RowState<D> st[kM];
-  #pragma unroll
-  for (int m = 0; m < kM; ++m) st[m].row[0] = q0 + (warp * kM + m) * 16 + g, st[m].row[1] = st[m].row[0] + 8;
   if (tiles == 0) {  // no row of this tile sees a key (chapter 06): O = 0, lse = -inf
     #pragma unroll
-    for (int m = 0; m < kM; ++m) store_rows<T>(st[m], p, bh);
+    for (int m = 0; m < kM; ++m) store_rows<T>(st[m], row(m), p, bh);
     return;
   }
   copy_rows<T, D, L, Br, kThreads, true>(Qs, Q + static_cast<size_t>(q0) * D, p.Lq - q0);
   simt::cp_async_commit();
   copy_kv(0);
   const float scale_log2 = p.scale * attn::kLog2e;
+  const Fragments<L> frag;  // this lane's ldmatrix offsets, computed once
+  const T* Qw = Qs + warp * kM * 16 * L::kRow;  // the warp's rows of Q
 
   for (int j = 0; j < tiles; ++j) {
     if (j + 1 < tiles) {
@@ -89,27 +90,22 @@ __global__ void __launch_bounds__(32 * kWarps) lean_loop_kernel(const attn::Atte
     __syncthreads();
     const int k0 = j * Bc;
     float s[kM][Bc / 8][4];
-    scores_rows<T, D, Bc, kM, L>(s, Qs, warp * kM * 16, Ks + j % kStages * L::elems(Bc));
+    uint32_t pa[kM][Bc / 16][4];  // P, packed
+    scores_rows<T, D, Bc, kM, L>(s, frag, Qw, Ks + j % kStages * L::elems(Bc));
     // Raw scores unless this tile needs the mask (or the scale is not positive: the maximum of
     // the raw scores is then not the maximum of the scaled ones).
     const bool masked = Policy::needs_mask(p, q0, k0, Bc) || !(scale_log2 > 0.f);
     #pragma unroll
     for (int m = 0; m < kM; ++m) {
-      if (masked) scale_and_mask<Bc, D, Policy::kAttnMask>(s[m], st[m], p, b, h, k0, scale_log2);
+      if (masked) scale_and_mask<Bc, Policy::kAttnMask>(s[m], row(m), p, b, h, k0, scale_log2);
       online_softmax<Bc, D, Exp2Ftz>(s[m], st[m], masked ? 1.f : scale_log2);
+      pack_p<T, Bc>(pa[m], s[m]);
     }
-    accumulate_pv_rows<T, D, Bc, kM, L>(st, s, Vs + j % kStages * L::elems(Bc));
+    accumulate_pv_rows<T, D, Bc, kM, L>(st, pa, frag, Vs + j % kStages * L::elems(Bc));
     __syncthreads();
   }
   #pragma unroll
-  for (int m = 0; m < kM; ++m) store_rows<T>(st[m], p, bh);
-}
-
-// Shared memory of step h (and g) for head dim D: Q, and K and V in every stage.
-template <class T, int D>
-constexpr size_t lean_loop_smem() {
-  constexpr Tiles kT = fa2_tiles(D);
-  return Swizzled<D>::elems(kT.Br + 2 * kT.stages * kT.Bc) * sizeof(T);
+  for (int m = 0; m < kM; ++m) store_rows<T>(st[m], row(m), p, bh);
 }
 
 }  // namespace ch05

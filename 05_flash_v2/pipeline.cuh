@@ -1,6 +1,7 @@
 // pipeline.cuh: the memory side of steps c to h (and of chapter 06): where a tile's elements live
 // in shared memory, and the cp.async copies that fill it.
 #pragma once
+#include "flash_v2.h"
 #include "simt/ptx.cuh"
 #include "simt/simt.h"
 
@@ -10,7 +11,7 @@ namespace ch05 {
 // 128 bytes of the 32 banks, so they fall on 8 different groups of 4 banks (steps c, d).
 template <int D>
 struct Padded {
-  static constexpr int kRow = D + 8;
+  static constexpr int kRow = row_elems(D, false);
   __host__ __device__ static constexpr int elems(int rows) { return rows * kRow; }
   __device__ static int at(int row, int col) { return row * kRow + col; }
 };
@@ -21,7 +22,7 @@ struct Padded {
 template <int D>
 struct Swizzled {
   static constexpr bool kSwizzle = D % 64 == 0;
-  static constexpr int kRow = kSwizzle ? D : D + 8;
+  static constexpr int kRow = row_elems(D, true);
   __host__ __device__ static constexpr int elems(int rows) { return rows * kRow; }
   __device__ static int at(int row, int col) {
     if constexpr (kSwizzle) return row * D + (((col >> 3) ^ (row & 7)) << 3) + (col & 7);
@@ -40,25 +41,23 @@ __device__ __forceinline__ void copy_tile(T* tile, const T* src, int rows, int v
   }
 }
 
-// The same copy with the trip count known to the compiler (step h): kRows * D / 8 chunks, the
-// same number per thread, fully unrolled. When the threads cover whole rows, a thread's chunks
-// sit kStep rows apart in one column, so its addresses are one base plus constants. kTail: the
-// tile may run past the last row (`valid` rows are real), which only the last K/V tile does.
+__host__ __device__ constexpr int floor_pow2(int n) { return n < 2 ? 1 : 2 * floor_pow2(n / 2); }
+
+// The same copy with the trip count known to the compiler (step h), fully unrolled. Each of the
+// first kRowsPerPass * D / 8 threads copies one 16-byte column of every kRowsPerPass-th row (at
+// d = 96 a row is 12 chunks: 8 rows, 96 threads take part and the last warp skips the copies), so a
+// thread's addresses are one base plus constants. kTail: the tile may run past the last row
+// (`valid` rows are real), which only the last K/V tile and the last Q tile do.
 template <class T, int D, class L, int kRows, int kThreads, bool kTail>
 __device__ __forceinline__ void copy_rows(T* tile, const T* src, int valid) {
-  constexpr int kChunks = D / 8, kPerThread = kRows * kChunks / kThreads;
-  static_assert(kRows * kChunks % kThreads == 0, "every thread copies the same number of chunks");
-  const int tid = static_cast<int>(threadIdx.x);
+  constexpr int kChunks = D / 8, kRowsPerPass = floor_pow2(kThreads / kChunks);
+  static_assert(kRows % kRowsPerPass == 0, "every copying thread copies the same number of chunks");
+  const int tid = static_cast<int>(threadIdx.x), r0 = tid / kChunks, col = tid % kChunks * 8;
+  if (r0 >= kRowsPerPass) return;
   (void)valid;
   #pragma unroll
-  for (int i = 0; i < kPerThread; ++i) {
-    int r, col;
-    if constexpr (kThreads % kChunks == 0) {
-      constexpr int kStep = kThreads / kChunks;
-      r = tid / kChunks + i * kStep, col = tid % kChunks * 8;
-    } else {
-      r = (tid + i * kThreads) / kChunks, col = (tid + i * kThreads) % kChunks * 8;
-    }
+  for (int i = 0; i < kRows / kRowsPerPass; ++i) {
+    const int r = r0 + i * kRowsPerPass;
     if constexpr (kTail) {
       const bool in = r < valid;
       simt::cp_async_cg_16_zfill(tile + L::at(r, col), src + static_cast<size_t>(in ? r : 0) * D + col, in ? 16 : 0);

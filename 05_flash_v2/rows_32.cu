@@ -7,8 +7,10 @@
 // 128-row Q tile per block of 4 warps (scores_rows, accumulate_pv_rows in products.cuh). Each
 // m-tile keeps its own RowState; the softmax runs once per m-tile.
 // The registers decide the rest (Tiles in flash_v2.h): a lane now holds d floats of O and Bc of
-// S, so Bc is 128 up to d = 64 and 64 above, Q's fragments are re-read from shared memory at every
-// k-step instead of held for the whole loop, and d = 256 keeps one m-tile per warp.
+// S, so Bc is 64 up to d = 64 and 32 above; Q's fragments are re-read from shared memory at every
+// k-step instead of held for the whole loop; d = 256 keeps one m-tile per warp. With so few
+// registers left, the ldmatrix addresses come from four offsets per operand computed once
+// (Fragments in products.cuh), and P is packed to 16 bits as soon as its softmax is done.
 // Cost: twice the registers per warp for O and S; Q's fragments read from shared memory once per
 // K/V tile instead of once per block.
 #include "flash_v2.h"
@@ -42,10 +44,11 @@ __global__ void __launch_bounds__(32 * kWarps) rows_32_kernel(const attn::Attent
   copy_tile<T, D, L, 32 * kWarps>(Qs, Q + static_cast<size_t>(q0) * D, Br, p.Lq - q0);
   simt::cp_async_commit();
   copy_kv(0);
+  auto row = [&](int m) { return q0 + (warp * kM + m) * 16 + g; };  // m-tile m: rows row(m), row(m) + 8
   RowState<D> st[kM];  // the warp's rows warp * 16 kM ...: m-tile m holds 16 of them
-  #pragma unroll
-  for (int m = 0; m < kM; ++m) st[m].row[0] = q0 + (warp * kM + m) * 16 + g, st[m].row[1] = st[m].row[0] + 8;
   const float scale_log2 = p.scale * attn::kLog2e;
+  const Fragments<L> frag;  // this lane's ldmatrix offsets, computed once
+  const T* Qw = Qs + warp * kM * 16 * L::kRow;  // the warp's rows of Q
 
   for (int j = 0; j < tiles; ++j) {
     if (j + 1 < tiles) {
@@ -56,17 +59,19 @@ __global__ void __launch_bounds__(32 * kWarps) rows_32_kernel(const attn::Attent
     }
     __syncthreads();
     float s[kM][Bc / 8][4];
-    scores_rows<T, D, Bc, kM, L>(s, Qs, warp * kM * 16, Ks + j % kStages * L::elems(Bc));
+    uint32_t pa[kM][Bc / 16][4];  // P, packed
+    scores_rows<T, D, Bc, kM, L>(s, frag, Qw, Ks + j % kStages * L::elems(Bc));
     #pragma unroll
     for (int m = 0; m < kM; ++m) {
-      scale_and_mask<Bc>(s[m], st[m], p, b, h, j * Bc, scale_log2);
+      scale_and_mask<Bc>(s[m], row(m), p, b, h, j * Bc, scale_log2);
       online_softmax<Bc>(s[m], st[m]);
+      pack_p<T, Bc>(pa[m], s[m]);
     }
-    accumulate_pv_rows<T, D, Bc, kM, L>(st, s, Vs + j % kStages * L::elems(Bc));
+    accumulate_pv_rows<T, D, Bc, kM, L>(st, pa, frag, Vs + j % kStages * L::elems(Bc));
     __syncthreads();
   }
   #pragma unroll
-  for (int m = 0; m < kM; ++m) store_rows<T>(st[m], p, bh);
+  for (int m = 0; m < kM; ++m) store_rows<T>(st[m], row(m), p, bh);
 }
 
 }  // namespace
@@ -76,7 +81,7 @@ cudaError_t rows_32(const attn::AttentionParams& p) {
     using T = decltype(t);
     constexpr int D = decltype(d)::value;
     constexpr Tiles kT = fa2_tiles(D);
-    const size_t smem = Swizzled<D>::elems(kT.Br + 2 * kT.stages * kT.Bc) * sizeof(T);
+    const size_t smem = smem_bytes(Step::rows_32, D, sizeof(T));
     return simt::launch(rows_32_kernel<T, D>, dim3((p.Lq + kT.Br - 1) / kT.Br, p.B * p.H), dim3(32 * kWarps), smem, p);
   });
 }

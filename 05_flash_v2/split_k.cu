@@ -27,11 +27,6 @@ namespace {
 
 constexpr int Br = 32, Bc = 64, kSlice = Bc / kWarps;
 
-template <int D>
-constexpr int smem_floats() {
-  return 2 * Bc * D + Br * (D + 4) + kWarps * Br * (kSlice + 1);
-}
-
 template <class T, int D>
 __global__ void __launch_bounds__(32 * kWarps) split_k_kernel(const attn::AttentionParams p) {
   float* Ks = simt::dynamic_smem<float>();  // [Bc][D]
@@ -131,7 +126,7 @@ cudaError_t split_k(const attn::AttentionParams& p) {
   return attn::dispatch_dtype(p.dtype, [&](auto t) {
     return attn::dispatch_head_dim(CudaCoreDims{}, p.d, [&](auto d) {
       constexpr int D = decltype(d)::value;
-      const size_t smem = smem_floats<D>() * sizeof(float);
+      const size_t smem = smem_bytes(Step::split_k, D, 4);
       return simt::launch(split_k_kernel<decltype(t), D>, dim3((p.Lq + Br - 1) / Br, p.B * p.H), dim3(32 * kWarps), smem, p);
     });
   });

@@ -42,7 +42,7 @@ __global__ void __launch_bounds__(32 * kWarps) tensor_cores_kernel(const attn::A
   uint32_t qa[D / 16][4];  // this warp's 16 rows of Q as A fragments, one per 16 columns
   load_q<T, D, L>(qa, Qs, warp * 16);
   RowState<D> st;  // this lane's two rows: their O, m and l
-  st.row[0] = q0 + warp * 16 + g, st.row[1] = st.row[0] + 8;
+  const int row = q0 + warp * 16 + g;  // this lane's rows: row and row + 8
   const float scale_log2 = p.scale * attn::kLog2e;
 
   for (int k0 = 0; k0 < p.Lk; k0 += kBc) {
@@ -56,11 +56,11 @@ __global__ void __launch_bounds__(32 * kWarps) tensor_cores_kernel(const attn::A
     __syncthreads();
     float s[kBc / 8][4];  // S = Q K^T: 8 tiles of 16 x 8
     scores_x2<T, D, kBc, L>(s, qa, Ks);
-    scale_and_mask<kBc>(s, st, p, b, h, k0, scale_log2);  // base 2; masked keys -inf
+    scale_and_mask<kBc>(s, row, p, b, h, k0, scale_log2);  // base 2; masked keys -inf
     online_softmax<kBc>(s, st);                           // m, alpha applied to l and O, s = P
     accumulate_pv_x2<T, D, kBc, L>(st.o, s, Vs);          // O += P V
   }
-  store_rows<T>(st, p, bh);
+  store_rows<T>(st, row, p, bh);
 }
 
 }  // namespace
@@ -69,7 +69,7 @@ cudaError_t tensor_cores(const attn::AttentionParams& p) {
   return dispatch_tensor_core(p, [&](auto t, auto d) {
     using T = decltype(t);
     constexpr int D = decltype(d)::value;
-    const size_t smem = Padded<D>::elems(kBr + 2 * kBc) * sizeof(T);
+    const size_t smem = smem_bytes(Step::tensor_cores, D, sizeof(T));
     return simt::launch(tensor_cores_kernel<T, D>, dim3((p.Lq + kBr - 1) / kBr, p.B * p.H), dim3(32 * kWarps), smem, p);
   });
 }

@@ -48,7 +48,7 @@ cudaError_t launch(const attn::AttentionParams& p, bool heaviest_first) {
   constexpr int Br = ch05::fa2_tiles(D).Br;
   const unsigned q_tiles = static_cast<unsigned>((p.Lq + Br - 1) / Br), heads = static_cast<unsigned>(p.B * p.H);
   const dim3 block(32 * ch05::kWarps);
-  const size_t smem = ch05::lean_loop_smem<T, D>();
+  const size_t smem = ch05::smem_bytes(ch05::Step::lean_loop, D, sizeof(T));
   if (heaviest_first)
     return simt::launch(ch05::lean_loop_kernel<T, D, SkipTiles<kMode, true>>, dim3(heads, q_tiles), block, smem, p);
   return simt::launch(ch05::lean_loop_kernel<T, D, SkipTiles<kMode, false>>, dim3(q_tiles, heads), block, smem, p);
