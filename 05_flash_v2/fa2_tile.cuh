@@ -3,10 +3,10 @@
 // one tile of Bc keys, once S = Q K^T is in its accumulators, and how it writes O at the end.
 //
 // A lane (g = lane / 4, t = lane % 4) holds rows g and g + 8 of the warp's 16 rows; of each
-// 8-column tile of S or O, columns 2t and 2t + 1 (kernels/mma.cuh).
+// 8-column tile of S or O, columns 2t and 2t + 1 (mma.cuh).
 #pragma once
 #include "flash_v2.h"
-#include "kernels/mma.cuh"
+#include "mma.cuh"
 #include "kernels/numeric.cuh"
 #include "simt/ptx.cuh"
 

@@ -1,6 +1,6 @@
 // products.cuh: a warp's two matrix products on tensor cores, S = Q K^T and O += P V, in the forms
 // the steps introduce one at a time. L is the shared-memory layout (pipeline.cuh); fragments as in
-// kernels/mma.cuh. A lane's matrix for ldmatrix.x4 is mtx = lane / 8, its row in it lane % 8.
+// mma.cuh. A lane's matrix for ldmatrix.x4 is mtx = lane / 8, its row in it lane % 8.
 #pragma once
 #include "fa2_tile.cuh"
 #include "simt/ptx.cuh"

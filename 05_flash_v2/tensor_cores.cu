@@ -7,7 +7,7 @@
 //   S (16 x 64) = Q K^T      8 column tiles x d/16 steps of mma; K's fragments by ldmatrix
 //   m, alpha, P = exp2(S - m) on the accumulators: a lane holds 2 rows; the 4 lanes of a quad
 //                            share them and meet in two shuffles (quad_max)
-//   O (16 x d) += P V        P's accumulators are already A fragments (kernels/mma.cuh): no trip
+//   O (16 x d) += P V        P's accumulators are already A fragments (mma.cuh): no trip
 //                            through shared memory; V's fragments by ldmatrix.trans
 // The products are in products.cuh and the softmax on the accumulators in fa2_tile.cuh: every
 // later step of the chapter, and chapter 06, reuses them. K and V tiles are plain loads into
