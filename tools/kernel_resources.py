@@ -197,10 +197,21 @@ def function_ranges(path, names):
     return out
 
 
+def attn_mask_lines():
+    """The attn_mask part of mask_score (numeric.cuh): no problem without an attn_mask runs it."""
+    path = os.path.join(ROOT, "common/kernels/numeric.cuh")
+    rng = function_ranges(path, ["mask_score"]).get("mask_score")
+    if not rng:
+        return set()
+    lines = open(path).read().splitlines()
+    start = next((n for n in range(rng[0], rng[1] + 1) if "MaskKind::none ||" in lines[n - 1]), rng[1])
+    return {("numeric.cuh", n) for n in range(start + 1, rng[1] + 1)}
+
+
 def cold_lines():
     """Source lines that a whole, unmasked K/V tile of the fast step never executes: scale_and_mask
     (masked tiles only) and copy_rows' zero-filling branch (the last tile only)."""
-    cold = set()
+    cold = attn_mask_lines()
     fa2 = os.path.join(ROOT, "05_flash_v2/fa2_tile.cuh")
     for lo, hi in function_ranges(fa2, ["scale_and_mask"]).values():
         cold |= {("fa2_tile.cuh", n) for n in range(lo, hi + 1)}
@@ -336,7 +347,7 @@ def main():
             for (mangled, _), k in kernels.items():
                 rows.append(dict(k, mangled=mangled, source=os.path.relpath(src, ROOT)))
     names = demangle([r["mangled"] for r in rows])
-    cold = cold_lines()
+    cold, mask_only = cold_lines(), attn_mask_lines()
     steps = {"split_k", "split_q", "tensor_cores", "cp_async", "swizzle", "ldmatrix_x4", "rows_32", "lean_loop"}
     for r in rows:
         r["kernel"], r["dtype"], r["d"], r["policy"] = describe(names[r["mangled"]]) or (names[r["mangled"]], "", 0, "")
@@ -346,7 +357,7 @@ def main():
         r["smem"] = r["static_smem"] + smem.get((r["kernel"], r["d"], elem), 0)
         r["threads"] = 128  # every kernel of chapters 05 and 06 runs 4 warps
         r["blocks_per_sm"] = blocks_per_sm(r.get("registers", 0), r["threads"], r["smem"]) if (r["kernel"], r["d"], elem) in smem else ""
-        loop = tile_loop(sass[r["mangled"]], cold if r["kernel"] == "lean_loop" else set()) if r["mangled"] in sass else None
+        loop = tile_loop(sass[r["mangled"]], cold if r["kernel"] == "lean_loop" else mask_only) if r["mangled"] in sass else None
         r["loop"] = loop
     rows.sort(key=lambda r: (r["source"], r["kernel"], r["policy"], r["dtype"], r["d"]))
 
@@ -429,8 +440,9 @@ def write_out(out, rows, version, arch, nvdisasm):
                                                if nvdisasm else "; no nvdisasm: no instruction mix"),
              "A compiler report, not a measurement: nothing here ran on a GPU.", "",
              "`kernels.csv` has every instantiation (fp16, bf16; every head dim). The loop columns count the SASS of the",
-             "K/V tile loop (the loop with the most HMMA) per warp and tile; for `lean_loop` the path of a whole, unmasked",
-             "tile (the mask and the last tile's zero-filling copy excluded, `loop_all_paths_instructions` has all of it).",
+             "K/V tile loop (the loop with the most HMMA) per warp and tile, on the path of a problem without attn_mask (the",
+             "attn_mask code of `mask_score` excluded); for `lean_loop` the path of a whole, unmasked tile (`scale_and_mask`",
+             "and the last tile's zero-filling copy excluded too). `loop_all_paths_instructions` counts every path.",
              "Loops nested in the tile loop (`inner_loops`: the copy loops of steps c to g) are counted once, not per trip.",
              "Ceilings, as fractions of one HMMA per clock per SM: issue = 4 x HMMA / instructions; shared = HMMA /",
              "shared-memory wavefronts (ldmatrix.x4 and a warp's 16-byte cp.async: 4 each; bank conflicts not counted).", "",
