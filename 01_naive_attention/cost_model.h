@@ -12,7 +12,9 @@ namespace attn::cost {
 inline double nn(const Problem& p) { return static_cast<double>(p.heads()) * p.Lq * p.Lk; }
 inline double nn(const AttentionParams& p) { return static_cast<double>(p.B) * p.H * p.Lq * p.Lk; }
 // Bytes of one [B, H, L, d] input or output tensor.
-inline double in_bytes(const AttentionParams& p, int L) { return static_cast<double>(p.B) * p.H * L * p.d * dtype_size(p.dtype); }
+inline double in_bytes(const AttentionParams& p, int L) {
+  return static_cast<double>(p.B) * p.H * L * p.d * dtype_size(p.dtype);
+}
 // S = Q K^T: Q and K read, S written in fp32.
 inline double gemm1_bytes(const AttentionParams& p) { return in_bytes(p, p.Lq) + in_bytes(p, p.Lk) + 4 * nn(p); }
 // O = P V: P read in fp32, V read, O written.

@@ -6,8 +6,8 @@
 // 8-column tile of S or O, columns 2t and 2t + 1 (mma.cuh).
 #pragma once
 #include "flash_v2.h"
-#include "mma.cuh"
 #include "kernels/numeric.cuh"
+#include "mma.cuh"
 #include "simt/ptx.cuh"
 
 namespace ch05 {
@@ -29,9 +29,9 @@ template <int Bc, bool kAttnMask = true>
 __device__ __forceinline__ void scale_and_mask(float (&s)[Bc / 8][4], int row, const attn::AttentionParams& p, int b,
                                                int h, int k0, float scale_log2) {
   const int t = static_cast<int>(threadIdx.x % 4);
-  #pragma unroll
+#pragma unroll
   for (int nt = 0; nt < Bc / 8; ++nt)
-    #pragma unroll
+#pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int i = row + e / 2 * 8, key = k0 + nt * 8 + 2 * t + (e & 1);
       const float x = s[nt][e] * scale_log2;
@@ -48,9 +48,9 @@ __device__ __forceinline__ void scale_and_mask(float (&s)[Bc / 8][4], int row, c
 // crosses (chapter 06 sorts the tiles).
 template <int Bc>
 __device__ __forceinline__ void scale_only(float (&s)[Bc / 8][4], float scale_log2) {
-  #pragma unroll
+#pragma unroll
   for (int nt = 0; nt < Bc / 8; ++nt)
-    #pragma unroll
+#pragma unroll
     for (int e = 0; e < 4; ++e) s[nt][e] *= scale_log2;
 }
 
@@ -71,25 +71,25 @@ struct Exp2Ftz {
 template <int Bc, int D, class E = Exp2>
 __device__ __forceinline__ void online_softmax(float (&s)[Bc / 8][4], RowState<D>& st, float c = 1.f) {
   float m_new[2] = {-INFINITY, -INFINITY};
-  #pragma unroll
+#pragma unroll
   for (int nt = 0; nt < Bc / 8; ++nt)
-    #pragma unroll
+#pragma unroll
     for (int e = 0; e < 4; ++e) m_new[e / 2] = fmaxf(m_new[e / 2], s[nt][e]);
   float alpha[2], m_use[2], sum[2] = {0.f, 0.f};
-  #pragma unroll
+#pragma unroll
   for (int r = 0; r < 2; ++r) {
     m_new[r] = fmaxf(st.m[r], attn::quad_max(m_new[r]) * c);
     m_use[r] = m_new[r] == -INFINITY ? 0.f : m_new[r];  // nothing visible yet: keep exp2 finite
     alpha[r] = E::f(st.m[r] - m_use[r]);
     st.m[r] = m_new[r];
   }
-  #pragma unroll
+#pragma unroll
   for (int nt = 0; nt < Bc / 8; ++nt)
-    #pragma unroll
+#pragma unroll
     for (int e = 0; e < 4; ++e) sum[e / 2] += s[nt][e] = E::f(fmaf(s[nt][e], c, -m_use[e / 2]));
-  #pragma unroll
+#pragma unroll
   for (int r = 0; r < 2; ++r) st.l[r] = st.l[r] * alpha[r] + sum[r];
-  #pragma unroll
+#pragma unroll
   for (int nt = 0; nt < D / 8; ++nt) {
     st.o[nt][0] *= alpha[0], st.o[nt][1] *= alpha[0];
     st.o[nt][2] *= alpha[1], st.o[nt][3] *= alpha[1];
@@ -101,14 +101,14 @@ __device__ __forceinline__ void online_softmax(float (&s)[Bc / 8][4], RowState<D
 template <class T, int D>
 __device__ __forceinline__ void store_rows(const RowState<D>& st, int row, const attn::AttentionParams& p, int bh) {
   const int t = static_cast<int>(threadIdx.x % 4);
-  #pragma unroll
+#pragma unroll
   for (int r = 0; r < 2; ++r) {
     const float l = attn::quad_sum(st.l[r]);  // every lane of the warp takes part
     const float inv_l = l > 0.f ? 1.f / l : 0.f;
     const int i = row + 8 * r;
     if (i >= p.Lq) continue;
     T* out = static_cast<T*>(p.o) + (static_cast<size_t>(bh) * p.Lq + i) * D;
-    #pragma unroll
+#pragma unroll
     for (int nt = 0; nt < D / 8; ++nt) {
       attn::store(out + nt * 8 + 2 * t, st.o[nt][2 * r] * inv_l);
       attn::store(out + nt * 8 + 2 * t + 1, st.o[nt][2 * r + 1] * inv_l);

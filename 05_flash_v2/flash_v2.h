@@ -10,7 +10,7 @@
 namespace ch05 {
 
 // The head dims each family is compiled for: dispatch and registry both read these.
-using CudaCoreDims = attn::HeadDimList<32, 64, 80, 96, 128>;   // steps a, b: registers sized by d
+using CudaCoreDims = attn::HeadDimList<32, 64, 80, 96, 128>;     // steps a, b: registers sized by d
 using TensorCoreDims = attn::HeadDimList<32, 64, 96, 128, 256>;  // steps c to h: d / 16 mma k-steps
 
 cudaError_t split_k(const attn::AttentionParams& p);       // a: FA2's loop order; warps split each K/V tile

@@ -19,9 +19,9 @@ constexpr int kStages = 2;
 template <class T, int D>
 __global__ void __launch_bounds__(32 * kWarps) ldmatrix_x4_kernel(const attn::AttentionParams p) {
   using L = Swizzled<D>;
-  T* Qs = simt::dynamic_smem<T>();          // [kBr] rows
-  T* Ks = Qs + L::elems(kBr);               // [kStages][kBc] rows
-  T* Vs = Ks + kStages * L::elems(kBc);     // [kStages][kBc] rows
+  T* Qs = simt::dynamic_smem<T>();       // [kBr] rows
+  T* Ks = Qs + L::elems(kBr);            // [kStages][kBc] rows
+  T* Vs = Ks + kStages * L::elems(kBc);  // [kStages][kBc] rows
   const int warp = static_cast<int>(threadIdx.x / 32), g = static_cast<int>(threadIdx.x % 32 / 4);
   const int bh = static_cast<int>(blockIdx.y), b = bh / p.H, h = bh % p.H, q0 = static_cast<int>(blockIdx.x) * kBr;
   const T* Q = static_cast<const T*>(p.q) + static_cast<size_t>(bh) * p.Lq * D;

@@ -9,8 +9,8 @@ cudaError_t lean_loop(const attn::AttentionParams& p) {
     using T = decltype(t);
     constexpr int D = decltype(d)::value;
     constexpr Tiles kT = fa2_tiles(D);
-    return simt::launch(lean_loop_kernel<T, D, EveryTile>, dim3((p.Lq + kT.Br - 1) / kT.Br, p.B * p.H), dim3(32 * kWarps),
-                        smem_bytes(Step::lean_loop, D, sizeof(T)), p);
+    return simt::launch(lean_loop_kernel<T, D, EveryTile>, dim3((p.Lq + kT.Br - 1) / kT.Br, p.B * p.H),
+                        dim3(32 * kWarps), smem_bytes(Step::lean_loop, D, sizeof(T)), p);
   });
 }
 

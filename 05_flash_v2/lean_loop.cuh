@@ -32,7 +32,9 @@ struct EveryTile {
   __device__ static Block block(const attn::AttentionParams&, int /*q_tiles*/) {
     return {static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.x)};
   }
-  __device__ static int tiles(const attn::AttentionParams& p, int /*q0*/, int /*Br*/, int Bc) { return (p.Lk + Bc - 1) / Bc; }
+  __device__ static int tiles(const attn::AttentionParams& p, int /*q0*/, int /*Br*/, int Bc) {
+    return (p.Lk + Bc - 1) / Bc;
+  }
   __device__ static bool needs_mask(const attn::AttentionParams& p, int /*q0*/, int k0, int Bc) {
     return p.causal != attn::Causal::none || p.mask_kind != attn::MaskKind::none || k0 + Bc > p.Lk;
   }
@@ -69,7 +71,7 @@ __global__ void __launch_bounds__(32 * kWarps) lean_loop_kernel(const attn::Atte
   auto row = [&](int m) { return q0 + (warp * kM + m) * 16 + g; };  // m-tile m: rows row(m), row(m) + 8
   RowState<D> st[kM];
   if (tiles == 0) {  // no row of this tile sees a key (chapter 06): O = 0, lse = -inf
-    #pragma unroll
+#pragma unroll
     for (int m = 0; m < kM; ++m) store_rows<T>(st[m], row(m), p, bh);
     return;
   }
@@ -77,7 +79,7 @@ __global__ void __launch_bounds__(32 * kWarps) lean_loop_kernel(const attn::Atte
   simt::cp_async_commit();
   copy_kv(0);
   const float scale_log2 = p.scale * attn::kLog2e;
-  const Fragments<L> frag;  // this lane's ldmatrix offsets, computed once
+  const Fragments<L> frag;                      // this lane's ldmatrix offsets, computed once
   const T* Qw = Qs + warp * kM * 16 * L::kRow;  // the warp's rows of Q
 
   for (int j = 0; j < tiles; ++j) {
@@ -95,7 +97,7 @@ __global__ void __launch_bounds__(32 * kWarps) lean_loop_kernel(const attn::Atte
     // Raw scores unless this tile needs the mask (or the scale is not positive: the maximum of
     // the raw scores is then not the maximum of the scaled ones).
     const bool masked = Policy::needs_mask(p, q0, k0, Bc) || !(scale_log2 > 0.f);
-    #pragma unroll
+#pragma unroll
     for (int m = 0; m < kM; ++m) {
       if (masked) scale_and_mask<Bc, Policy::kAttnMask>(s[m], row(m), p, b, h, k0, scale_log2);
       online_softmax<Bc, D, Exp2Ftz>(s[m], st[m], masked ? 1.f : scale_log2);
@@ -104,7 +106,7 @@ __global__ void __launch_bounds__(32 * kWarps) lean_loop_kernel(const attn::Atte
     accumulate_pv_rows<T, D, Bc, kM, L>(st, pa, frag, Vs + j % kStages * L::elems(Bc));
     __syncthreads();
   }
-  #pragma unroll
+#pragma unroll
   for (int m = 0; m < kM; ++m) store_rows<T>(st[m], row(m), p, bh);
 }
 

@@ -55,7 +55,7 @@ __device__ __forceinline__ void copy_rows(T* tile, const T* src, int valid) {
   const int tid = static_cast<int>(threadIdx.x), r0 = tid / kChunks, col = tid % kChunks * 8;
   if (r0 >= kRowsPerPass) return;
   (void)valid;
-  #pragma unroll
+#pragma unroll
   for (int i = 0; i < kRows / kRowsPerPass; ++i) {
     const int r = r0 + i * kRowsPerPass;
     if constexpr (kTail) {

@@ -13,8 +13,9 @@ __device__ __forceinline__ int lane_id() { return static_cast<int>(threadIdx.x %
 template <class T, int D, class L>
 __device__ __forceinline__ void load_q(uint32_t (&qa)[D / 16][4], const T* Qs, int row0) {
   const int lane = lane_id();
-  #pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk) simt::ldmatrix_x4(qa[kk], &Qs[L::at(row0 + lane % 16, kk * 16 + (lane / 16) * 8)]);
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk)
+    simt::ldmatrix_x4(qa[kk], &Qs[L::at(row0 + lane % 16, kk * 16 + (lane / 16) * 8)]);
 }
 
 // Steps c to e. S (16 x Bc) = Q K^T, one ldmatrix.x2 per 8 keys x 16 columns of K: K stored
@@ -22,10 +23,10 @@ __device__ __forceinline__ void load_q(uint32_t (&qa)[D / 16][4], const T* Qs, i
 template <class T, int D, int Bc, class L>
 __device__ __forceinline__ void scores_x2(float (&s)[Bc / 8][4], const uint32_t (&qa)[D / 16][4], const T* Kt) {
   const int lane = lane_id();
-  #pragma unroll
+#pragma unroll
   for (int nt = 0; nt < Bc / 8; ++nt) {
     s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
-    #pragma unroll
+#pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
       uint32_t kb[2];
       simt::ldmatrix_x2(kb, &Kt[L::at(nt * 8 + lane % 8, kk * 16 + (lane / 8) % 2 * 8)]);
@@ -37,11 +38,11 @@ __device__ __forceinline__ void scores_x2(float (&s)[Bc / 8][4], const uint32_t 
 template <class T, int D, int Bc, class L>
 __device__ __forceinline__ void accumulate_pv_x2(float (&o)[D / 8][4], const float (&s)[Bc / 8][4], const T* Vt) {
   const int lane = lane_id();
-  #pragma unroll
+#pragma unroll
   for (int kk = 0; kk < Bc / 16; ++kk) {
     uint32_t pa[4];
     attn::p_fragment<T>(pa, s[2 * kk], s[2 * kk + 1]);
-    #pragma unroll
+#pragma unroll
     for (int nt = 0; nt < D / 8; ++nt) {
       uint32_t vb[2];
       simt::ldmatrix_x2_trans(vb, &Vt[L::at(kk * 16 + lane % 16, nt * 8)]);
@@ -54,11 +55,11 @@ __device__ __forceinline__ void accumulate_pv_x2(float (&o)[D / 8][4], const flo
 template <class T, int D, int Bc, class L>
 __device__ __forceinline__ void scores_x4(float (&s)[Bc / 8][4], const uint32_t (&qa)[D / 16][4], const T* Kt) {
   const int lane = lane_id(), mtx = lane / 8;
-  #pragma unroll
+#pragma unroll
   for (int nt = 0; nt < Bc / 8; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
-  #pragma unroll
+#pragma unroll
   for (int kk = 0; kk < D / 16; ++kk)
-    #pragma unroll
+#pragma unroll
     for (int nt = 0; nt < Bc / 8; nt += 2) {
       uint32_t kb[4];
       simt::ldmatrix_x4(kb, &Kt[L::at((nt + mtx / 2) * 8 + lane % 8, kk * 16 + (mtx % 2) * 8)]);
@@ -70,11 +71,11 @@ __device__ __forceinline__ void scores_x4(float (&s)[Bc / 8][4], const uint32_t 
 template <class T, int D, int Bc, class L>
 __device__ __forceinline__ void accumulate_pv_x4(float (&o)[D / 8][4], const float (&s)[Bc / 8][4], const T* Vt) {
   const int lane = lane_id(), mtx = lane / 8;
-  #pragma unroll
+#pragma unroll
   for (int kk = 0; kk < Bc / 16; ++kk) {
     uint32_t pa[4];
     attn::p_fragment<T>(pa, s[2 * kk], s[2 * kk + 1]);
-    #pragma unroll
+#pragma unroll
     for (int nt = 0; nt < D / 8; nt += 2) {
       uint32_t vb[4];
       simt::ldmatrix_x4_trans(vb, &Vt[L::at(kk * 16 + (mtx % 2) * 8 + lane % 8, (nt + mtx / 2) * 8)]);
@@ -94,7 +95,7 @@ template <class L>
 struct LaneCols {
   int off[4];
   __device__ LaneCols(int row, int half) {
-    #pragma unroll
+#pragma unroll
     for (int u = 0; u < 4; ++u) off[u] = L::at(row, (2 * u + half) * 8);
   }
   __device__ int at(int rows8, int u) const { return off[u % 4] + u / 4 * 64 + rows8 * L::kRow; }
@@ -107,7 +108,7 @@ template <class L>
 struct Fragments {
   LaneCols<L> k, v;
   __device__ Fragments()
-      : k(lane_id() / 16 * 8 + lane_id() % 8, lane_id() / 8 % 2),  // B of 2 n-tiles: keys by mtx / 2, k-half mtx % 2
+      : k(lane_id() / 16 * 8 + lane_id() % 8, lane_id() / 8 % 2),    // B of 2 n-tiles: keys by mtx / 2, k-half mtx % 2
         v(lane_id() / 8 % 2 * 8 + lane_id() % 8, lane_id() / 16) {}  // B^T: keys by mtx % 2, n-tile mtx / 2; A of Q
 };
 
@@ -116,22 +117,23 @@ struct Fragments {
 // Q's fragments for one k-step are re-read from shared memory (kM ldmatrix.x4) rather than kept
 // for the whole loop (see Tiles in flash_v2.h).
 template <class T, int D, int Bc, int kM, class L>
-__device__ __forceinline__ void scores_rows(float (&s)[kM][Bc / 8][4], const Fragments<L>& f, const T* Qw, const T* Kt) {
-  #pragma unroll
+__device__ __forceinline__ void scores_rows(float (&s)[kM][Bc / 8][4], const Fragments<L>& f, const T* Qw,
+                                            const T* Kt) {
+#pragma unroll
   for (int m = 0; m < kM; ++m)
-    #pragma unroll
+#pragma unroll
     for (int nt = 0; nt < Bc / 8; ++nt) s[m][nt][0] = s[m][nt][1] = s[m][nt][2] = s[m][nt][3] = 0.f;
-  #pragma unroll
+#pragma unroll
   for (int kk = 0; kk < D / 16; ++kk) {
     uint32_t qa[kM][4];
-    #pragma unroll
+#pragma unroll
     for (int m = 0; m < kM; ++m) simt::ldmatrix_x4(qa[m], &Qw[f.v.at(m * 16, kk)]);
-    #pragma unroll
+#pragma unroll
     for (int nt = 0; nt < Bc / 8; nt += 2) {
       uint32_t kb[4];
       simt::ldmatrix_x4(kb, &Kt[f.k.at(nt * 8, kk)]);
       const uint32_t b0[2] = {kb[0], kb[1]}, b1[2] = {kb[2], kb[3]};
-      #pragma unroll
+#pragma unroll
       for (int m = 0; m < kM; ++m) {
         simt::mma_m16n8k16<T>(s[m][nt], qa[m], b0, s[m][nt]);
         simt::mma_m16n8k16<T>(s[m][nt + 1], qa[m], b1, s[m][nt + 1]);
@@ -143,20 +145,20 @@ __device__ __forceinline__ void scores_rows(float (&s)[kM][Bc / 8][4], const Fra
 // m-tile: half the registers of its fp32 accumulators.
 template <class T, int Bc>
 __device__ __forceinline__ void pack_p(uint32_t (&pa)[Bc / 16][4], const float (&s)[Bc / 8][4]) {
-  #pragma unroll
+#pragma unroll
   for (int kk = 0; kk < Bc / 16; ++kk) attn::p_fragment<T>(pa[kk], s[2 * kk], s[2 * kk + 1]);
 }
 template <class T, int D, int Bc, int kM, class L>
 __device__ __forceinline__ void accumulate_pv_rows(RowState<D> (&st)[kM], const uint32_t (&pa)[kM][Bc / 16][4],
                                                    const Fragments<L>& f, const T* Vt) {
-  #pragma unroll
+#pragma unroll
   for (int kk = 0; kk < Bc / 16; ++kk)
-    #pragma unroll
+#pragma unroll
     for (int nt = 0; nt < D / 8; nt += 2) {
       uint32_t vb[4];
       simt::ldmatrix_x4_trans(vb, &Vt[f.v.at(kk * 16, nt / 2)]);
       const uint32_t b0[2] = {vb[0], vb[1]}, b1[2] = {vb[2], vb[3]};
-      #pragma unroll
+#pragma unroll
       for (int m = 0; m < kM; ++m) {
         simt::mma_m16n8k16<T>(st[m].o[nt], pa[m][kk], b0, st[m].o[nt]);
         simt::mma_m16n8k16<T>(st[m].o[nt + 1], pa[m][kk], b1, st[m].o[nt + 1]);

@@ -25,9 +25,9 @@ __global__ void __launch_bounds__(32 * kWarps) rows_32_kernel(const attn::Attent
   using L = Swizzled<D>;
   constexpr Tiles kT = fa2_tiles(D);
   constexpr int kM = kT.m_tiles, Br = kT.Br, Bc = kT.Bc, kStages = kT.stages;
-  T* Qs = simt::dynamic_smem<T>();       // [Br] rows
-  T* Ks = Qs + L::elems(Br);             // [kStages][Bc] rows
-  T* Vs = Ks + kStages * L::elems(Bc);   // [kStages][Bc] rows
+  T* Qs = simt::dynamic_smem<T>();      // [Br] rows
+  T* Ks = Qs + L::elems(Br);            // [kStages][Bc] rows
+  T* Vs = Ks + kStages * L::elems(Bc);  // [kStages][Bc] rows
   const int warp = static_cast<int>(threadIdx.x / 32), g = static_cast<int>(threadIdx.x % 32 / 4);
   const int bh = static_cast<int>(blockIdx.y), b = bh / p.H, h = bh % p.H, q0 = static_cast<int>(blockIdx.x) * Br;
   const T* Q = static_cast<const T*>(p.q) + static_cast<size_t>(bh) * p.Lq * D;
@@ -47,7 +47,7 @@ __global__ void __launch_bounds__(32 * kWarps) rows_32_kernel(const attn::Attent
   auto row = [&](int m) { return q0 + (warp * kM + m) * 16 + g; };  // m-tile m: rows row(m), row(m) + 8
   RowState<D> st[kM];  // the warp's rows warp * 16 kM ...: m-tile m holds 16 of them
   const float scale_log2 = p.scale * attn::kLog2e;
-  const Fragments<L> frag;  // this lane's ldmatrix offsets, computed once
+  const Fragments<L> frag;                      // this lane's ldmatrix offsets, computed once
   const T* Qw = Qs + warp * kM * 16 * L::kRow;  // the warp's rows of Q
 
   for (int j = 0; j < tiles; ++j) {
@@ -61,7 +61,7 @@ __global__ void __launch_bounds__(32 * kWarps) rows_32_kernel(const attn::Attent
     float s[kM][Bc / 8][4];
     uint32_t pa[kM][Bc / 16][4];  // P, packed
     scores_rows<T, D, Bc, kM, L>(s, frag, Qw, Ks + j % kStages * L::elems(Bc));
-    #pragma unroll
+#pragma unroll
     for (int m = 0; m < kM; ++m) {
       scale_and_mask<Bc>(s[m], row(m), p, b, h, j * Bc, scale_log2);
       online_softmax<Bc>(s[m], st[m]);
@@ -70,7 +70,7 @@ __global__ void __launch_bounds__(32 * kWarps) rows_32_kernel(const attn::Attent
     accumulate_pv_rows<T, D, Bc, kM, L>(st, pa, frag, Vs + j % kStages * L::elems(Bc));
     __syncthreads();
   }
-  #pragma unroll
+#pragma unroll
   for (int m = 0; m < kM; ++m) store_rows<T>(st[m], row(m), p, bh);
 }
 

@@ -46,7 +46,7 @@ __global__ void __launch_bounds__(32 * kWarps) split_k_kernel(const attn::Attent
   const T* qrow = static_cast<const T*>(p.q) + (static_cast<size_t>(bh) * p.Lq + (active ? i : 0)) * D;
   for (int e = w; e < D; e += kWarps) q[e] = attn::load(qrow + e) * scale_log2;  // the 4 warps share the row
   float o[D];
-  #pragma unroll
+#pragma unroll
   for (int e = 0; e < D; ++e) o[e] = 0.f;
   float m = -INFINITY, l = 0.f;
 
@@ -66,7 +66,7 @@ __global__ void __launch_bounds__(32 * kWarps) split_k_kernel(const attn::Attent
       float x = -INFINITY;
       if (key < p.Lk) {
         float dot = 0.f;
-        #pragma unroll
+#pragma unroll
         for (int e = 0; e < D; ++e) dot += q[e] * Ks[j * D + e];
         x = attn::mask_score(p, b, h, i, key, dot, attn::kLog2e);
       }
@@ -79,12 +79,12 @@ __global__ void __launch_bounds__(32 * kWarps) split_k_kernel(const attn::Attent
     for (int c = 0; c < kSlice; ++c) sum += s[c] = exp2f(s[c] - m_use);
     l = l * alpha + sum;
     m = m_tile;
-    #pragma unroll
+#pragma unroll
     for (int e = 0; e < D; ++e) o[e] *= alpha;
     for (int c = 0; c < kSlice; ++c) {
       const float pc = s[c];
       const float* v = Vs + (w * kSlice + c) * D;
-      #pragma unroll
+#pragma unroll
       for (int e = 0; e < D; ++e) o[e] += pc * v[e];
     }
   }
@@ -95,24 +95,24 @@ __global__ void __launch_bounds__(32 * kWarps) split_k_kernel(const attn::Attent
   float* part_o = Ks;                    // [kWarps][Br][D]
   float* part_m = Qs;                    // [kWarps][Br]
   float* part_l = part_m + kWarps * Br;  // [kWarps][Br]
-  #pragma unroll
+#pragma unroll
   for (int e = 0; e < D; ++e) part_o[(w * Br + r) * D + e] = o[e];
   part_m[w * Br + r] = m;
   part_l[w * Br + r] = l;
   __syncthreads();
   if (!active) return;
   float m_row = -INFINITY, l_row = 0.f;
-  #pragma unroll
+#pragma unroll
   for (int x = 0; x < kWarps; ++x) m_row = fmaxf(m_row, part_m[x * Br + r]);
   const float m_use = m_row == -INFINITY ? 0.f : m_row;
   float scale_of[kWarps];
-  #pragma unroll
+#pragma unroll
   for (int x = 0; x < kWarps; ++x) l_row += part_l[x * Br + r] * (scale_of[x] = exp2f(part_m[x * Br + r] - m_use));
   const float inv_l = l_row > 0.f ? 1.f / l_row : 0.f;  // no visible key: O = 0
   T* out = static_cast<T*>(p.o) + (static_cast<size_t>(bh) * p.Lq + i) * D;
   for (int e = w; e < D; e += kWarps) {  // each warp writes a quarter of the columns
     float acc = 0.f;
-    #pragma unroll
+#pragma unroll
     for (int x = 0; x < kWarps; ++x) acc += part_o[(x * Br + r) * D + e] * scale_of[x];
     attn::store(out + e, acc * inv_l);
   }
@@ -127,7 +127,8 @@ cudaError_t split_k(const attn::AttentionParams& p) {
     return attn::dispatch_head_dim(CudaCoreDims{}, p.d, [&](auto d) {
       constexpr int D = decltype(d)::value;
       const size_t smem = smem_bytes(Step::split_k, D, 4);
-      return simt::launch(split_k_kernel<decltype(t), D>, dim3((p.Lq + Br - 1) / Br, p.B * p.H), dim3(32 * kWarps), smem, p);
+      return simt::launch(split_k_kernel<decltype(t), D>, dim3((p.Lq + Br - 1) / Br, p.B * p.H), dim3(32 * kWarps),
+                          smem, p);
     });
   });
 }

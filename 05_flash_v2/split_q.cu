@@ -18,10 +18,10 @@ constexpr int Br = 32 * kWarps, Bc = 64;
 
 template <class T, int D>
 __global__ void __launch_bounds__(32 * kWarps) split_q_kernel(const attn::AttentionParams p) {
-  float* Ks = simt::dynamic_smem<float>();  // [Bc][D]
-  float* Vs = Ks + Bc * D;                  // [Bc][D]
-  float* Qs = Vs + Bc * D;                  // [Br][D + 4]
-  float* Ss = Qs + Br * (D + 4);            // [Br][Bc + 1]
+  float* Ks = simt::dynamic_smem<float>();      // [Bc][D]
+  float* Vs = Ks + Bc * D;                      // [Bc][D]
+  float* Qs = Vs + Bc * D;                      // [Br][D + 4]
+  float* Ss = Qs + Br * (D + 4);                // [Br][Bc + 1]
   const int r = static_cast<int>(threadIdx.x);  // this thread's row of the Q tile
   const int bh = static_cast<int>(blockIdx.y), b = bh / p.H, h = bh % p.H;
   const int i = static_cast<int>(blockIdx.x) * Br + r;
@@ -35,7 +35,7 @@ __global__ void __launch_bounds__(32 * kWarps) split_q_kernel(const attn::Attent
   const T* qrow = static_cast<const T*>(p.q) + (static_cast<size_t>(bh) * p.Lq + (active ? i : 0)) * D;
   for (int e = 0; e < D; ++e) q[e] = attn::load(qrow + e) * scale_log2;
   float o[D];
-  #pragma unroll
+#pragma unroll
   for (int e = 0; e < D; ++e) o[e] = 0.f;
   float m = -INFINITY, l = 0.f;
 
@@ -55,7 +55,7 @@ __global__ void __launch_bounds__(32 * kWarps) split_q_kernel(const attn::Attent
       float x = -INFINITY;
       if (key < p.Lk) {
         float dot = 0.f;
-        #pragma unroll
+#pragma unroll
         for (int e = 0; e < D; ++e) dot += q[e] * Ks[j * D + e];
         x = attn::mask_score(p, b, h, i, key, dot, attn::kLog2e);
       }
@@ -68,11 +68,11 @@ __global__ void __launch_bounds__(32 * kWarps) split_q_kernel(const attn::Attent
     for (int j = 0; j < Bc; ++j) sum += s[j] = exp2f(s[j] - m_use);
     l = l * alpha + sum;
     m = m_tile;
-    #pragma unroll
+#pragma unroll
     for (int e = 0; e < D; ++e) o[e] *= alpha;
     for (int j = 0; j < Bc; ++j) {
       const float pj = s[j];
-      #pragma unroll
+#pragma unroll
       for (int e = 0; e < D; ++e) o[e] += pj * Vs[j * D + e];
     }
   }
@@ -80,7 +80,7 @@ __global__ void __launch_bounds__(32 * kWarps) split_q_kernel(const attn::Attent
   if (!active) return;
   const float inv_l = l > 0.f ? 1.f / l : 0.f;  // no visible key: O = 0
   T* out = static_cast<T*>(p.o) + (static_cast<size_t>(bh) * p.Lq + i) * D;
-  #pragma unroll
+#pragma unroll
   for (int e = 0; e < D; ++e) attn::store(out + e, o[e] * inv_l);
   if (p.lse) p.lse[static_cast<size_t>(bh) * p.Lq + i] = l > 0.f ? (m + log2f(l)) * 0.6931471805599453f : -INFINITY;
 }
@@ -92,7 +92,8 @@ cudaError_t split_q(const attn::AttentionParams& p) {
     return attn::dispatch_head_dim(CudaCoreDims{}, p.d, [&](auto d) {
       constexpr int D = decltype(d)::value;
       const size_t smem = smem_bytes(Step::split_q, D, 4);
-      return simt::launch(split_q_kernel<decltype(t), D>, dim3((p.Lq + Br - 1) / Br, p.B * p.H), dim3(32 * kWarps), smem, p);
+      return simt::launch(split_q_kernel<decltype(t), D>, dim3((p.Lq + Br - 1) / Br, p.B * p.H), dim3(32 * kWarps),
+                          smem, p);
     });
   });
 }

@@ -41,7 +41,7 @@ __global__ void __launch_bounds__(32 * kWarps) tensor_cores_kernel(const attn::A
   __syncthreads();
   uint32_t qa[D / 16][4];  // this warp's 16 rows of Q as A fragments, one per 16 columns
   load_q<T, D, L>(qa, Qs, warp * 16);
-  RowState<D> st;  // this lane's two rows: their O, m and l
+  RowState<D> st;                      // this lane's two rows: their O, m and l
   const int row = q0 + warp * 16 + g;  // this lane's rows: row and row + 8
   const float scale_log2 = p.scale * attn::kLog2e;
 
@@ -57,8 +57,8 @@ __global__ void __launch_bounds__(32 * kWarps) tensor_cores_kernel(const attn::A
     float s[kBc / 8][4];  // S = Q K^T: 8 tiles of 16 x 8
     scores_x2<T, D, kBc, L>(s, qa, Ks);
     scale_and_mask<kBc>(s, row, p, b, h, k0, scale_log2);  // base 2; masked keys -inf
-    online_softmax<kBc>(s, st);                           // m, alpha applied to l and O, s = P
-    accumulate_pv_x2<T, D, kBc, L>(st.o, s, Vs);          // O += P V
+    online_softmax<kBc>(s, st);                            // m, alpha applied to l and O, s = P
+    accumulate_pv_x2<T, D, kBc, L>(st.o, s, Vs);           // O += P V
   }
   store_rows<T>(st, row, p, bh);
 }

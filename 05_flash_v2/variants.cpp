@@ -52,7 +52,8 @@ constexpr auto br32 = [](const Problem&) { return 32; };
 constexpr auto br64 = [](const Problem&) { return ch05::kBr; };
 constexpr auto br128 = [](const Problem&) { return 128; };
 
-const Register a(step("split_k", "FA2's loop order on CUDA cores: a block per Q tile, O in registers; warps split each K/V tile",
+const Register a(step("split_k",
+                      "FA2's loop order on CUDA cores: a block per Q tile, O in registers; warps split each K/V tile",
                       ch05::split_k, br32, false));
 const Register b(step("split_q", "warps split Q, not K: each thread a row, every key; no reduction across warps",
                       ch05::split_q, br128, false));
@@ -61,14 +62,16 @@ const Register c(step("tensor_cores", "mma.sync m16n8k16 for both products, ldma
 const Register d(step("cp_async", "K/V tiles copied by cp.async into two stages while the other is computed on",
                       ch05::cp_async, br64, true));
 const Register e(step("swizzle", "swizzled shared-memory layout instead of padded rows", ch05::swizzle, br64, true));
-const Register f(with_formerly(step("ldmatrix_x4", "one ldmatrix.x4 per two 8-column tiles of K and V (the former pipelined)",
+const Register f(with_formerly(step("ldmatrix_x4",
+                                    "one ldmatrix.x4 per two 8-column tiles of K and V (the former pipelined)",
                                     ch05::ldmatrix_x4, br64, true),
                                {"pipelined"}));
 const Register g(step("rows_32", "32 query rows per warp: every K/V fragment feeds 4 mma; tiles per head dim",
                       ch05::rows_32, fast_br, true));
-const Register h(as_best(step("lean_loop",
-                              "the inner loop lean: unrolled copies, zero-fill and mask on the last tile only, scale in "
-                              "exp2's FFMA, ex2.approx.ftz",
-                              ch05::lean_loop, fast_br, true)));
+const Register h(
+    as_best(step("lean_loop",
+                 "the inner loop lean: unrolled copies, zero-fill and mask on the last tile only, scale in "
+                 "exp2's FFMA, ex2.approx.ftz",
+                 ch05::lean_loop, fast_br, true)));
 
 }  // namespace

@@ -15,7 +15,8 @@ long long visited_pairs(const Problem& p, bool skip) {
   AttentionParams a{};
   a.Lq = p.Lq, a.Lk = p.Lk, a.causal = p.causal;
   long long n = 0;
-  for (int q0 = 0; q0 < p.Lq; q0 += t.Br) n += skip ? ch06::tiles_to_visit(a, q0, t.Br, t.Bc) : (p.Lk + t.Bc - 1) / t.Bc;
+  for (int q0 = 0; q0 < p.Lq; q0 += t.Br)
+    n += skip ? ch06::tiles_to_visit(a, q0, t.Br, t.Bc) : (p.Lk + t.Bc - 1) / t.Bc;
   return n;
 }
 // K and V are read once per visited pair; Q read and O written once.
@@ -32,8 +33,8 @@ std::string tiles_plan(const Problem& p) {
 }
 
 // What the three share: chapter 05's dtypes and head dims, lse written, the emulator's pace.
-Variant causal_variant(const char* name, const char* description, bool skip, std::function<cudaError_t(const AttentionParams&)> kernel,
-                       const char* stage) {
+Variant causal_variant(const char* name, const char* description, bool skip,
+                       std::function<cudaError_t(const AttentionParams&)> kernel, const char* stage) {
   Variant v{.chapter = "06_causal", .name = name, .description = description};
   v.dtypes = {DType::fp16, DType::bf16};
   v.head_dims.list = as_vector(ch05::TensorCoreDims{});
@@ -41,7 +42,9 @@ Variant causal_variant(const char* name, const char* description, bool skip, std
   v.cpu_flops_per_second = 8e8;
   v.hbm_bytes = [skip](const Problem& p) { return causal_bytes(p, skip); };
   if (skip) v.plan = tiles_plan;
-  v.run = [kernel, stage = std::string(stage)](const AttentionParams& p, Stages& st) { st.run(stage, [&] { return kernel(p); }); };
+  v.run = [kernel, stage = std::string(stage)](const AttentionParams& p, Stages& st) {
+    st.run(stage, [&] { return kernel(p); });
+  };
   return v;
 }
 Variant limited(Variant v) {  // a grid row per head: (Q tiles, heads)
@@ -53,9 +56,9 @@ Variant as_best(Variant v) {
   return v;
 }
 
-const Register mask_every_tile(limited(causal_variant(
-    "mask_every_tile", "chapter 05's lean_loop: every K/V tile loaded, multiplied and masked key by key", false, ch05::lean_loop,
-    "FlashAttention-2, causal by masking")));
+const Register mask_every_tile(limited(
+    causal_variant("mask_every_tile", "chapter 05's lean_loop: every K/V tile loaded, multiplied and masked key by key",
+                   false, ch05::lean_loop, "FlashAttention-2, causal by masking")));
 const Register skip_tiles(limited(causal_variant(
     "skip_tiles", "K/V tiles above the diagonal skipped; only the diagonal tiles masked", true,
     [](const AttentionParams& p) { return ch06::skip_tiles(p, false); }, "FlashAttention-2, tiles skipped")));

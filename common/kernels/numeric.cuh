@@ -25,9 +25,12 @@ __device__ __forceinline__ void store(__nv_bfloat16* p, float x) { *p = __float2
 template <class F>
 cudaError_t dispatch_dtype(DType t, F&& f) {
   switch (t) {
-    case DType::fp32: return f(float{});
-    case DType::fp16: return f(__half{});
-    case DType::bf16: return f(__nv_bfloat16{});
+    case DType::fp32:
+      return f(float{});
+    case DType::fp16:
+      return f(__half{});
+    case DType::bf16:
+      return f(__nv_bfloat16{});
   }
   return cudaErrorInvalidValue;
 }
