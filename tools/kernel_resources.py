@@ -333,7 +333,8 @@ def main():
         fail("--nvdisasm %s does not exist" % a.nvdisasm)
 
     sources = sorted(f for pat in SOURCES for f in glob.glob(os.path.join(ROOT, pat)))
-    version = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
+    version_lines = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout.strip().splitlines()
+    version = next((l for l in version_lines if "release" in l), version_lines[-1] if version_lines else "nvcc")
     rows, sass = [], {}
     with tempfile.TemporaryDirectory() as tmp:
         with concurrent.futures.ThreadPoolExecutor(max(1, a.jobs)) as pool:
@@ -436,7 +437,8 @@ def write_out(out, rows, version, arch, nvdisasm):
     lines = ["# What the compiler made of chapters 05 and 06 (%s)" % arch, "",
              "Written by `tools/kernel_resources.py --out results/static-sm90` at commit %s on %s." % (commit_of_tree(), datetime.date.today()),
              "Compiler: %s (ptxas -v)%s." % (version, "; instruction mix from %s" % os.path.basename(nvdisasm) + " (" +
-                                               subprocess.run([nvdisasm, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1] + ")"
+                                               next((l for l in subprocess.run([nvdisasm, "--version"], capture_output=True, text=True).stdout.splitlines()
+                                                            if "release" in l), "version unknown") + ")"
                                                if nvdisasm else "; no nvdisasm: no instruction mix"),
              "A compiler report, not a measurement: nothing here ran on a GPU.", "",
              "`kernels.csv` has every instantiation (fp16, bf16; every head dim). The loop columns count the SASS of the",
