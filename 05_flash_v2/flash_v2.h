@@ -36,7 +36,7 @@ inline constexpr int kWarps = 4, kBr = 64, kBc = 64;
 //             Bc = 32 to keep Q + 2 stages of K, V at 96 KiB, 2 blocks per SM.
 // Q is re-read from shared memory at every k-step: kept in registers it would take d/2 more per
 // lane. Two cp.async stages: blocks per SM are set by the registers (128 threads x 129..255
-// registers: 2 per SM), and 2 stages already fit 2 blocks in 228 KiB (96 KiB each at d = 128); a
+// registers: 2 per SM), and 2 stages already fit 2 blocks in 228 KiB (48 KiB at d = 64, 64 at 128, 96 at 256); a
 // third stage would cost shared memory and no occupancy, and one tile in flight per block, with
 // a second block beside it, is what hides the copy.
 struct Tiles {

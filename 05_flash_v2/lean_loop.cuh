@@ -50,7 +50,7 @@ __global__ void __launch_bounds__(32 * kWarps) lean_loop_kernel(const attn::Atte
   T* Vs = Ks + kStages * L::elems(Bc);
   const int warp = static_cast<int>(threadIdx.x / 32), g = static_cast<int>(threadIdx.x % 32 / 4);
   const typename Policy::Block blk = Policy::block(p, (p.Lq + Br - 1) / Br);
-  const int bh = blk.bh, b = bh / p.H, h = bh % p.H, q0 = blk.q_tile * Br;
+  const int bh = blk.bh, q0 = blk.q_tile * Br;
   const T* Q = static_cast<const T*>(p.q) + static_cast<size_t>(bh) * p.Lq * D;
   const T* K = static_cast<const T*>(p.k) + static_cast<size_t>(bh) * p.Lk * D;
   const T* V = static_cast<const T*>(p.v) + static_cast<size_t>(bh) * p.Lk * D;
@@ -99,7 +99,9 @@ __global__ void __launch_bounds__(32 * kWarps) lean_loop_kernel(const attn::Atte
     const bool masked = Policy::needs_mask(p, q0, k0, Bc) || !(scale_log2 > 0.f);
 #pragma unroll
     for (int m = 0; m < kM; ++m) {
-      if (masked) scale_and_mask<Bc, Policy::kAttnMask>(s[m], row(m), p, b, h, k0, scale_log2);
+      // (batch, head) computed here, where only a masked tile pays for them: a division cannot be
+      // hoisted out of the branch, so they hold no register across the loop.
+      if (masked) scale_and_mask<Bc, Policy::kAttnMask>(s[m], row(m), p, bh / p.H, bh % p.H, k0, scale_log2);
       online_softmax<Bc, D, Exp2Ftz>(s[m], st[m], masked ? 1.f : scale_log2);
       pack_p<T, Bc>(pa[m], s[m]);
     }

@@ -43,15 +43,14 @@ struct SkipTiles {
   }
 };
 
-template <class T, int D, Mode kMode>
-cudaError_t launch(const attn::AttentionParams& p, bool heaviest_first) {
+template <class T, int D, Mode kMode, bool kHeaviestFirst>
+cudaError_t launch(const attn::AttentionParams& p) {
   constexpr int Br = ch05::fa2_tiles(D).Br;
   const unsigned q_tiles = static_cast<unsigned>((p.Lq + Br - 1) / Br), heads = static_cast<unsigned>(p.B * p.H);
-  const dim3 block(32 * ch05::kWarps);
+  const dim3 grid = kHeaviestFirst ? dim3(heads, q_tiles) : dim3(q_tiles, heads);
   const size_t smem = ch05::smem_bytes(ch05::Step::lean_loop, D, sizeof(T));
-  if (heaviest_first)
-    return simt::launch(ch05::lean_loop_kernel<T, D, SkipTiles<kMode, true>>, dim3(heads, q_tiles), block, smem, p);
-  return simt::launch(ch05::lean_loop_kernel<T, D, SkipTiles<kMode, false>>, dim3(q_tiles, heads), block, smem, p);
+  return simt::launch(ch05::lean_loop_kernel<T, D, SkipTiles<kMode, kHeaviestFirst>>, grid, dim3(32 * ch05::kWarps),
+                      smem, p);
 }
 
 }  // namespace
@@ -60,9 +59,11 @@ cudaError_t skip_tiles(const attn::AttentionParams& p, bool heaviest_first) {
   return ch05::dispatch_tensor_core(p, [&](auto t, auto d) {
     using T = decltype(t);
     constexpr int D = decltype(d)::value;
-    if (p.mask_kind != attn::MaskKind::none) return launch<T, D, Mode::mask>(p, heaviest_first);
-    if (p.causal != attn::Causal::none) return launch<T, D, Mode::causal>(p, heaviest_first);
-    return launch<T, D, Mode::none>(p, heaviest_first);
+    // Only skipped tiles make Q tiles unequal: with an attn_mask (every tile visited) or without
+    // is_causal there is no order to balance, and the grid-order kernel serves both variants.
+    if (p.mask_kind != attn::MaskKind::none) return launch<T, D, Mode::mask, false>(p);
+    if (p.causal == attn::Causal::none) return launch<T, D, Mode::none, false>(p);
+    return heaviest_first ? launch<T, D, Mode::causal, true>(p) : launch<T, D, Mode::causal, false>(p);
   });
 }
 
