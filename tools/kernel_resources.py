@@ -379,7 +379,8 @@ def main():
 def check_logs(build, max_d):
     if not os.path.isdir(build):
         fail("--ptxas-logs %s: no such build folder" % build)
-    logs = [f for pat in ("05_flash_v2", "06_causal") for f in glob.glob(os.path.join(build, "**", pat + "*", "**", "*.ptxas"), recursive=True)]
+    logs = sorted({f for pat in ("05_flash_v2", "06_causal")
+                   for f in glob.glob(os.path.join(build, "**", pat + "*", "**", "*.ptxas"), recursive=True)})
     if not logs:
         fail("no ptxas reports under %s: is it a gpu build of chapters 05 and 06 (cmake/ptxas_log.sh)?" % build, 1)
     kernels = {}
