@@ -215,6 +215,12 @@ def cold_lines():
     fa2 = os.path.join(ROOT, "05_flash_v2/fa2_tile.cuh")
     for lo, hi in function_ranges(fa2, ["scale_and_mask"]).values():
         cold |= {("fa2_tile.cuh", n) for n in range(lo, hi + 1)}
+    # The call of scale_and_mask in the fast step: its arguments ((batch, head) by a division) are
+    # computed on the masked branch only.
+    lean = os.path.join(ROOT, "05_flash_v2/lean_loop.cuh")
+    for n, l in enumerate(open(lean).read().splitlines(), 1):
+        if "scale_and_mask<" in l and not l.strip().startswith("//"):
+            cold.add(("lean_loop.cuh", n))
     pipe = os.path.join(ROOT, "05_flash_v2/pipeline.cuh")
     rng = function_ranges(pipe, ["copy_rows"]).get("copy_rows")
     if rng:
