@@ -22,8 +22,10 @@
 namespace ch05 {
 namespace {
 
+// At least one block per SM: without it ptxas for sm_80 held this kernel to 128 registers and spilled
+// at d = 32 (results/static-sm90/tile-experiments.md).
 template <class T, int D>
-__global__ void __launch_bounds__(32 * kWarps) tensor_cores_kernel(const attn::AttentionParams p) {
+__global__ void __launch_bounds__(32 * kWarps, 1) tensor_cores_kernel(const attn::AttentionParams p) {
   using L = Padded<D>;
   T* Qs = simt::dynamic_smem<T>();  // [kBr] rows
   T* Ks = Qs + L::elems(kBr);       // [kBc] rows
