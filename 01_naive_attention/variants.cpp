@@ -1,13 +1,11 @@
 // variants.cpp: chapter 01 in the registry.
+#include "cost_model.h"
 #include "harness/registry.h"
 #include "naive.h"
 
 namespace {
 using namespace attn;
-
-double nn(const Problem& p) { return static_cast<double>(p.heads()) * p.Lq * p.Lk; }  // elements of one N x N buffer
-double nn(const AttentionParams& p) { return static_cast<double>(p.B) * p.H * p.Lq * p.Lk; }
-double in_bytes(const AttentionParams& p, int L) { return static_cast<double>(p.B) * p.H * L * p.d * dtype_size(p.dtype); }
+using cost::nn;
 float* S_of(const AttentionParams& p) { return static_cast<float*>(p.workspace); }
 void* P_of(const AttentionParams& p) { return S_of(p) + static_cast<size_t>(p.B) * p.H * p.Lq * p.Lk; }
 
@@ -23,11 +21,9 @@ const Register naive({
     .run =
         [](const AttentionParams& p, Stages& st) {
           // Each stage with the bytes it must move: S read three times by the softmax.
-          st.run("S = scale*QK^T", [&] { return ch01::scores(p, S_of(p)); },
-                 in_bytes(p, p.Lq) + in_bytes(p, p.Lk) + 4 * nn(p));
+          st.run("S = scale*QK^T", [&] { return ch01::scores(p, S_of(p)); }, cost::gemm1_bytes(p));
           st.run("P = softmax(S)", [&] { return ch01::softmax_rows(p, S_of(p), P_of(p), false); }, 4 * nn(p) * 4);
-          st.run("O = PV", [&] { return ch01::pv(p, static_cast<const float*>(P_of(p))); },
-                 4 * nn(p) + in_bytes(p, p.Lk) + in_bytes(p, p.Lq));
+          st.run("O = PV", [&] { return ch01::pv(p, static_cast<const float*>(P_of(p))); }, cost::gemm2_bytes(p));
         },
 });
 
@@ -42,9 +38,9 @@ const Register math_path({
         [](const AttentionParams& p, Stages& st) {
           const double t = static_cast<double>(dtype_size(p.dtype));
           st.run("S = scale*QK^T (cuBLAS)", [&] { return ch01::cublas_scores(p, S_of(p)); },
-                 in_bytes(p, p.Lq) + in_bytes(p, p.Lk) + 4 * nn(p));
+                 cost::gemm1_bytes(p));
           st.run("P = softmax(S)", [&] { return ch01::softmax_rows(p, S_of(p), P_of(p), true); }, nn(p) * (4 * 3 + t));
-          st.run("O = PV (cuBLAS)", [&] { return ch01::cublas_pv(p, P_of(p)); }, nn(p) * t + in_bytes(p, p.Lk) + in_bytes(p, p.Lq));
+          st.run("O = PV (cuBLAS)", [&] { return ch01::cublas_pv(p, P_of(p)); }, nn(p) * t + cost::in_bytes(p, p.Lk) + cost::in_bytes(p, p.Lq));
         },
 });
 #endif

@@ -1,6 +1,7 @@
 // variants.cpp: chapter 02 in the registry. Every variant runs chapter 01's two GEMM kernels
 // (the first with scale 1: the softmax now scales) around one of this chapter's softmax kernels,
 // so the steps differ only in the softmax, and the per-kernel breakdown shows its share fall.
+#include "01_naive_attention/cost_model.h"
 #include "01_naive_attention/naive.h"
 #include "fused_softmax.h"
 #include "harness/registry.h"
@@ -9,17 +10,13 @@ namespace {
 using namespace attn;
 using Softmax = cudaError_t (*)(const AttentionParams&, const float*, float*);
 
-double nn(const Problem& p) { return static_cast<double>(p.heads()) * p.Lq * p.Lk; }
-double nn(const AttentionParams& p) { return static_cast<double>(p.B) * p.H * p.Lq * p.Lk; }
+using cost::gemm1_bytes, cost::gemm2_bytes, cost::nn;
 // P starts on a 16-byte boundary after S, so that rows of S and P share their alignment (the
 // vectorized kernels need it).
 size_t p_offset(double elements) { return (static_cast<size_t>(elements) + 3) / 4 * 4; }
-double in_bytes(const AttentionParams& p, int L) { return static_cast<double>(p.B) * p.H * L * p.d * dtype_size(p.dtype); }
 
-// The bytes each stage moves: the GEMMs as in chapter 01; the softmax reads S and writes P,
-// reading S again in each later pass when the row is not kept on chip.
-double gemm1_bytes(const AttentionParams& p) { return in_bytes(p, p.Lq) + in_bytes(p, p.Lk) + 4 * nn(p); }
-double gemm2_bytes(const AttentionParams& p) { return 4 * nn(p) + in_bytes(p, p.Lk) + in_bytes(p, p.Lq); }
+// The bytes each stage moves: the GEMMs as in chapter 01 (cost_model.h); the softmax reads S and
+// writes P, reading S again in each later pass when the row is not kept on chip.
 double softmax_bytes(int reads_of_S, const AttentionParams& p) { return 4 * nn(p) * (reads_of_S + 1); }
 
 Variant step(const char* name, const char* description, Softmax softmax, bool keeps_row, bool best = false) {

@@ -7,7 +7,7 @@
 // P. S is read twice instead of three times, without keeping the row on chip.
 // Cost: an exp2 and a rescale when a lane's maximum grows; the merge is five steps of two shuffles.
 #include "kernels/numeric.cuh"
-#include "kernels/online_softmax.cuh"
+#include "online_softmax.cuh"
 #include "simt/simt.h"
 #include "tiled_softmax.h"
 

@@ -1,5 +1,6 @@
 // variants.cpp: chapter 03 in the registry. Both variants compute S = Q K^T with chapter 01's
 // GEMM kernel; the online softmax replaces chapter 02's, and then takes P V in with it.
+#include "01_naive_attention/cost_model.h"
 #include "01_naive_attention/naive.h"
 #include "harness/registry.h"
 #include "tiled_softmax.h"
@@ -7,10 +8,7 @@
 namespace {
 using namespace attn;
 
-double nn(const Problem& p) { return static_cast<double>(p.heads()) * p.Lq * p.Lk; }
-double nn(const AttentionParams& p) { return static_cast<double>(p.B) * p.H * p.Lq * p.Lk; }
-double in_bytes(const AttentionParams& p, int L) { return static_cast<double>(p.B) * p.H * L * p.d * dtype_size(p.dtype); }
-double gemm1_bytes(const AttentionParams& p) { return in_bytes(p, p.Lq) + in_bytes(p, p.Lk) + 4 * nn(p); }
+using cost::gemm1_bytes, cost::in_bytes, cost::nn;
 AttentionParams unscaled(const AttentionParams& p) {
   AttentionParams u = p;
   u.scale = 1.f;
@@ -32,7 +30,7 @@ const Register online({
           float* P = S + static_cast<size_t>(nn(p));
           st.run("S = QK^T", [&] { return ch01::scores(unscaled(p), S); }, gemm1_bytes(p));
           st.run("P = online softmax(scale*S)", [&] { return ch03::online_softmax(p, S, P); }, 4 * nn(p) * 3);
-          st.run("O = PV", [&] { return ch01::pv(p, P); }, 4 * nn(p) + in_bytes(p, p.Lk) + in_bytes(p, p.Lq));
+          st.run("O = PV", [&] { return ch01::pv(p, P); }, cost::gemm2_bytes(p));
         },
 });
 

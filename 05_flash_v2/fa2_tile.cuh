@@ -1,37 +1,39 @@
 // fa2_tile.cuh: the steps of FlashAttention-2 on tensor cores that every such kernel of the book
-// shares (steps c and d of this chapter, and chapter 06): what one warp does to its 16 rows for
+// shares (steps c to h of this chapter, and chapter 06): what one warp does to 16 of its rows for
 // one tile of Bc keys, once S = Q K^T is in its accumulators, and how it writes O at the end.
 //
 // A lane (g = lane / 4, t = lane % 4) holds rows g and g + 8 of the warp's 16 rows; of each
-// 8-column tile of S or O, columns 2t and 2t + 1 (kernels/mma.cuh).
+// 8-column tile of S or O, columns 2t and 2t + 1 (mma.cuh).
 #pragma once
-#include "kernels/mma.cuh"
+#include "flash_v2.h"
 #include "kernels/numeric.cuh"
+#include "mma.cuh"
+#include "simt/ptx.cuh"
 
 namespace ch05 {
 
 // One lane's share of the running state: its two rows of O (unnormalized), their maxima m (base
-// 2) and its part of their sums l (the quad adds the parts up at the end).
+// 2) and its part of their sums l (the quad adds the parts up at the end). The rows themselves,
+// `row` and row + 8 (absolute), the kernels pass along: they cost no register between uses.
 template <int D>
 struct RowState {
   float o[D / 8][4] = {};
   float m[2] = {-INFINITY, -INFINITY};
   float l[2] = {0.f, 0.f};
-  int row[2];  // the two query rows, absolute
 };
 
 // Scores in base 2 (scale * log2(e)), with is_causal or the mask, and -inf past the last key or
 // for a row past the last query. kAttnMask = false leaves out the attn_mask's code (chapter 06
 // instantiates its kernel per mode, so that a problem without a mask carries none).
-template <int Bc, int D, bool kAttnMask = true>
-__device__ __forceinline__ void scale_and_mask(float (&s)[Bc / 8][4], const RowState<D>& st, const attn::AttentionParams& p,
-                                               int b, int h, int k0, float scale_log2) {
+template <int Bc, bool kAttnMask = true>
+__device__ __forceinline__ void scale_and_mask(float (&s)[Bc / 8][4], int row, const attn::AttentionParams& p, int b,
+                                               int h, int k0, float scale_log2) {
   const int t = static_cast<int>(threadIdx.x % 4);
-  #pragma unroll
+#pragma unroll
   for (int nt = 0; nt < Bc / 8; ++nt)
-    #pragma unroll
+#pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const int r = e / 2, i = st.row[r], key = k0 + nt * 8 + 2 * t + (e & 1);
+      const int i = row + e / 2 * 8, key = k0 + nt * 8 + 2 * t + (e & 1);
       const float x = s[nt][e] * scale_log2;
       if (key >= p.Lk || i >= p.Lq)
         s[nt][e] = -INFINITY;
@@ -46,36 +48,48 @@ __device__ __forceinline__ void scale_and_mask(float (&s)[Bc / 8][4], const RowS
 // crosses (chapter 06 sorts the tiles).
 template <int Bc>
 __device__ __forceinline__ void scale_only(float (&s)[Bc / 8][4], float scale_log2) {
-  #pragma unroll
+#pragma unroll
   for (int nt = 0; nt < Bc / 8; ++nt)
-    #pragma unroll
+#pragma unroll
     for (int e = 0; e < 4; ++e) s[nt][e] *= scale_log2;
 }
 
+// exp2 as the steps compute it: exp2f (steps c to g: ex2.approx.f32 with the extra instructions
+// that keep subnormal results), or ex2.approx.ftz.f32 alone (step h: a score 126 binary orders
+// below the row maximum adds nothing to a sum of at least 1).
+struct Exp2 {
+  __device__ static float f(float x) { return exp2f(x); }
+};
+struct Exp2Ftz {
+  __device__ static float f(float x) { return simt::ex2_approx_ftz(x); }
+};
+
 // The online softmax on a tile of scores: new maxima, alpha = exp2(m_old - m_new) applied to l
-// and O, and the scores replaced by P = exp2(s - m_new) (fp32, still in the accumulators).
-template <int Bc, int D>
-__device__ __forceinline__ void online_softmax(float (&s)[Bc / 8][4], RowState<D>& st) {
-  float m_new[2] = {st.m[0], st.m[1]};
-  #pragma unroll
+// and O, and the scores replaced by P = exp2(c * s - m_new) (fp32, still in the accumulators).
+// c = 1 when the scores are already in base 2 (scale_and_mask); c = scale * log2(e) > 0 when they
+// are raw, which folds the scaling into the exponent's FFMA (step h).
+template <int Bc, int D, class E = Exp2>
+__device__ __forceinline__ void online_softmax(float (&s)[Bc / 8][4], RowState<D>& st, float c = 1.f) {
+  float m_new[2] = {-INFINITY, -INFINITY};
+#pragma unroll
   for (int nt = 0; nt < Bc / 8; ++nt)
-    #pragma unroll
+#pragma unroll
     for (int e = 0; e < 4; ++e) m_new[e / 2] = fmaxf(m_new[e / 2], s[nt][e]);
   float alpha[2], m_use[2], sum[2] = {0.f, 0.f};
-  #pragma unroll
+#pragma unroll
   for (int r = 0; r < 2; ++r) {
-    m_new[r] = attn::quad_max(m_new[r]);
+    m_new[r] = fmaxf(st.m[r], attn::quad_max(m_new[r]) * c);
     m_use[r] = m_new[r] == -INFINITY ? 0.f : m_new[r];  // nothing visible yet: keep exp2 finite
-    alpha[r] = exp2f(st.m[r] - m_use[r]);
+    alpha[r] = E::f(st.m[r] - m_use[r]);
     st.m[r] = m_new[r];
   }
-  #pragma unroll
+#pragma unroll
   for (int nt = 0; nt < Bc / 8; ++nt)
-    #pragma unroll
-    for (int e = 0; e < 4; ++e) sum[e / 2] += s[nt][e] = exp2f(s[nt][e] - m_use[e / 2]);
-  #pragma unroll
+#pragma unroll
+    for (int e = 0; e < 4; ++e) sum[e / 2] += s[nt][e] = E::f(fmaf(s[nt][e], c, -m_use[e / 2]));
+#pragma unroll
   for (int r = 0; r < 2; ++r) st.l[r] = st.l[r] * alpha[r] + sum[r];
-  #pragma unroll
+#pragma unroll
   for (int nt = 0; nt < D / 8; ++nt) {
     st.o[nt][0] *= alpha[0], st.o[nt][1] *= alpha[0];
     st.o[nt][2] *= alpha[1], st.o[nt][3] *= alpha[1];
@@ -85,34 +99,35 @@ __device__ __forceinline__ void online_softmax(float (&s)[Bc / 8][4], RowState<D
 // O = o / l in the inputs' type, and lse = (m + log2 l) * ln 2; a row without a visible key gets
 // O = 0 and lse = -inf.
 template <class T, int D>
-__device__ __forceinline__ void store_rows(const RowState<D>& st, const attn::AttentionParams& p, int bh) {
+__device__ __forceinline__ void store_rows(const RowState<D>& st, int row, const attn::AttentionParams& p, int bh) {
   const int t = static_cast<int>(threadIdx.x % 4);
-  #pragma unroll
+#pragma unroll
   for (int r = 0; r < 2; ++r) {
     const float l = attn::quad_sum(st.l[r]);  // every lane of the warp takes part
     const float inv_l = l > 0.f ? 1.f / l : 0.f;
-    if (st.row[r] >= p.Lq) continue;
-    T* out = static_cast<T*>(p.o) + (static_cast<size_t>(bh) * p.Lq + st.row[r]) * D;
-    #pragma unroll
+    const int i = row + 8 * r;
+    if (i >= p.Lq) continue;
+    T* out = static_cast<T*>(p.o) + (static_cast<size_t>(bh) * p.Lq + i) * D;
+#pragma unroll
     for (int nt = 0; nt < D / 8; ++nt) {
       attn::store(out + nt * 8 + 2 * t, st.o[nt][2 * r] * inv_l);
       attn::store(out + nt * 8 + 2 * t + 1, st.o[nt][2 * r + 1] * inv_l);
     }
     if (t == 0 && p.lse)
-      p.lse[static_cast<size_t>(bh) * p.Lq + st.row[r]] = l > 0.f ? (st.m[r] + log2f(l)) * 0.6931471805599453f : -INFINITY;
+      p.lse[static_cast<size_t>(bh) * p.Lq + i] = l > 0.f ? (st.m[r] + log2f(l)) * 0.6931471805599453f : -INFINITY;
   }
 }
 
 // Calls f(T{}, std::integral_constant<int, D>{}) with the problem's 16-bit type T and its head
-// dim D among those of the tensor-core kernels (flash_v2.h's kTensorCoreDims); fp32 inputs or
-// another head dim give cudaErrorInvalidValue.
+// dim D among TensorCoreDims (flash_v2.h); fp32 inputs or another head dim give
+// cudaErrorInvalidValue.
 template <class F>
 cudaError_t dispatch_tensor_core(const attn::AttentionParams& p, F&& f) {
   return attn::dispatch_dtype(p.dtype, [&](auto t) {
     if constexpr (std::is_same_v<decltype(t), float>) {
       return cudaErrorInvalidValue;
     } else {
-      return attn::dispatch_head_dim<32, 64, 96, 128, 256>(p.d, [&](auto d) { return f(t, d); });
+      return attn::dispatch_head_dim(TensorCoreDims{}, p.d, [&](auto d) { return f(t, d); });
     }
   });
 }

@@ -5,8 +5,8 @@
 // partitioning gives each warp its own rows of Q instead: here each thread owns one query row
 // (4 warps x 32 lanes = 128 rows per block) and sees every key of every tile. Nothing is shared
 // between warps but the K and V tiles, nothing is merged: the end of the kernel is a division.
-// Cost: each thread walks all 64 keys of a tile (four times step a's share), with a q and an o of
-// d floats and 64 scores in registers; a block now needs 128 rows of Q to be busy.
+// Cost: each thread walks all 64 keys of a tile (four times step a's share) and keeps 64 scores
+// in shared memory; a block now needs 128 rows of Q to be busy.
 #include "flash_v2.h"
 #include "kernels/numeric.cuh"
 #include "simt/simt.h"
@@ -14,12 +14,14 @@
 namespace ch05 {
 namespace {
 
-constexpr int kWarps = 4, Br = 32 * kWarps, Bc = 64;
+constexpr int Br = 32 * kWarps, Bc = 64;
 
 template <class T, int D>
-__global__ void split_q_kernel(const attn::AttentionParams p) {
-  float* Ks = simt::dynamic_smem<float>();  // [Bc][D]
-  float* Vs = Ks + Bc * D;                  // [Bc][D]
+__global__ void __launch_bounds__(32 * kWarps) split_q_kernel(const attn::AttentionParams p) {
+  float* Ks = simt::dynamic_smem<float>();      // [Bc][D]
+  float* Vs = Ks + Bc * D;                      // [Bc][D]
+  float* Qs = Vs + Bc * D;                      // [Br][D + 4]
+  float* Ss = Qs + Br * (D + 4);                // [Br][Bc + 1]
   const int r = static_cast<int>(threadIdx.x);  // this thread's row of the Q tile
   const int bh = static_cast<int>(blockIdx.y), b = bh / p.H, h = bh % p.H;
   const int i = static_cast<int>(blockIdx.x) * Br + r;
@@ -27,10 +29,14 @@ __global__ void split_q_kernel(const attn::AttentionParams p) {
   const T* K = static_cast<const T*>(p.k) + static_cast<size_t>(bh) * p.Lk * D;
   const T* V = static_cast<const T*>(p.v) + static_cast<size_t>(bh) * p.Lk * D;
   const float scale_log2 = p.scale * attn::kLog2e;
+  float* q = Qs + r * (D + 4);
+  float* s = Ss + r * (Bc + 1);
 
-  float q[D], o[D];
   const T* qrow = static_cast<const T*>(p.q) + (static_cast<size_t>(bh) * p.Lq + (active ? i : 0)) * D;
-  for (int e = 0; e < D; ++e) q[e] = attn::load(qrow + e) * scale_log2, o[e] = 0.f;
+  for (int e = 0; e < D; ++e) q[e] = attn::load(qrow + e) * scale_log2;
+  float o[D];
+#pragma unroll
+  for (int e = 0; e < D; ++e) o[e] = 0.f;
   float m = -INFINITY, l = 0.f;
 
   for (int k0 = 0; k0 < p.Lk; k0 += Bc) {
@@ -43,12 +49,13 @@ __global__ void split_q_kernel(const attn::AttentionParams p) {
     }
     __syncthreads();
     if (!active) continue;
-    float s[Bc], m_tile = m;  // the whole tile
+    float m_tile = m;  // the whole tile
     for (int j = 0; j < Bc; ++j) {
       const int key = k0 + j;
       float x = -INFINITY;
       if (key < p.Lk) {
         float dot = 0.f;
+#pragma unroll
         for (int e = 0; e < D; ++e) dot += q[e] * Ks[j * D + e];
         x = attn::mask_score(p, b, h, i, key, dot, attn::kLog2e);
       }
@@ -61,16 +68,19 @@ __global__ void split_q_kernel(const attn::AttentionParams p) {
     for (int j = 0; j < Bc; ++j) sum += s[j] = exp2f(s[j] - m_use);
     l = l * alpha + sum;
     m = m_tile;
-    for (int e = 0; e < D; ++e) {
-      float acc = 0.f;
-      for (int j = 0; j < Bc; ++j) acc += s[j] * Vs[j * D + e];
-      o[e] = o[e] * alpha + acc;
+#pragma unroll
+    for (int e = 0; e < D; ++e) o[e] *= alpha;
+    for (int j = 0; j < Bc; ++j) {
+      const float pj = s[j];
+#pragma unroll
+      for (int e = 0; e < D; ++e) o[e] += pj * Vs[j * D + e];
     }
   }
 
   if (!active) return;
   const float inv_l = l > 0.f ? 1.f / l : 0.f;  // no visible key: O = 0
   T* out = static_cast<T*>(p.o) + (static_cast<size_t>(bh) * p.Lq + i) * D;
+#pragma unroll
   for (int e = 0; e < D; ++e) attn::store(out + e, o[e] * inv_l);
   if (p.lse) p.lse[static_cast<size_t>(bh) * p.Lq + i] = l > 0.f ? (m + log2f(l)) * 0.6931471805599453f : -INFINITY;
 }
@@ -79,10 +89,11 @@ __global__ void split_q_kernel(const attn::AttentionParams p) {
 
 cudaError_t split_q(const attn::AttentionParams& p) {
   return attn::dispatch_dtype(p.dtype, [&](auto t) {
-    return attn::dispatch_head_dim<32, 64, 80, 96, 128>(p.d, [&](auto d) {
+    return attn::dispatch_head_dim(CudaCoreDims{}, p.d, [&](auto d) {
       constexpr int D = decltype(d)::value;
-      const size_t smem = 2 * Bc * D * sizeof(float);
-      return simt::launch(split_q_kernel<decltype(t), D>, dim3((p.Lq + Br - 1) / Br, p.B * p.H), dim3(32 * kWarps), smem, p);
+      const size_t smem = smem_bytes(Step::split_q, D, 4);
+      return simt::launch(split_q_kernel<decltype(t), D>, dim3((p.Lq + Br - 1) / Br, p.B * p.H), dim3(32 * kWarps),
+                          smem, p);
     });
   });
 }

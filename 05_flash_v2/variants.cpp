@@ -1,4 +1,4 @@
-// variants.cpp: chapter 05 in the registry.
+// variants.cpp: chapter 05 in the registry: its eight steps, and what differs between them.
 #include <cstdio>
 
 #include "flash_v2.h"
@@ -12,65 +12,66 @@ double fa2_bytes(const Problem& p, int Br) {
   const double t = dtype_size(p.dtype), heads = static_cast<double>(p.heads()), Tr = (p.Lq + Br - 1) / Br;
   return heads * t * (2.0 * p.Lq * p.d + Tr * 2.0 * p.Lk * p.d);
 }
-HeadDims dims(const int (&list)[5]) { return HeadDims{.list = {list[0], list[1], list[2], list[3], list[4]}}; }
+int fast_br(const Problem& p) { return ch05::fa2_tiles(p.d).Br; }
 
-const Register split_k({
-    .chapter = "05_flash_v2",
-    .name = "split_k",
-    .description = "FA2's loop order on CUDA cores: a block per Q tile, O in registers; warps split each K/V tile",
-    .head_dims = dims(ch05::kCudaCoreDims),
-    .writes_lse = true,
-    .max_heads = 65535,
-    .hbm_bytes = [](const Problem& p) { return fa2_bytes(p, 32); },
-    .cpu_flops_per_second = 8e8,
-    .run = [](const AttentionParams& p, Stages& st) { st.run("FlashAttention-2 (split K)", [&] { return ch05::split_k(p); }); },
-});
+// What every step shares: the chapter, lse written, one grid row per head, the emulator's pace.
+Variant step(const char* name, const char* description, cudaError_t (*kernel)(const AttentionParams&),
+             int (*Br)(const Problem&), bool tensor_cores) {
+  Variant v{.chapter = "05_flash_v2", .name = name, .description = description};
+  if (tensor_cores) {
+    v.dtypes = {DType::fp16, DType::bf16};
+    v.head_dims.list = as_vector(ch05::TensorCoreDims{});
+  } else {
+    v.head_dims.list = as_vector(ch05::CudaCoreDims{});
+  }
+  v.writes_lse = true;
+  v.max_heads = 65535;
+  v.cpu_flops_per_second = 8e8;
+  v.hbm_bytes = [Br](const Problem& p) { return fa2_bytes(p, Br(p)); };
+  const std::string stage = std::string("FlashAttention-2 (") + name + ")";
+  v.run = [kernel, stage](const AttentionParams& p, Stages& st) { st.run(stage, [&] { return kernel(p); }); };
+  return v;
+}
+Variant with_formerly(Variant v, std::vector<std::string> names) {
+  v.formerly = std::move(names);
+  return v;
+}
+Variant as_best(Variant v) {
+  v.best = true;
+  v.plan = [](const Problem& p) {
+    const ch05::Tiles t = ch05::fa2_tiles(p.d);
+    char s[160];
+    std::snprintf(s, sizeof s, "Br = %d (%d rows per warp), Bc = %d, %d cp.async stages, %s shared memory", t.Br,
+                  16 * t.m_tiles, t.Bc, t.stages, p.d % 64 == 0 ? "swizzled" : "padded");
+    return std::string(s);
+  };
+  return v;
+}
 
-const Register split_q({
-    .chapter = "05_flash_v2",
-    .name = "split_q",
-    .description = "warps split Q, not K: each thread a row, every key; no reduction across warps",
-    .head_dims = dims(ch05::kCudaCoreDims),
-    .writes_lse = true,
-    .max_heads = 65535,
-    .hbm_bytes = [](const Problem& p) { return fa2_bytes(p, 128); },
-    .cpu_flops_per_second = 8e8,
-    .run = [](const AttentionParams& p, Stages& st) { st.run("FlashAttention-2 (split Q)", [&] { return ch05::split_q(p); }); },
-});
+constexpr auto br32 = [](const Problem&) { return 32; };
+constexpr auto br64 = [](const Problem&) { return ch05::kBr; };
+constexpr auto br128 = [](const Problem&) { return 128; };
 
-const Register tensor_cores({
-    .chapter = "05_flash_v2",
-    .name = "tensor_cores",
-    .description = "mma.sync m16n8k16 for both products, ldmatrix operands, P kept in registers",
-    .dtypes = {DType::fp16, DType::bf16},
-    .head_dims = dims(ch05::kTensorCoreDims),
-    .writes_lse = true,
-    .max_heads = 65535,
-    .hbm_bytes = [](const Problem& p) { return fa2_bytes(p, 64); },
-    .cpu_flops_per_second = 8e8,
-    .run = [](const AttentionParams& p, Stages& st) { st.run("FlashAttention-2 (mma.sync)", [&] { return ch05::tensor_cores(p); }); },
-});
-
-const Register pipelined({
-    .chapter = "05_flash_v2",
-    .name = "pipelined",
-    .description = "cp.async double buffering of K/V, swizzled shared memory, ldmatrix.x4, tiles per head dim",
-    .dtypes = {DType::fp16, DType::bf16},
-    .head_dims = dims(ch05::kTensorCoreDims),
-    .writes_lse = true,
-    .max_heads = 65535,
-    .best = true,
-    .hbm_bytes = [](const Problem& p) { return fa2_bytes(p, ch05::pipelined_tiles(p.d).Br); },
-    .cpu_flops_per_second = 8e8,
-    .plan =
-        [](const Problem& p) {
-          const ch05::Tiles t = ch05::pipelined_tiles(p.d);
-          char s[160];
-          std::snprintf(s, sizeof s, "Br = %d, Bc = %d, %d cp.async stages, %s shared memory", t.Br, t.Bc, t.stages,
-                        p.d % 64 == 0 ? "swizzled" : "padded");
-          return std::string(s);
-        },
-    .run = [](const AttentionParams& p, Stages& st) { st.run("FlashAttention-2 (pipelined)", [&] { return ch05::pipelined(p); }); },
-});
+const Register a(step("split_k",
+                      "FA2's loop order on CUDA cores: a block per Q tile, O in registers; warps split each K/V tile",
+                      ch05::split_k, br32, false));
+const Register b(step("split_q", "warps split Q, not K: each thread a row, every key; no reduction across warps",
+                      ch05::split_q, br128, false));
+const Register c(step("tensor_cores", "mma.sync m16n8k16 for both products, ldmatrix operands, P kept in registers",
+                      ch05::tensor_cores, br64, true));
+const Register d(step("cp_async", "K/V tiles copied by cp.async into two stages while the other is computed on",
+                      ch05::cp_async, br64, true));
+const Register e(step("swizzle", "swizzled shared-memory layout instead of padded rows", ch05::swizzle, br64, true));
+const Register f(with_formerly(step("ldmatrix_x4",
+                                    "one ldmatrix.x4 per two 8-column tiles of K and V (the former pipelined)",
+                                    ch05::ldmatrix_x4, br64, true),
+                               {"pipelined"}));
+const Register g(step("rows_32", "32 query rows per warp: every K/V fragment feeds 4 mma; tiles per head dim",
+                      ch05::rows_32, fast_br, true));
+const Register h(
+    as_best(step("lean_loop",
+                 "the inner loop lean: unrolled copies, zero-fill and mask on the last tile only, scale in "
+                 "exp2's FFMA, ex2.approx.ftz",
+                 ch05::lean_loop, fast_br, true)));
 
 }  // namespace

@@ -6,7 +6,7 @@
 
 namespace ch06 {
 
-// Chapter 05's pipelined kernel, with the K/V tiles above the causal diagonal skipped and the
+// Chapter 05's fast kernel (lean_loop), with the K/V tiles above the causal diagonal skipped and the
 // mask applied only to the tiles that need it. heaviest_first: the Q tiles with the most keys to
 // visit are launched first, so that the last wave of blocks is made of light ones.
 cudaError_t skip_tiles(const attn::AttentionParams& p, bool heaviest_first);

@@ -22,3 +22,13 @@ function(flashsteps_warnings target)
     $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Werror -Wno-missing-field-initializers>
     $<$<COMPILE_LANGUAGE:CUDA>:--Werror=all-warnings -Xcompiler=-Wall,-Wextra,-Werror,-Wno-missing-field-initializers>)
 endfunction()
+
+# flashsteps_ptxas_report(<target>): on the gpu backend, ptxas reports the registers, spills and
+# stack frame of every kernel of the target into <object>.ptxas (cmake/ptxas_log.sh), where
+# tools/kernel_resources.py --ptxas-logs reads them (the kernel_resources test).
+function(flashsteps_ptxas_report target)
+  if(FLASHSTEPS_BACKEND STREQUAL "gpu")
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-Xptxas=-v>)
+    set_target_properties(${target} PROPERTIES CUDA_COMPILER_LAUNCHER ${PROJECT_SOURCE_DIR}/cmake/ptxas_log.sh)
+  endif()
+endfunction()

@@ -171,9 +171,10 @@ def main():
     ap.add_argument("--lk", type=int, help="key/value length (overrides -n)")
     ap.add_argument("--align", choices=["top-left", "bottom-right", "none"], default="top-left",
                     help="causal alignment (none: not causal); default top-left")
-    ap.add_argument("--br", type=int, default=64, help="rows of Q per tile (the kernel's Br = 64)")
-    ap.add_argument("--bc", type=int, default=64,
-                    help="keys per K/V tile (the kernel's block_cols: 128 for d <= 64, 64 up to 128, 32 above)")
+    ap.add_argument("--br", type=int, default=128,
+                    help="rows of Q per tile (the kernel's Br, fa2_tiles in 05_flash_v2/flash_v2.h: 128 up to d = 128, 64 above)")
+    ap.add_argument("--bc", type=int, default=32,
+                    help="keys per K/V tile (the kernel's Bc, fa2_tiles: 64 for d <= 64, 32 above)")
     ap.add_argument("-H", "--heads", type=int, default=16, help="heads H (default 16)")
     ap.add_argument("-b", "--batch", type=int, default=2, help="batch B (default 2); blocks cover B*H heads")
     ap.add_argument("--sms", type=int, default=132, help="multiprocessors (default 132, H100/H200)")

@@ -158,7 +158,9 @@ std::vector<const Variant*> select(const std::vector<const Variant*>& pool, cons
   for (const std::string& n : names) {
     const Variant* found = nullptr;
     for (const Variant* v : pool)
-      if (v->name == n) found = v;
+      if (v->answers_to(n)) found = v;
+    if (found && found->name != n)
+      std::fprintf(stderr, "variant %s is now called %s\n", n.c_str(), found->name.c_str());
     if (!found) {
       for (const auto& [chapter, name] : gpu_only_variants())
         if (name == n)

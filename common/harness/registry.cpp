@@ -60,9 +60,13 @@ std::vector<std::pair<std::string, std::string>> gpu_only_variants() {
   return out;
 }
 
+bool Variant::answers_to(const std::string& n) const {
+  return n == name || std::find(formerly.begin(), formerly.end(), n) != formerly.end();
+}
+
 const Variant* find_variant(const std::string& name) {
   for (const Variant& v : registry())
-    if (v.name == name) return &v;
+    if (v.answers_to(name)) return &v;
   return nullptr;
 }
 std::vector<std::string> chapters() {

@@ -25,6 +25,7 @@ struct HeadDims {
 struct Variant {
   std::string chapter;      // "01_naive_attention"
   std::string name;         // "naive"; unique across chapters
+  std::vector<std::string> formerly;  // names it had before a chapter was recut; still accepted
   std::string description;  // one line
   std::vector<DType> dtypes = {DType::fp32, DType::fp16, DType::bf16};
   HeadDims head_dims;
@@ -47,6 +48,7 @@ struct Variant {
   // Why the variant cannot run `p` ("" if it can): dtype, head dim, features.
   std::string unsupported(const Problem& p) const;
   std::string supports() const;  // "fp32, fp16, bf16; d 1..256; causal, masks"
+  bool answers_to(const std::string& n) const;  // its name or a former one
 };
 
 std::vector<Variant>& registry();

@@ -8,6 +8,7 @@
 
 #include <type_traits>
 
+#include "head_dims.h"
 #include "params.h"
 
 namespace attn {
@@ -32,9 +33,12 @@ __device__ __forceinline__ void store(__nv_bfloat16* p, float x) {
 template <class F>
 cudaError_t dispatch_dtype(DType t, F&& f) {
   switch (t) {
-    case DType::fp32: return f(float{});
-    case DType::fp16: return f(__half{});
-    case DType::bf16: return f(__nv_bfloat16{});
+    case DType::fp32:
+      return f(float{});
+    case DType::fp16:
+      return f(__half{});
+    case DType::bf16:
+      return f(__nv_bfloat16{});
   }
   return cudaErrorInvalidValue;
 }
@@ -46,6 +50,10 @@ cudaError_t dispatch_head_dim(int d, F&& f) {
   cudaError_t r = cudaErrorInvalidValue;
   (void)((d == Ds ? (r = f(std::integral_constant<int, Ds>{}), true) : false) || ...);
   return r;
+}
+template <int... Ds, class F>
+cudaError_t dispatch_head_dim(HeadDimList<Ds...>, int d, F&& f) {
+  return dispatch_head_dim<Ds...>(d, static_cast<F&&>(f));
 }
 
 // The scaled score s of query i and key j after is_causal: -inf when the key is not visible.

@@ -54,4 +54,8 @@ cudaError_t gemm_cp_async(bool bf16, const uint16_t* a, const uint16_t* bt, floa
 // src_bytes[r] bytes (cg, zero-fill) or 16 bytes with .ca when src_bytes[r] < 0.
 cudaError_t cp_async_rows(const uint8_t* src, const int* src_bytes, uint8_t* dst);
 
+// ---- math_kernels.cu -----------------------------------------------------------------------------------
+// y[i] = simt::ex2_approx_ftz(x[i]).
+cudaError_t ex2_approx_ftz(const float* x, float* y, int n);
+
 }  // namespace simt_tests

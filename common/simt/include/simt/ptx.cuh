@@ -9,6 +9,8 @@
 //   cp_async_{cg,ca}_16(dst, src)    16-byte global -> shared copy that completes asynchronously
 //   cp_async_cg_16_zfill(dst, src, n) copies n (0..16) bytes, zero-fills the rest
 //   cp_async_commit(); cp_async_wait<N>()  close a group; wait until at most N groups are pending
+//   ex2_approx_ftz(x)                2^x by ex2.approx.ftz.f32: one MUFU.EX2, subnormal inputs and
+//                                    results flushed to zero
 //
 // On the CPU a cp.async reads its source when issued and writes shared memory only at the
 // cp_async_wait that completes its group: reading the destination earlier shows the poison
@@ -24,6 +26,7 @@
 #include "simt/fragments.h"
 
 #if SIMT_CPU
+#include <cmath>
 #include <cstring>
 #define SIMT_PTX_CALLER , SIMT_CALLER
 #else
@@ -105,6 +108,15 @@ SIMT_UNCOUNTED inline void cp_async(void* dst, const void* src, int src_bytes, c
   AsyncCopy c{dst, {}, 16, t.committed_groups};
   if (src_bytes > 0) std::memcpy(c.bytes, src, static_cast<size_t>(src_bytes));
   t.copies.push_back(c);
+}
+
+// ex2.approx.ftz.f32 on the CPU: a subnormal input counts as zero, a subnormal result becomes +0,
+// and the rest is exp2 rounded to float (the GPU's approximation differs from it in the last bits).
+inline float ex2_approx_ftz(float x) {
+  counters::mufu();  // one MUFU.EX2 on the GPU
+  if (std::fpclassify(x) == FP_SUBNORMAL) x = 0.f;
+  const float y = std::exp2(x);
+  return std::fpclassify(y) == FP_SUBNORMAL ? 0.f : y;
 }
 
 }  // namespace simt::detail
@@ -217,6 +229,19 @@ __device__ __forceinline__ void cp_async_wait() {
   detail::wait_async_copies(N);
 #else
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
+
+// ---- ex2.approx.ftz.f32 -----------------------------------------------------------------------------
+// exp2f compiles to ex2.approx.f32 plus the instructions that keep subnormal results; with ftz the
+// exponential is the one MUFU.EX2 instruction.
+__device__ __forceinline__ float ex2_approx_ftz(float x) {
+#if SIMT_CPU
+  return detail::ex2_approx_ftz(x);
+#else
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
 #endif
 }
 
