@@ -54,6 +54,9 @@ double bytes_needed(const Variant& v, const Problem& p);
 // Throws UsageError when v cannot run p: unsupported dtype, head dim or feature; more device
 // memory than is free (naming both); more time than the CPU budget (suggesting a size).
 void check_runnable(const Variant& v, const Problem& p, const RunOptions& o);
+// The kernels' view of a problem whose inputs are on the device: everything but the outputs
+// (o, lse) and the workspace, which the caller owns.
+AttentionParams attention_params(const Problem& p, const DeviceInputs& in);
 Result run_variant(const Variant& v, const Problem& p, const DeviceInputs& in, const Checker& checker,
                    const RunOptions& o);
 
