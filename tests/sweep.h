@@ -12,5 +12,9 @@ namespace attn {
 std::vector<Problem> shape_sweep();
 // Boolean and additive masks, shared and per head, with fully masked rows; an explicit scale.
 std::vector<Problem> mask_sweep();
+// The backward's: N = 1, odd lengths across tile edges, Lq != Lk both ways, every dtype, the head
+// dims of every step, without is_causal and with both alignments, masks of both kinds with fully
+// masked rows, an explicit scale. Smaller than the forward's: each problem costs about five forwards.
+std::vector<Problem> backward_sweep();
 
 }  // namespace attn
