@@ -25,7 +25,7 @@ using namespace mma;
 constexpr int Br = kMmaBr, Bc = kMmaBc, kLdS = Bc + 8;  // dS [Br][Bc], padded
 static_assert(Bc == 16 * kWarps, "a warp per 16 keys");
 
-template <class T, int D, Mode kMode, bool kAtomicDq>
+template <class T, int D, Mode kMode>
 __global__ void __launch_bounds__(32 * kWarps) causal_kernel(const attn::BackwardParams p, const float* Dsum,
                                                              float* dq_accum) {
   T* Ks = simt::dynamic_smem<T>();  // [Bc][kLd]
@@ -61,7 +61,7 @@ __global__ void __launch_bounds__(32 * kWarps) causal_kernel(const attn::Backwar
       probabilities<Br, false, true>(s, dp, p, b, h, q0, k0, warp * 16, Ls, Ds, scale_log2);
     regs_times_rows<T, Br, D>(dv, s, dOs);  // dV += P^T dO
     regs_times_rows<T, Br, D>(dk, dp, Qs);  // dK += dS^T Q
-    if constexpr (kAtomicDq) {
+    if (dq_accum) {  // the same for every thread: no divergence, and one kernel for both options
       store_transposed<T, Br>(dSs, kLdS, dp, warp * 16);
       __syncthreads();  // dS has every warp's keys
       float dq[D / 8][4] = {};
@@ -82,9 +82,8 @@ cudaError_t causal(const attn::BackwardParams& p, const float* D, float* dq_accu
       constexpr int Dh = decltype(d)::value;
       constexpr Mode kMode = decltype(mode)::value;
       const size_t smem = sizeof(T) * ((2 * Bc + 2 * Br) * kLd<Dh> + Br * kLdS) + sizeof(float) * 2 * Br;
-      const dim3 grid((p.Lk + Bc - 1) / Bc, p.B * p.H);
-      return dq_accum ? simt::launch(causal_kernel<T, Dh, kMode, true>, grid, dim3(32 * kWarps), smem, p, D, dq_accum)
-                      : simt::launch(causal_kernel<T, Dh, kMode, false>, grid, dim3(32 * kWarps), smem, p, D, dq_accum);
+      return simt::launch(causal_kernel<T, Dh, kMode>, dim3((p.Lk + Bc - 1) / Bc, p.B * p.H), dim3(32 * kWarps), smem, p,
+                          D, dq_accum);
     });
   });
 }
