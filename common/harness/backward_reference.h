@@ -16,7 +16,7 @@
 // Alongside each gradient the reference computes its "magnitude", the same sum over absolute
 // values, which bounds the rounding error a kernel may make (compare_grads):
 //   |dV| := P'^T |dO|       A := max(P o (|dO| |V|^T + (|dO| o |O|) 1 1^T), n V)   (bounds |dS|)
-//   |dQ| := scale A |K|     |dK| := scale A^T |Q|
+//   |dQ| := |scale| A |K|   |dK| := |scale| A^T |Q|
 // with V the visible pairs (1 or 0), n the dtype's smallest normal number and P' := max(P, n V):
 // a value below n is rounded to a fixed absolute step, u n, not to u times itself (fp16's
 // subnormals: P = 1e-6 keeps only a few bits).
