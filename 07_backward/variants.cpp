@@ -21,7 +21,7 @@
 namespace {
 using namespace attn;
 
-AttentionParams shape_of(const Problem& p) {
+AttentionParams params_of(const Problem& p) {
   AttentionParams a{};
   a.B = p.B, a.H = p.H, a.Lq = p.Lq, a.Lk = p.Lk, a.d = p.d, a.causal = p.causal;
   return a;
@@ -35,7 +35,7 @@ struct Pairs {
   double pairs = 0, rows = 0;
 };
 Pairs pairs(const Problem& p, int Br, int Bc, bool skip) {
-  const AttentionParams a = shape_of(p);
+  const AttentionParams a = params_of(p);
   const int Tr = (p.Lq + Br - 1) / Br;
   Pairs n;
   for (int k0 = 0; k0 < p.Lk; k0 += Bc) {
@@ -64,8 +64,27 @@ double kv_outer_bytes(const Problem& p, const Pairs& n) {
   return heads(p) * (4 * t_of(p) * p.Lk * p.d + n.rows * (2 * t_of(p) * p.d + 8));
 }
 
-// Step a: P and dS [B*H][Lq][Lk] fp32, then D.
+// Step a: P and dS [B*H][Lq][Lk] fp32, then D. Each kernel's bytes (Q, K, V, dO and L read once,
+// each gradient written once, P and dS as below), for the per-kernel breakdown and their sum.
 double nn(const Problem& p) { return heads(p) * p.Lq * p.Lk; }
+struct MaterializedBytes {
+  double p_from_lse, d, dv, ds, dq, dk;
+  explicit MaterializedBytes(const Problem& p) {
+    const double t = t_of(p), q = heads(p) * p.Lq * p.d, kv = heads(p) * p.Lk * p.d, rows = heads(p) * p.Lq;
+    p_from_lse = t * (q + kv) + 4 * rows + 4 * nn(p);  // P written
+    d = preprocess_bytes(p, false);
+    dv = 4 * nn(p) + t * (q + kv);                      // P read
+    ds = 8 * nn(p) + t * (q + kv) + 4 * rows;           // P read, dS written
+    dq = 4 * nn(p) + t * (kv + q);                      // dS read
+    dk = 4 * nn(p) + t * (q + kv);                      // dS read
+  }
+  double total() const { return p_from_lse + d + dv + ds + dq + dk; }
+};
+Problem shape_of(const BackwardParams& a) {
+  Problem p;
+  p.B = a.B, p.H = a.H, p.Lq = a.Lq, p.Lk = a.Lk, p.d = a.d, p.dtype = a.dtype;
+  return p;
+}
 float* P_of(const BackwardParams& p) { return static_cast<float*>(p.workspace); }
 float* dS_of(const BackwardParams& p) { return P_of(p) + static_cast<size_t>(p.B) * p.H * p.Lq * p.Lk; }
 float* D_after_nn(const BackwardParams& p) { return dS_of(p) + static_cast<size_t>(p.B) * p.H * p.Lq * p.Lk; }
@@ -113,22 +132,20 @@ const RegisterBackward materialized({
       Variant v = info("materialized", "the formulas, a kernel each: P recomputed from L, P and dS N x N in global memory", false);
       v.workspace_bytes = [](const Problem& p) { return static_cast<size_t>(nn(p)) * 2 * sizeof(float) + D_bytes(p); };
       // P written once, read by dV and dS; dS written once, read by dQ and dK: 24 bytes per score.
-      v.hbm_bytes = [](const Problem& p) {
-        const double t = t_of(p), q = heads(p) * p.Lq * p.d, kv = heads(p) * p.Lk * p.d;
-        return 24 * nn(p) + preprocess_bytes(p, false) + t * (5 * q + 5 * kv) + 8 * heads(p) * p.Lq;
-      };
+      v.hbm_bytes = [](const Problem& p) { return MaterializedBytes(p).total(); };
       v.cpu_flops_per_second = 6e8;
       return v;
     }(),
     .flops_executed = [](const Problem& p) { return 10.0 * p.d * nn(p); },
     .run =
         [](const BackwardParams& p, Stages& st) {
-          st.run("P = exp(S - L)", [&] { return ch07::p_from_lse(p, P_of(p)); });
-          st.run("D = rowsum(dO o O)", [&] { return ch07::preprocess(p, D_after_nn(p), nullptr); });
-          st.run("dV = P^T dO", [&] { return ch07::dv_from_p(p, P_of(p)); });
-          st.run("dS = P o (dO V^T - D)", [&] { return ch07::ds_from_p(p, P_of(p), D_after_nn(p), dS_of(p)); });
-          st.run("dQ = scale dS K", [&] { return ch07::dq_from_ds(p, dS_of(p)); });
-          st.run("dK = scale dS^T Q", [&] { return ch07::dk_from_ds(p, dS_of(p)); });
+          const MaterializedBytes bytes(shape_of(p));
+          st.run("P = exp(S - L)", [&] { return ch07::p_from_lse(p, P_of(p)); }, bytes.p_from_lse);
+          st.run("D = rowsum(dO o O)", [&] { return ch07::preprocess(p, D_after_nn(p), nullptr); }, bytes.d);
+          st.run("dV = P^T dO", [&] { return ch07::dv_from_p(p, P_of(p)); }, bytes.dv);
+          st.run("dS = P o (dO V^T - D)", [&] { return ch07::ds_from_p(p, P_of(p), D_after_nn(p), dS_of(p)); }, bytes.ds);
+          st.run("dQ = scale dS K", [&] { return ch07::dq_from_ds(p, dS_of(p)); }, bytes.dq);
+          st.run("dK = scale dS^T Q", [&] { return ch07::dk_from_ds(p, dS_of(p)); }, bytes.dk);
         },
 });
 

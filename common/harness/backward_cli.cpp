@@ -52,6 +52,14 @@ const Variant* choose_forward(const std::string& name, const Problem& p, const R
   return v;
 }
 
+// FNV-1a of the gradients' bits: two runs that print the same value computed the same bits.
+unsigned long long fingerprint(const std::vector<float>& x) {
+  unsigned long long h = 1469598103934665603ull;
+  const auto* b = reinterpret_cast<const unsigned char*>(x.data());
+  for (size_t i = 0; i < x.size() * sizeof(float); ++i) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
 void print_gradients(const BackwardResult& r) {
   auto part = [](const GradCheck& c) {
     std::printf(" %s %.2e (%.2f of its tolerance", c.name, c.max_abs, c.worst);
@@ -61,6 +69,26 @@ void print_gradients(const BackwardResult& r) {
   std::printf("    max error:");
   part(r.grads.dq), std::printf(" |"), part(r.grads.dk), std::printf(" |"), part(r.grads.dv);
   std::printf("\n    FLOPs executed %.3g (convention %.3g), fp32 atomics %.3g\n", r.flops_executed, r.row.flops, r.atomics);
+  if (!r.dq.empty())
+    std::printf("    bits: dQ %016llx dK %016llx dV %016llx\n", fingerprint(r.dq), fingerprint(r.dk), fingerprint(r.dv));
+}
+
+// The cost models of the variants on p, nothing run: what the notes' tables are made of.
+void print_models(const std::vector<const BackwardVariant*>& chosen, const Problem& p) {
+  std::printf("problem: %s (cost models only: nothing is run)\n\n%-16s %12s %12s %12s %12s %10s %12s\n",
+              p.describe().c_str(), "variant", "GFLOP conv.", "GFLOP exec.", "model GB", "FLOP/byte", "atomics",
+              "extra memory");
+  for (const BackwardVariant* v : chosen) {
+    if (const std::string why = v->info.unsupported(p); !why.empty()) {
+      print_skip(v->info.name, why);
+      continue;
+    }
+    const double flops = backward_flops(p), bytes = v->info.hbm_bytes(p);
+    std::printf("%-16s %12.2f %12.2f %12.3f %12.1f %10.3g %12s\n", v->info.name.c_str(), flops / 1e9,
+                (v->flops_executed ? v->flops_executed(p) : flops) / 1e9, bytes / 1e9, flops / bytes, v->atomics(p),
+                human_bytes(static_cast<double>(v->info.workspace_bytes(p))).c_str());
+    if (v->info.plan) std::printf("    %s\n", v->info.plan(p).c_str());
+  }
 }
 
 }  // namespace
@@ -72,12 +100,14 @@ int backward_main(int argc, char** argv, const std::string& chapter) {
   ProblemArgs args(app);
   std::vector<std::string> names;
   std::string forward;
-  bool list = false;
+  bool list = false, bits = false, model = false;
   app.add_option("-v,--variant", names, "run only this backward variant (repeatable)");
+  app.add_flag("--bits", bits, "print a fingerprint of each variant's dQ, dK, dV (of its last run): equal bits, equal prints");
   app.add_option("--forward", forward,
                  "the forward variant that computes O and L (default: the fastest that runs the problem; "
                  "\"reference\": the fp64 reference's, rounded)");
   app.add_flag("--list", list, "list the backward variants and what they support");
+  app.add_flag("--model", model, "print the variants' cost models for the problem (FLOPs, bytes, atomics), run nothing");
   if (const int rc = parse_command_line(app, argc, argv); rc >= 0) return rc;
   return guarded([&] {
     if (list) {
@@ -88,6 +118,10 @@ int backward_main(int argc, char** argv, const std::string& chapter) {
     const RunOptions o = args.options();
     // Everything refused before any work: unknown names, unsupported problems, memory, time.
     const auto chosen = select(names);
+    if (model) {
+      print_models(chosen, p);
+      return 0;
+    }
     std::vector<const BackwardVariant*> runnable;
     for (const BackwardVariant* v : chosen) {
       try {
@@ -134,7 +168,7 @@ int backward_main(int argc, char** argv, const std::string& chapter) {
     std::vector<BackwardResult> results;
     bool pass = rows.empty() || rows.front().verdict.pass;
     for (const BackwardVariant* v : runnable) {
-      results.push_back(run_backward(*v, p, dev, checker, o));
+      results.push_back(run_backward(*v, p, dev, checker, o, bits));
       const BackwardResult& r = results.back();
       print_row(r.row);
       print_gradients(r);
