@@ -18,6 +18,10 @@ Nothing here is a measurement. Each figure takes its rule from the file that def
                           of tools/causal_schedule.py, which reproduces 06_causal/causal.h
   06_schedule.svg         skip_tiles' and balanced's launch orders on a small GPU (a model:
                           tools/causal_schedule.py's greedy scheduler)
+  07_loop_order.svg       chapter 07's backward: the K/V-outer pass (a block per K/V tile from
+                          first_q_tile down, dQ by atomics) and the deterministic dQ pass (a block
+                          per Q tile up to the diagonal); tiles Br x Bc read from
+                          07_backward/backward.h, skip and mask rules as chapter 06's
 
   tools/figures.py                          # writes notes/figures/*.svg
   tools/figures.py --out DIR --check        # CI: writes into DIR, draws each figure twice and
@@ -579,6 +583,81 @@ def fig_schedule(args):
     return fig
 
 
+# --------------------------------------------------------------------------------------------
+# Chapter 07: the backward's two loop orders
+# --------------------------------------------------------------------------------------------
+
+def backward_tiles():
+    """kMmaBr and kMmaBc of 07_backward/backward.h: the tiles of the tensor-core steps."""
+    src = (ROOT / "07_backward/backward.h").read_text()
+    m = re.search(r"kMmaBr = (\d+), kMmaBc = (\d+);", src)
+    check(m is not None, "07_backward/backward.h: cannot read kMmaBr, kMmaBc; tools/figures.py must follow it")
+    return int(m.group(1)), int(m.group(2))
+
+
+def first_q_tile(s, k0):
+    """07_backward/backward.h first_q_tile: the first Q tile a K/V tile starting at k0 meets."""
+    if s.align == "none":
+        return 0
+    i = k0 - s.offset
+    return 0 if i <= 0 else s.tr if i >= s.lq else i // s.br
+
+
+def fig_backward_loop_order(args):
+    br, bc = backward_tiles()
+    s = causal_schedule.Shape(6 * br, 6 * bc, "top-left", br, bc)
+    # Both passes visit the same pairs: down from first_q_tile (K/V outer), up to tiles_to_visit (Q outer).
+    for q in range(s.tr):
+        for k in range(s.tc):
+            check((q >= first_q_tile(s, k * bc)) == (k < s.tiles_to_visit(q)),
+                  f"the K/V-outer and Q-outer passes disagree on tile ({q}, {k})")
+    colors = {"#": BLUE, "/": ORANGE, ".": "white"}
+    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(12, 6.2))
+    for ax in (ax0, ax1):
+        ax.set_xlim(-0.6, s.tc + 2.4)
+        ax.set_ylim(s.tr + 1.2, -1.0)
+        ax.set_aspect("equal")
+        ax.axis("off")
+        for q in range(s.tr):
+            ax.text(-0.15, q + 0.5, f"Q{q + 1}", ha="right", va="center", fontsize=8)
+            for k in range(s.tc):
+                c = s.cell(q, k)
+                ax.add_patch(Rectangle((k, q), 1, 1, facecolor=colors[c], edgecolor="black", linewidth=0.6, alpha=0.75))
+        for k in range(s.tc):
+            ax.text(k + 0.5, -0.25, f"K{k + 1},V{k + 1}", ha="center", fontsize=8)
+    # Left: a block per K/V tile (column), walking down; dK, dV written once; dQ rows added to by atomics.
+    for k in range(s.tc):
+        first = first_q_tile(s, k * bc)
+        if first < s.tr:
+            ax0.add_patch(FancyArrowPatch((k + 0.5, first + 0.15), (k + 0.5, s.tr - 0.15), arrowstyle="-|>",
+                                          mutation_scale=9, color="black", linewidth=0.9))
+        ax0.text(k + 0.5, s.tr + 0.35, "dK, dV", ha="center", fontsize=7)
+    for q in range(s.tr):
+        ax0.add_patch(FancyArrowPatch((s.tc + 0.05, q + 0.5), (s.tc + 0.6, q + 0.5), arrowstyle="-|>",
+                                      mutation_scale=8, color=RED, linewidth=1.0))
+        n = sum(1 for k in range(s.tc) if s.cell(q, k) != ".")
+        ax0.text(s.tc + 0.7, q + 0.5, f"dQ{q + 1}: atomics from {n} block{'s' if n > 1 else ''}", va="center", fontsize=7,
+                 color=RED)
+    ax0.set_title("Steps b to d: a block per K/V tile walks down its column from the\nfirst Q tile that sees "
+                  "its keys; dK, dV on chip, written once; dQ by fp32 atomics")
+    # Right: the deterministic dQ pass, a block per Q tile (row), walking right up to the diagonal.
+    for q in range(s.tr):
+        n = s.tiles_to_visit(q)
+        if n:
+            ax1.add_patch(FancyArrowPatch((0.15, q + 0.5), (n - 0.15, q + 0.5), arrowstyle="-|>", mutation_scale=9,
+                                          color="black", linewidth=0.9))
+        ax1.text(s.tc + 0.15, q + 0.5, f"dQ{q + 1} written once", va="center", fontsize=7)
+    ax1.set_title("Step d, deterministic: dQ in a pass of its own, a block per Q tile\nwalking right up to "
+                  "the diagonal (the forward's order); no atomics")
+    handles = [Rectangle((0, 0), 1, 1, facecolor=c, edgecolor="black", alpha=0.75) for c in (BLUE, ORANGE, "white")]
+    fig.legend(handles, ["visited, no mask", "visited and masked (diagonal)", "skipped (no query sees a key)"],
+               loc="lower center", ncol=3, frameon=False)
+    fig.suptitle(f"Chapter 07 under is_causal (top-left), N = {s.lq}: tiles of Br = {br} queries by Bc = {bc} keys",
+                 fontsize=10)
+    fig.tight_layout(rect=(0, 0.06, 1, 0.95))
+    return fig
+
+
 FIGURES = {
     "01_memory_traffic": fig_memory_traffic,
     "02_reduction_trees": fig_reduction_trees,
@@ -588,6 +667,7 @@ FIGURES = {
     "05_swizzle_banks": fig_swizzle_banks,
     "06_tile_map": fig_tile_map,
     "06_schedule": fig_schedule,
+    "07_loop_order": fig_backward_loop_order,
 }
 
 
