@@ -171,7 +171,11 @@ NaiveGrads naive_backward_same_dtype(const Problem& p, const Inputs& in, const s
   return out;
 }
 
-double GradVerdict::max_abs() const { return std::max({dq.max_abs, dk.max_abs, dv.max_abs}); }
+double GradVerdict::max_abs() const {
+  double m = 0;
+  for (double x : {dq.max_abs, dk.max_abs, dv.max_abs}) m = std::isnan(x) || std::isnan(m) ? NAN : std::max(m, x);
+  return m;
+}
 
 namespace {
 // The tolerance's multiple of the unit roundoff u on the magnitude: a 16-bit kernel rounds P (for
