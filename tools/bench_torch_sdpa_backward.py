@@ -37,6 +37,7 @@ def parse_args(argv):
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shapes", choices=["flash", "small", "uneven"], default="flash",
                     help="flash: B*N = 16k, N = 512 .. 16k, d = 64 (H = 32) and 128 (H = 16); small: B*N = 2k")
+    ap.add_argument("--seq", type=int, nargs="+", metavar="N", help="only the shapes of these sequence lengths")
     ap.add_argument("--dtype", choices=["fp16", "bf16", "both"], default="both")
     ap.add_argument("--causal", choices=["off", "on", "both"], default="both")
     ap.add_argument("--backends", default="flash,efficient,cudnn",
@@ -111,7 +112,10 @@ def main(argv=None):
     fixed = f'"{device}",{driver_version()},{torch.version.cuda or "none"},{default_commit()}'
     dtypes = ["fp16", "bf16"] if args.dtype == "both" else [args.dtype]
     causals = {"off": [False], "on": [True], "both": [False, True]}[args.causal]
-    shapes = sweep(args.shapes, dtypes, causals)
+    shapes = [s for s in sweep(args.shapes, dtypes, causals) if not args.seq or s[2] in args.seq]
+    if not shapes:
+        print(f"bench_torch_sdpa_backward: no shape of --shapes {args.shapes} has --seq {args.seq}", file=sys.stderr)
+        return 2
     total, done, failed = len(shapes) * len(args.backends), 0, 0
     out = open_csv(args.csv)
     start_time = time.monotonic()
