@@ -77,13 +77,14 @@ GradSelection GradSelection::all(const Problem& p) {
 }
 
 GradSelection GradSelection::sample(const Problem& p, double budget, int max_rows, int max_heads) {
-  const Selection q = Selection::sample(p, budget, max_rows, max_heads);
+  if (static_cast<double>(p.heads()) * p.Lq * p.Lk * p.d <= budget) return all(p);
+  const Selection q = Selection::sample(p, 0, max_rows, max_heads);
   Problem keys = p;  // the key rows sampled the same way, as if they were query rows
   keys.Lq = p.Lk;
   GradSelection s;
   s.heads = q.heads;
   s.rows = q.rows;
-  s.keys = Selection::sample(keys, budget, max_rows, max_heads).rows;
+  s.keys = Selection::sample(keys, 0, max_rows, max_heads).rows;
   return s;
 }
 
