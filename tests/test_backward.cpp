@@ -137,13 +137,13 @@ TEST_CASE("the gradient check fails a wrong gradient, a NaN and a missing scale"
 }
 
 namespace {
-struct Prepared {
+struct BackwardRun {
   Problem p;
   Inputs in;
   std::vector<float> dout;
   BackwardChecker checker;
   BackwardInputs dev;
-  Prepared(const Problem& problem, const RunOptions& o)
+  BackwardRun(const Problem& problem, const RunOptions& o)
       : p(problem), in(Inputs::generate(p)), dout(seeded_dout(p)), checker(p, in, dout, o), dev(p, in, dout) {}
 };
 RunOptions untimed() {
@@ -165,7 +165,7 @@ TEST_CASE("every backward variant matches the reference gradients over the backw
   std::map<std::string, int> ran;
   const RunOptions o = untimed();
   for (const Problem& p : backward_sweep()) {
-    Prepared run(p, o);
+    BackwardRun run(p, o);
     run.dev.set_forward(p, reference(p, run.in, Selection::all(p)));
     for (const BackwardVariant& v : backward_registry()) {
       if (!v.info.unsupported(p).empty()) continue;
@@ -189,7 +189,7 @@ TEST_CASE("the backward runs on the O and L of the fastest forward kernel", "[ba
     const Variant* fwd = fastest_forward(p);
     REQUIRE(fwd != nullptr);
     INFO("forward " << fwd->name << " on " << p.describe());
-    Prepared run(p, o);
+    BackwardRun run(p, o);
     run.dev.run_forward(*fwd, p);
     for (const BackwardVariant& v : backward_registry())
       if (v.info.unsupported(p).empty()) check_result(run_backward(v, p, run.dev, run.checker, o), p);
@@ -206,7 +206,7 @@ TEST_CASE("the deterministic variant is bit-identical across runs and schedule o
     Problem p;
     p.B = 1, p.H = 2, p.Lq = 150, p.Lk = 140, p.d = 32, p.dtype = DType::fp16, p.causal = c;
     INFO(p.describe());
-    Prepared run(p, o);
+    BackwardRun run(p, o);
     run.dev.set_forward(p, reference(p, run.in, Selection::all(p)));
     const BackwardResult first = run_backward(*v, p, run.dev, run.checker, o, true);
     check_result(first, p);
