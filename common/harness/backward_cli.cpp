@@ -97,6 +97,7 @@ int backward_main(int argc, char** argv, const std::string& chapter) {
   CLI::App app{"The backward pass of attention on one problem: the fastest forward kernel gives O and the log-sum-exp "
                "L, then each backward variant computes dQ, dK and dV from Q, K, V, O, L and a seeded dO, checked "
                "against the fp64 reference gradients and timed. Times the forward and the backward separately."};
+  app.name(chapter.empty() ? "flashsteps backward" : chapter);
   ProblemArgs args(app);
   std::vector<std::string> names;
   std::string forward;
