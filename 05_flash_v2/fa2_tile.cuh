@@ -7,7 +7,7 @@
 #pragma once
 #include "flash_v2.h"
 #include "kernels/numeric.cuh"
-#include "mma.cuh"
+#include "kernels/mma.cuh"
 #include "simt/ptx.cuh"
 
 namespace ch05 {

@@ -1,6 +1,7 @@
 # Chapter.cmake: what a numbered chapter folder declares, in its CMakeLists.txt:
 #   flashsteps_chapter(KERNELS a.cu b.cu SOURCES variants.cpp
-#                      [GPU_KERNELS c.cu] [GPU_LIBRARIES CUDA::cublas] [USES 01_naive_attention])
+#                      [GPU_KERNELS c.cu] [GPU_LIBRARIES CUDA::cublas] [USES 01_naive_attention]
+#                      [MAIN main.cpp])
 # GPU_KERNELS are sources only nvcc builds (cuBLAS calls, ...), each named after the one variant
 # it implements (math_path.cu: variant math_path, registered under #if FLASHSTEPS_GPU): the cpu
 # build then knows that name and says that the variant needs a GPU.
@@ -8,8 +9,9 @@
 # USE: it then includes "01_naive_attention/naive.h" and calls them), its variants into an object
 # library <chapter>_variants, and a binary named after the folder (its variants on one problem),
 # and lists the chapter for the tests, the tour and the benchmarks, which link every chapter.
+# MAIN replaces the binary's main() (common/harness/chapter_main.cpp) with the chapter's own.
 function(flashsteps_chapter)
-  cmake_parse_arguments(C "" "" "KERNELS;SOURCES;GPU_KERNELS;GPU_LIBRARIES;USES" ${ARGN})
+  cmake_parse_arguments(C "" "MAIN" "KERNELS;SOURCES;GPU_KERNELS;GPU_LIBRARIES;USES" ${ARGN})
   get_filename_component(chapter ${CMAKE_CURRENT_SOURCE_DIR} NAME)
   set(kernels ${chapter}_kernels)
   add_library(${kernels} STATIC)
@@ -35,7 +37,11 @@ function(flashsteps_chapter)
   target_link_libraries(${lib} PUBLIC harness ${kernels})
   flashsteps_warnings(${lib})
 
-  add_executable(${chapter} ${PROJECT_SOURCE_DIR}/common/harness/chapter_main.cpp)
+  if(C_MAIN)
+    add_executable(${chapter} ${C_MAIN})
+  else()
+    add_executable(${chapter} ${PROJECT_SOURCE_DIR}/common/harness/chapter_main.cpp)
+  endif()
   target_compile_definitions(${chapter} PRIVATE FLASHSTEPS_CHAPTER="${chapter}")
   target_link_libraries(${chapter} PRIVATE ${lib})
   flashsteps_warnings(${chapter})

@@ -1,5 +1,7 @@
 #include "sweep.h"
 
+#include <iterator>
+
 namespace attn {
 
 std::vector<Problem> shape_sweep() {
@@ -66,6 +68,59 @@ std::vector<Problem> scale_sweep() {
         p.Lq = 70, p.Lk = 200, p.d = 64, p.dtype = t, p.causal = c, p.scale_override = scale;
         out.push_back(p);
       }
+  return out;
+}
+
+std::vector<Problem> backward_sweep() {
+  struct Lengths {
+    int Lq, Lk;
+  };
+  struct Kind {
+    int d;
+    DType t;
+  };
+  std::vector<Problem> out;
+  // Lengths crossing the tiles of 32 (step b) and 64 (steps c, d) rows; Lq > Lk under bottom-right
+  // alignment leaves rows that see no key, Lq < Lk under top-left keys that no row sees. Each
+  // (lengths, alignment) meets three of the (head dim, dtype) pairs in turn: every head dim of
+  // every step, in every dtype it takes.
+  const Lengths lengths[] = {{1, 1}, {1, 70}, {70, 1}, {33, 33}, {37, 100}, {100, 37}, {130, 97}, {200, 200}, {97, 257}};
+  const Kind kinds[] = {{32, DType::fp16}, {64, DType::bf16}, {80, DType::fp32}, {96, DType::fp16}, {128, DType::bf16},
+                        {64, DType::fp32}, {128, DType::fp16}, {32, DType::bf16}, {96, DType::bf16}, {128, DType::fp32},
+                        {64, DType::fp16}, {32, DType::fp32}};
+  size_t k = 0;
+  for (Lengths l : lengths)
+    for (Causal c : {Causal::none, Causal::top_left, Causal::bottom_right})
+      for (int rep = 0; rep < 3; ++rep, ++k) {
+        Problem p;
+        const bool big = l.Lq * l.Lk > 10000;
+        p.B = big ? 1 : 2, p.H = big ? 2 : 3;
+        p.Lq = l.Lq, p.Lk = l.Lk, p.causal = c;
+        p.d = kinds[k % std::size(kinds)].d;
+        p.dtype = kinds[k % std::size(kinds)].t;
+        p.seed = static_cast<uint64_t>(k + 1);
+        out.push_back(p);
+      }
+  struct Masked {
+    Lengths l;
+    Kind kind;
+    bool per_head;
+  };
+  for (MaskKind m : {MaskKind::boolean, MaskKind::additive})  // every 7th row (from row 3) fully masked
+    for (Masked x : {Masked{{45, 77}, {64, DType::fp16}, false}, Masked{{130, 97}, {128, DType::bf16}, true},
+                     Masked{{45, 77}, {80, DType::fp32}, true}}) {
+      Problem p;
+      p.B = 2, p.H = 1, p.Lq = x.l.Lq, p.Lk = x.l.Lk, p.d = x.kind.d, p.dtype = x.kind.t;
+      p.mask = m, p.mask_per_head = x.per_head;
+      out.push_back(p);
+    }
+  for (double scale : {0.05, -0.3}) {  // an explicit scale, as torch's scale= argument
+    Problem p;
+    p.B = 1, p.H = 1, p.Lq = 40, p.Lk = 70, p.d = 128, p.dtype = scale > 0 ? DType::fp16 : DType::bf16;
+    p.causal = scale > 0 ? Causal::none : Causal::bottom_right;
+    p.scale_override = scale;
+    out.push_back(p);
+  }
   return out;
 }
 

@@ -16,5 +16,9 @@ std::vector<Problem> mask_sweep();
 // tolerance must grow with them), 1e-4 (rows nearly uniform), -1 (the scores' order flipped);
 // two K/V tiles of every chapter (Lk = 200), fp32 and fp16, with and without is_causal.
 std::vector<Problem> scale_sweep();
+// The backward's: N = 1, odd lengths across tile edges, Lq != Lk both ways, every dtype, the head
+// dims of every step, without is_causal and with both alignments, masks of both kinds with fully
+// masked rows, an explicit scale. Smaller than the forward's: each problem costs about five forwards.
+std::vector<Problem> backward_sweep();
 
 }  // namespace attn

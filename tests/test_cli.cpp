@@ -401,3 +401,31 @@ TEST_CASE("timings taken in turns combine into one median, minimum and per-stage
   CHECK(t.stages[1].bytes == 20);
   CHECK(attn::combine_repetitions({untimed}).reps == 0);
 }
+
+TEST_CASE("flashsteps backward refuses bad input before any work, and a good run writes its CSV rows", "[cli]") {
+  bad("backward -v no_such_variant", "unknown backward variant \"no_such_variant\" (known: materialized");
+  bad("backward -v tensor_cores --dtype fp32", "variant tensor_cores does not take fp32 inputs");
+  bad("backward -v kv_outer -d 48", "does not support head dim 48");
+  bad("backward --forward no_such_variant", "unknown forward variant \"no_such_variant\"");
+  bad("backward --forward naive", "forward variant naive does not write the log-sum-exp");
+  bad("backward -v materialized -b 64 -H 16 -n 1000000", "bytes) of device memory");
+  bad("backward -n 0", "query length (Lq) must be at least 1");
+#if !FLASHSTEPS_GPU
+  bad("backward -v causal -n 4096 --cpu-budget 1", "try --lq");
+#endif
+  const std::string csv = "backward_test.csv";
+  std::remove(csv.c_str());
+  const Outcome o = run("backward -n 40 -d 32 --causal bottom-right --lq 30 --reps 1 --csv " + csv);
+  INFO(o.output);
+  CHECK(o.code == 0);
+  CHECK_THAT(o.output, Contains("forward + backward"));
+  FILE* f = std::fopen(csv.c_str(), "r");
+  REQUIRE(f != nullptr);
+  std::string all;
+  char line[512];
+  while (std::fgets(line, sizeof line, f)) all += line;
+  std::fclose(f);
+  std::remove(csv.c_str());
+  CHECK_THAT(all, Contains(",06_causal,balanced,fp16,1,2,30,40,32,bottom-right,none,"));  // the forward
+  CHECK_THAT(all, Contains(",07_backward,deterministic,fp16,1,2,30,40,32,bottom-right,none,"));
+}

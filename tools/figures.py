@@ -18,6 +18,10 @@ Nothing here is a measurement. Each figure takes its rule from the file that def
                           of tools/causal_schedule.py, which reproduces 06_causal/causal.h
   06_schedule.svg         skip_tiles' and balanced's launch orders on a small GPU (a model:
                           tools/causal_schedule.py's greedy scheduler)
+  07_loop_order.svg       chapter 07's backward: the K/V-outer pass (a block per K/V tile from
+                          first_q_tile down, dQ by atomics) and the deterministic dQ pass (a block
+                          per Q tile up to the diagonal); tiles Br x Bc read from
+                          07_backward/backward.h, skip and mask rules as chapter 06's
 
   tools/figures.py                          # writes notes/figures/*.svg
   tools/figures.py --out DIR --check        # CI: writes into DIR, draws each figure twice and
@@ -97,15 +101,19 @@ def fragment_layout():
 def swizzle_rule():
     """The layouts of 05_flash_v2/pipeline.cuh as Python functions of (row, col, D), in elements:
     (swizzled, padded). The swizzle is the one `return` expression there that XORs; the padding
-    is rows of D + 8 elements."""
+    is the unswizzled row length of row_elems() in 05_flash_v2/flash_v2.h."""
     src = (ROOT / "05_flash_v2/pipeline.cuh").read_text()
     xors = [e for e in re.findall(r"return ([^;{}]+);", src) if "^" in e and "row" in e and "col" in e]
     check(len(xors) == 1, "05_flash_v2/pipeline.cuh: cannot find the one swizzled address (a `return` with ^); "
           "tools/figures.py must follow the code")
-    check("D + 8" in src, "05_flash_v2/pipeline.cuh: no rows padded to D + 8 elements any more; "
+    header = (ROOT / "05_flash_v2/flash_v2.h").read_text()
+    m = re.search(r"constexpr int row_elems\(int d, bool swizzle\) \{ return swizzle && d % 64 == 0 \? d : d \+ (\d+); \}",
+                  header)
+    check(m is not None, "05_flash_v2/flash_v2.h: row_elems() no longer pads rows by a constant; "
           "tools/figures.py must follow the code")
+    pad = int(m.group(1))
     swz = eval("lambda row, col, D: " + c_expr_to_python(xors[0]))  # noqa: S307 (our own header)
-    return swz, lambda row, col, D: row * (D + 8) + col
+    return swz, lambda row, col, D: row * (D + pad) + col
 
 
 def save(fig, path, check_twice):
@@ -579,6 +587,81 @@ def fig_schedule(args):
     return fig
 
 
+# --------------------------------------------------------------------------------------------
+# Chapter 07: the backward's two loop orders
+# --------------------------------------------------------------------------------------------
+
+def backward_tiles():
+    """kMmaBr and kMmaBc of 07_backward/backward.h: the tiles of the tensor-core steps."""
+    src = (ROOT / "07_backward/backward.h").read_text()
+    m = re.search(r"kMmaBr = (\d+), kMmaBc = (\d+);", src)
+    check(m is not None, "07_backward/backward.h: cannot read kMmaBr, kMmaBc; tools/figures.py must follow it")
+    return int(m.group(1)), int(m.group(2))
+
+
+def first_q_tile(s, k0):
+    """07_backward/backward.h first_q_tile: the first Q tile a K/V tile starting at k0 meets."""
+    if s.align == "none":
+        return 0
+    i = k0 - s.offset
+    return 0 if i <= 0 else s.tr if i >= s.lq else i // s.br
+
+
+def fig_backward_loop_order(args):
+    br, bc = backward_tiles()
+    s = causal_schedule.Shape(6 * br, 6 * bc, "top-left", br, bc)
+    # Both passes visit the same pairs: down from first_q_tile (K/V outer), up to tiles_to_visit (Q outer).
+    for q in range(s.tr):
+        for k in range(s.tc):
+            check((q >= first_q_tile(s, k * bc)) == (k < s.tiles_to_visit(q)),
+                  f"the K/V-outer and Q-outer passes disagree on tile ({q}, {k})")
+    colors = {"#": BLUE, "/": ORANGE, ".": "white"}
+    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(12, 6.2))
+    for ax in (ax0, ax1):
+        ax.set_xlim(-0.6, s.tc + 2.4)
+        ax.set_ylim(s.tr + 1.2, -1.0)
+        ax.set_aspect("equal")
+        ax.axis("off")
+        for q in range(s.tr):
+            ax.text(-0.15, q + 0.5, f"Q{q + 1}", ha="right", va="center", fontsize=8)
+            for k in range(s.tc):
+                c = s.cell(q, k)
+                ax.add_patch(Rectangle((k, q), 1, 1, facecolor=colors[c], edgecolor="black", linewidth=0.6, alpha=0.75))
+        for k in range(s.tc):
+            ax.text(k + 0.5, -0.25, f"K{k + 1},V{k + 1}", ha="center", fontsize=8)
+    # Left: a block per K/V tile (column), walking down; dK, dV written once; dQ rows added to by atomics.
+    for k in range(s.tc):
+        first = first_q_tile(s, k * bc)
+        if first < s.tr:
+            ax0.add_patch(FancyArrowPatch((k + 0.5, first + 0.15), (k + 0.5, s.tr - 0.15), arrowstyle="-|>",
+                                          mutation_scale=9, color="black", linewidth=0.9))
+        ax0.text(k + 0.5, s.tr + 0.35, "dK, dV", ha="center", fontsize=7)
+    for q in range(s.tr):
+        ax0.add_patch(FancyArrowPatch((s.tc + 0.05, q + 0.5), (s.tc + 0.6, q + 0.5), arrowstyle="-|>",
+                                      mutation_scale=8, color=RED, linewidth=1.0))
+        n = sum(1 for k in range(s.tc) if s.cell(q, k) != ".")
+        ax0.text(s.tc + 0.7, q + 0.5, f"dQ{q + 1}: atomics from {n} block{'s' if n > 1 else ''}", va="center", fontsize=7,
+                 color=RED)
+    ax0.set_title("Steps b to d: a block per K/V tile walks down its column from the\nfirst Q tile that sees "
+                  "its keys; dK, dV on chip, written once; dQ by fp32 atomics")
+    # Right: the deterministic dQ pass, a block per Q tile (row), walking right up to the diagonal.
+    for q in range(s.tr):
+        n = s.tiles_to_visit(q)
+        if n:
+            ax1.add_patch(FancyArrowPatch((0.15, q + 0.5), (n - 0.15, q + 0.5), arrowstyle="-|>", mutation_scale=9,
+                                          color="black", linewidth=0.9))
+        ax1.text(s.tc + 0.15, q + 0.5, f"dQ{q + 1} written once", va="center", fontsize=7)
+    ax1.set_title("Step d, deterministic: dQ in a pass of its own, a block per Q tile\nwalking right up to "
+                  "the diagonal (the forward's order); no atomics")
+    handles = [Rectangle((0, 0), 1, 1, facecolor=c, edgecolor="black", alpha=0.75) for c in (BLUE, ORANGE, "white")]
+    fig.legend(handles, ["visited, no mask", "visited and masked (diagonal)", "skipped (no query sees a key)"],
+               loc="lower center", ncol=3, frameon=False)
+    fig.suptitle(f"Chapter 07 under is_causal (top-left), N = {s.lq}: tiles of Br = {br} queries by Bc = {bc} keys",
+                 fontsize=10)
+    fig.tight_layout(rect=(0, 0.06, 1, 0.95))
+    return fig
+
+
 FIGURES = {
     "01_memory_traffic": fig_memory_traffic,
     "02_reduction_trees": fig_reduction_trees,
@@ -588,6 +671,7 @@ FIGURES = {
     "05_swizzle_banks": fig_swizzle_banks,
     "06_tile_map": fig_tile_map,
     "06_schedule": fig_schedule,
+    "07_loop_order": fig_backward_loop_order,
 }
 
 
@@ -601,10 +685,10 @@ def main():
     ap.add_argument("--check", action="store_true", help="draw each figure twice and fail unless the SVGs are identical")
     ap.add_argument("--n01", type=int, default=4096, help="chapter 01's N (default 4096)")
     ap.add_argument("--d01", type=int, default=64, help="chapter 01's head dim (default 64)")
-    ap.add_argument("--br", type=int, default=64,
-                    help="chapter 05/06's rows of Q per tile (default 64: pipe::Br in 05_flash_v2/pipeline.cuh)")
-    ap.add_argument("--bc", type=int, default=128,
-                    help="chapter 05/06's keys per K/V tile (default 128: block_cols<D>() for d <= 64)")
+    ap.add_argument("--br", type=int, default=128,
+                    help="chapter 05/06's rows of Q per tile (default 128: fa2_tiles(d).Br in 05_flash_v2/flash_v2.h, d <= 128)")
+    ap.add_argument("--bc", type=int, default=64,
+                    help="chapter 05/06's keys per K/V tile (default 64: fa2_tiles(64).Bc in 05_flash_v2/flash_v2.h)")
     ap.add_argument("--swizzle-dims", type=int, nargs="+", default=[64, 128], help="head dims of the bank figure")
     ap.add_argument("--sched-n", type=int, default=2048, help="sequence length of the schedule figure")
     ap.add_argument("--sched-heads", type=int, default=4, help="B*H of the schedule figure")

@@ -14,6 +14,9 @@
 #   tools/gpu_session.sh sdpa [args...]      tools/bench_torch_sdpa.py with the chapters in the same
 #                                            process into $OUT/sdpa.csv (e.g. --shapes uneven)
 #   tools/gpu_session.sh torch [args...]     PyTorch's SDPA backends alone into $OUT/torch.csv
+#   tools/gpu_session.sh backward            chapter 07's backward steps, then PyTorch's backward
+#                                            (flash, efficient, cudnn) on the same shapes, into
+#                                            $OUT/backward.csv
 #   tools/gpu_session.sh plots               the figures and the README table from $OUT/*.csv
 #
 # On a machine without a package registry, stage the header-only dependencies into .deps first;
@@ -79,9 +82,31 @@ sanitize() {
       # shellcheck disable=SC2086
       compute-sanitizer --tool "$tool" --error-exitcode 9 "$build/bin/flashsteps" run --reps 0 $args ||
         { status=1; echo "$tool FAILED on: $args"; }
+      echo "== $tool: flashsteps backward --reps 0 $args"
+      # shellcheck disable=SC2086
+      compute-sanitizer --tool "$tool" --error-exitcode 9 "$build/bin/flashsteps" backward --reps 0 $args ||
+        { status=1; echo "$tool FAILED on: backward $args"; }
     done
   done
   return $status
+}
+
+# Chapter 07 and PyTorch's backward, one after the other on this GPU (a speedup is taken between rows
+# of one session): d = 64 (H = 32) and 128 (H = 16), N = 4k and 8k with B*N = 16k, causal and not.
+# The binary also writes the row of the forward that made O and L.
+backward_bench() {
+  local d n c
+  for d in 64 128; do
+    for n in 4096 8192; do
+      for c in "" --causal; do
+        # shellcheck disable=SC2086
+        "$build/bin/07_backward" -v tensor_cores -v causal -v deterministic -b $((16384 / n)) -H $((2048 / d)) -n "$n" \
+          -d "$d" $c --reps 20 --warmup 3 --csv "$out/backward.csv" || return 1
+      done
+    done
+  done
+  python3 "$root/tools/bench_torch_sdpa_backward.py" --shapes flash --seq 4096 8192 --dtype fp16 --reps 20 \
+    --csv "$out/backward.csv"
 }
 
 # ncu on each chapter's best variant at one shape (B = 4, H = 16, N = 4096, d = 128, fp16), with the
@@ -124,7 +149,7 @@ pack() {
   local f
   for f in "$out"/*; do
     case ${f##*/} in
-      summary.txt | all.tar.gz | chapters.csv | sdpa.csv | torch.csv | device.txt) ;;
+      summary.txt | all.tar.gz | chapters.csv | sdpa.csv | torch.csv | backward.csv | device.txt) ;;
       *) rm -rf "$f" ;;
     esac
   done
@@ -155,6 +180,7 @@ case "${1:-}" in
     step ncu 90 profile
     step softmax 30 "$build/bin/02_fused_softmax" -n 4096 --csv "$out/chapters.csv"
     step timing 60 "$build/bin/flashsteps_timing"
+    step backward 120 backward_bench
     grep -h "^\[" "$out/sdpa.log" "$out/sdpa_early.log" 2>/dev/null | tail -60 >>"$out/summary.txt" || true
     grep -hE "test cases|assertions|tests passed|ERROR SUMMARY|RACECHECK SUMMARY|FAILED" "$out"/*.log 2>/dev/null |
       sort | uniq -c >>"$out/summary.txt" || true
@@ -182,6 +208,9 @@ case "${1:-}" in
   torch)
     shift
     python3 "$root/tools/bench_torch_sdpa.py" --csv "$out/torch.csv" "$@" 2> >(tee -a "$out/torch.log" >&2)
+    ;;
+  backward)
+    backward_bench 2> >(tee -a "$out/backward.log" >&2)
     ;;
   plots)
     python3 "$root/tools/plot_speedups.py" "$out"/*.csv --out "$out" --readme "$root/README.md"

@@ -326,4 +326,17 @@ int tour_main(int argc, char** argv) {
   });
 }
 
+struct ProblemArgs::Impl {
+  Args a;
+  CLI::App* app;
+};
+ProblemArgs::ProblemArgs(CLI::App& app) : impl_(std::make_unique<Impl>()) {
+  impl_->app = &app;
+  add_problem_options(app, impl_->a);
+}
+ProblemArgs::~ProblemArgs() = default;
+Problem ProblemArgs::problem() const { return build_problem(impl_->a, *impl_->app); }
+RunOptions ProblemArgs::options() const { return build_options(impl_->a, *impl_->app); }
+const std::string& ProblemArgs::csv() const { return impl_->a.csv; }
+
 }  // namespace attn

@@ -1,6 +1,13 @@
 // cli.h: the command lines of the chapter binaries and of `flashsteps`.
 #pragma once
+#include <memory>
 #include <string>
+
+#include "runner.h"
+
+namespace CLI {
+class App;
+}
 
 namespace attn {
 
@@ -12,5 +19,25 @@ int chapter_main(int argc, char** argv, const std::string& chapter, bool profile
 int tour_main(int argc, char** argv);
 // `flashsteps bench`: the benchmark runner (bench.cpp).
 int bench_main(int argc, char** argv);
+// `flashsteps backward` and chapter 07's binary: the fastest forward, then the backward variants
+// (backward_cli.cpp).
+int backward_main(int argc, char** argv, const std::string& chapter);
+
+// The problem options every command shares (sizes, dtype, is_causal, mask, scale, seed, --reps,
+// --warmup, --full-check, --cpu-budget, --csv), for a command defined in another file: declared
+// on `app` by the constructor; after parsing, problem() and options() check them as the chapter
+// binaries do (UsageError on bad input).
+class ProblemArgs {
+ public:
+  explicit ProblemArgs(CLI::App& app);
+  ~ProblemArgs();
+  Problem problem() const;
+  RunOptions options() const;
+  const std::string& csv() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace attn

@@ -4,6 +4,7 @@
 //   flashsteps bench --csv FILE   the benchmark sweep (results/README.md)
 //   flashsteps profile [options]  every variant once with the emulator's counters on: what a GPU
 //                                 profiler would count, and a modelled GPU time (a counters build)
+//   flashsteps backward [options] the fastest forward, then every backward variant (chapter 07)
 #include <cstdio>
 #include <cstring>
 
@@ -17,6 +18,7 @@ struct Command {
 };
 int run_main(int argc, char** argv) { return attn::chapter_main(argc, argv, ""); }
 int profile_main(int argc, char** argv) { return attn::chapter_main(argc, argv, "", true); }
+int backward_cmd(int argc, char** argv) { return attn::backward_main(argc, argv, ""); }
 
 // One line per command: `flashsteps --help` lists them from here.
 const Command kCommands[] = {
@@ -25,12 +27,13 @@ const Command kCommands[] = {
     {"bench", attn::bench_main, "the benchmark sweep, one CSV row per measurement (--csv FILE; results/README.md)"},
     {"profile", profile_main, "every variant once with the emulator's counters: what a profiler would count, and a "
                               "modelled GPU time (a counters build)"},
+    {"backward", backward_cmd, "chapter 07: the fastest forward, then every backward variant (dQ, dK, dV)"},
 };
 
 int usage() {
   std::printf("flashsteps: scaled-dot-product attention, chapter by chapter, checked against an fp64 reference and "
               "timed.\n\nUsage: flashsteps [COMMAND] [OPTIONS]\n\nCommands:\n");
-  for (const Command& c : kCommands) std::printf("  %-7s %s\n", c.name, c.what);
+  for (const Command& c : kCommands) std::printf("  %-8s %s\n", c.name, c.what);
   std::printf("\nWithout a command, the options go to tour. `flashsteps COMMAND --help` lists a command's options.\n"
               "Each chapter also has its own binary, build/bin/<chapter> (01_naive_attention, ...), with run's options.\n");
   return 0;

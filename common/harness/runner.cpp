@@ -146,6 +146,22 @@ void check_runnable(const Variant& v, const Problem& p, const RunOptions& o) {
   }
 }
 
+AttentionParams attention_params(const Problem& p, const DeviceInputs& in) {
+  AttentionParams a{};
+  a.q = in.q.get();
+  a.k = in.k.get();
+  a.v = in.v.get();
+  a.dtype = p.dtype;
+  a.B = p.B, a.H = p.H, a.Lq = p.Lq, a.Lk = p.Lk, a.d = p.d;
+  a.scale = p.scale();
+  a.causal = p.causal;
+  a.mask_kind = p.mask;
+  a.mask = p.mask == MaskKind::none ? nullptr : in.mask.get();
+  a.mask_stride_h = p.mask_per_head ? static_cast<long long>(p.Lq) * p.Lk : 0;
+  a.mask_stride_b = p.mask_per_head ? a.mask_stride_h * p.H : 0;
+  return a;
+}
+
 Result run_variant(const Variant& v, const Problem& p, const DeviceInputs& in, const Checker& checker, const RunOptions& o) {
   Result r;
   r.variant = &v;
@@ -156,19 +172,8 @@ Result run_variant(const Variant& v, const Problem& p, const DeviceInputs& in, c
   if (v.plan) r.plan = v.plan(p);
 
   DeviceBuffer out(p.q_elems() * dtype_size(p.dtype)), lse(lse_bytes(v, p)), work(r.workspace);
-  AttentionParams a{};
-  a.q = in.q.get();
-  a.k = in.k.get();
-  a.v = in.v.get();
+  AttentionParams a = attention_params(p, in);
   a.o = out.get();
-  a.dtype = p.dtype;
-  a.B = p.B, a.H = p.H, a.Lq = p.Lq, a.Lk = p.Lk, a.d = p.d;
-  a.scale = p.scale();
-  a.causal = p.causal;
-  a.mask_kind = p.mask;
-  a.mask = p.mask == MaskKind::none ? nullptr : in.mask.get();
-  a.mask_stride_h = p.mask_per_head ? static_cast<long long>(p.Lq) * p.Lk : 0;
-  a.mask_stride_b = p.mask_per_head ? a.mask_stride_h * p.H : 0;
   a.workspace = r.workspace ? work.get() : nullptr;
   a.lse = v.writes_lse ? static_cast<float*>(lse.get()) : nullptr;
 

@@ -74,6 +74,9 @@ MemoryNeed memory_needed(const Variant& v, const Problem& p, const RunOptions& o
 // than is free (device or host; naming both numbers); more time than the CPU budget (suggesting
 // a size).
 void check_runnable(const Variant& v, const Problem& p, const RunOptions& o);
+// The kernels' view of a problem whose inputs are on the device: everything but the outputs
+// (o, lse) and the workspace, which the caller owns.
+AttentionParams attention_params(const Problem& p, const DeviceInputs& in);
 Result run_variant(const Variant& v, const Problem& p, const DeviceInputs& in, const Checker& checker,
                    const RunOptions& o);
 // The variants, each timed o.reps times, in rounds: one timed repetition of every variant per

@@ -1,4 +1,4 @@
-// mma.cuh: what the tensor-core kernels (chapter 05, and chapter 06 through it) share on top of simt/ptx.cuh.
+// mma.cuh: what the tensor-core kernels (chapters 05 and 07, and 06 through 05) share on top of simt/ptx.cuh.
 //
 // The fragments of mma.m16n8k16 (simt/fragments.h): lane = 4 * g + t holds, of the 16 x 8 fp32
 // accumulator C, rows g and g + 8, columns 2t and 2t + 1: c[0], c[1] on row g, c[2], c[3] on row
