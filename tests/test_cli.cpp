@@ -429,3 +429,13 @@ TEST_CASE("flashsteps backward refuses bad input before any work, and a good run
   CHECK_THAT(all, Contains(",06_causal,balanced,fp16,1,2,30,40,32,bottom-right,none,"));  // the forward
   CHECK_THAT(all, Contains(",07_backward,deterministic,fp16,1,2,30,40,32,bottom-right,none,"));
 }
+
+TEST_CASE("the Python tools write and read the CSV header the binaries write", "[cli]") {
+  // tools/results_csv.py holds the Python tools' copy, one line of it the header split in two.
+  const std::string py = read(std::string(FLASHSTEPS_SOURCE_DIR) + "/tools/results_csv.py");
+  const std::string header = attn::kCsvHeader;
+  const size_t split = header.find(",median_ms");
+  REQUIRE(split != std::string::npos);
+  CHECK_THAT(py, Contains("CSV_HEADER = (\"" + header.substr(0, split + 1) + "\"\n"));
+  CHECK_THAT(py, Contains("\"" + header.substr(split + 1) + "\")"));
+}

@@ -26,7 +26,8 @@ import sys
 import time
 
 from bench_torch_sdpa import (BACKEND_ENUM, BACKENDS, ELEM_BYTES, Bench, default_commit, driver_version, first_line,
-                              open_csv, short_n, sweep, visible_pairs)
+                              short_n, sweep, visible_pairs)
+from results_csv import check_csv, open_csv
 
 # The fp32 reference and the same-dtype yardstick run a few heads at a time, within this many bytes of S and P.
 CHUNK_BYTES = 2 << 30
@@ -51,8 +52,11 @@ def parse_args(argv):
     bad = [b for b in args.backends if b not in BACKENDS]
     if bad or not args.backends:
         ap.error(f"--backends: unknown backend(s) {', '.join(bad) or '(none given)'}; choose from {', '.join(BACKENDS)}")
-    if args.reps < 20 or args.warmup < 1 or args.budget < 0:
+    if args.reps < 20 or args.warmup < 1 or not args.budget >= 0:
         ap.error("--reps takes 20 or more, --warmup 1 or more, --budget 0 or more")
+    why = check_csv(args.csv)  # before torch is imported: a bad --csv costs nothing
+    if why:
+        ap.error(why)
     return args
 
 
@@ -167,7 +171,7 @@ def main(argv=None):
             stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
             out.write(f"{fixed},{stamp},torch,sdpa_{name}_backward,{dtype},{B},{H},{Lq},{Lk},{d},"
                       f"{'top-left' if causal else 'none'},none,{median_ms:.6g},{min_ms:.6g},{flops / (median_ms * 1e9):.6g},"
-                      f"{moved / (median_ms * 1e6):.6g},0,{max_err:.6g},{int(ok)}\n")
+                      f"{moved / (median_ms * 1e6):.6g},0,{max_err:.6g},{int(ok)},measured,\n")
             failed += not ok
             print(f"[{done}/{total}] sdpa_{name}_backward {shape}: {median_ms:.4f} ms, "
                   f"{flops / (median_ms * 1e9):.1f} TFLOP/s, max error {max_err:.2e} {'pass' if ok else 'FAIL'}",

@@ -36,10 +36,10 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-# Must match kCsvHeader in common/harness/report.cpp.
-COLUMNS = ("device,driver,cuda,commit,timestamp,chapter,variant,dtype,B,H,Lq,Lk,d,causal,mask,"
-           "median_ms,min_ms,tflops,gbps,extra_bytes,max_err,pass,kind,bound").split(",")
-KINDS = ("measured", "emulated", "modelled")
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script or through runpy
+from results_csv import CSV_HEADER, KINDS
+
+COLUMNS = CSV_HEADER.split(",")
 INTS = ("B", "H", "Lq", "Lk", "d", "extra_bytes", "pass")
 FLOATS = ("median_ms", "min_ms", "tflops", "gbps", "max_err")
 BEGIN, END = "<!-- results-table:begin -->", "<!-- results-table:end -->"

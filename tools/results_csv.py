@@ -1,0 +1,51 @@
+"""results_csv.py: the project's results CSV as the Python tools see it: the header (the one of
+kCsvHeader in common/harness/report.cpp, which the `cli` test compares with this file), the kinds
+of rows, and the rules for appending to a file (those of report.cpp's check_csv_target)."""
+import os
+import sys
+from pathlib import Path
+
+CSV_HEADER = ("device,driver,cuda,commit,timestamp,chapter,variant,dtype,B,H,Lq,Lk,d,causal,mask,"
+              "median_ms,min_ms,tflops,gbps,extra_bytes,max_err,pass,kind,bound")
+# measured on a GPU, emulated on the CPU, modelled from the emulator's counters: never mixed.
+KINDS = ("measured", "emulated", "modelled")
+
+
+def check_csv(path):
+    """Why rows cannot be appended to path, or None: the C++ binaries' rules (report.cpp,
+    check_csv_target): a name, no folder, an existing folder, writable, new/empty or ours."""
+    if path is None:
+        return None
+    p = Path(path)
+    if not path:
+        return "--csv needs a file name"
+    if p.is_dir():
+        return f"--csv {path} is a folder: name a file in it"
+    if not p.parent.is_dir():
+        return f"--csv {path}: the folder {p.parent} does not exist (create it first)"
+    if p.exists():
+        try:
+            with p.open("a"):
+                pass
+            with p.open() as f:
+                first = f.readline().rstrip("\r\n")
+        except (OSError, UnicodeDecodeError) as e:
+            return f"--csv {path} cannot be used: {getattr(e, 'strerror', None) or e}"
+        if p.stat().st_size > 0 and first != CSV_HEADER:
+            return f"--csv {path} does not start with the project's CSV header; not appending to it"
+    elif not os.access(p.parent, os.W_OK):
+        return f"--csv {path} cannot be created: permission denied"
+    return None
+
+
+def open_csv(path):
+    """Appends to path (checked by check_csv), writing the header only to a new or empty file."""
+    if path is None:
+        print(CSV_HEADER, flush=True)
+        return sys.stdout
+    p = Path(path)
+    fresh = not p.exists() or p.stat().st_size == 0
+    f = p.open("a")
+    if fresh:
+        f.write(CSV_HEADER + "\n")
+    return f
