@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""check_notes.py: what a teacher relies on in notes/, checked (the CTest `notes`; any python3).
+
+- every chapter note's "## Exercises" list is numbered 1..n, each exercise tagged **[paper]**,
+  **[cpu]** or **[gpu]**, and at least one of them is a "Predict, then measure" exercise;
+- its answer file, notes/answers/<same name>, has a "### k. [tag] ..." heading for every exercise
+  k, with the exercise's own first tag, and none for an exercise that does not exist;
+- every exercise notes/course.md hands out ("05: 3 [paper]") exists with that tag;
+- every relative link in the README, notes/ and results/README.md leads to a file that exists.
+
+Usage: tools/check_notes.py [--root DIR]. Prints one line per problem; exit 1 if any, else 0.
+"""
+import argparse
+import re
+import sys
+from pathlib import Path
+
+EXERCISE = re.compile(r"^(\d+)\. \*\*\[(paper|cpu|gpu)\]")
+ANY_ITEM = re.compile(r"^(\d+)\. ")
+ANSWER = re.compile(r"^### (\d+)\. \[(paper|cpu|gpu)\]")
+HANDED_OUT = re.compile(r"(\d\d): ((?:\d+ \[(?:paper|cpu|gpu)\][^;|]*?,? ?)+)")
+ONE = re.compile(r"(\d+) \[(paper|cpu|gpu)\]")
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def exercises(note):
+    """{number: tag} of the note's "## Exercises" section, and the problems found in it."""
+    found, problems, inside = {}, [], False
+    for line in note.read_text(encoding="utf-8").splitlines():
+        if line.startswith("## "):
+            inside = line.strip() == "## Exercises"
+            continue
+        if not inside or not ANY_ITEM.match(line):
+            continue
+        k = int(ANY_ITEM.match(line).group(1))
+        m = EXERCISE.match(line)
+        if not m:
+            problems.append(f"{note.name}: exercise {k} has no [paper], [cpu] or [gpu] tag")
+        found[k] = m.group(2) if m else None
+    if not found:
+        problems.append(f"{note.name}: no '## Exercises' section with numbered exercises")
+    elif sorted(found) != list(range(1, len(found) + 1)):
+        problems.append(f"{note.name}: exercises numbered {sorted(found)}, not 1..{len(found)}")
+    return found, problems
+
+
+def check(root):
+    problems = []
+    notes = sorted((root / "notes").glob("0[0-9]_*.md"))
+    if not notes:
+        return [f"no chapter notes under {root / 'notes'}"]
+    tags = {}
+    for note in notes:
+        found, p = exercises(note)
+        problems += p
+        tags[note.name[:2]] = found
+        text = note.read_text(encoding="utf-8")
+        if note.name[:2] != "00" and "Predict, then measure" not in text.split("## Exercises")[-1]:
+            problems.append(f"{note.name}: no 'Predict, then measure' exercise")
+        answers = root / "notes" / "answers" / note.name
+        if not answers.is_file():
+            problems.append(f"{note.name}: no answer file notes/answers/{note.name}")
+            continue
+        answered = {}
+        for line in answers.read_text(encoding="utf-8").splitlines():
+            m = ANSWER.match(line)
+            if m:
+                answered[int(m.group(1))] = m.group(2)
+            elif line.startswith("### ") and re.match(r"### \d+\.", line):
+                problems.append(f"answers/{note.name}: heading without a tag: {line}")
+        for k, tag in found.items():
+            if k not in answered:
+                problems.append(f"{note.name}: exercise {k} has no answer in answers/{note.name}")
+            elif tag and answered[k] != tag:
+                problems.append(f"answers/{note.name}: exercise {k} is [{tag}] in the note, [{answered[k]}] here")
+        for k in sorted(set(answered) - set(found)):
+            problems.append(f"answers/{note.name}: answers exercise {k}, which the note does not have")
+
+    course = root / "notes" / "course.md"
+    if course.is_file():
+        handed = 0
+        for line in course.read_text(encoding="utf-8").splitlines():
+            if not line.startswith("| ") or not re.match(r"\| \d+\. ", line):
+                continue  # the labs table's rows only
+            for m in HANDED_OUT.finditer(line):
+                chapter = m.group(1)
+                for k, tag in ONE.findall(m.group(2)):
+                    handed += 1
+                    have = tags.get(chapter, {})
+                    if int(k) not in have:
+                        problems.append(f"course.md: {chapter}: {k} [{tag}] names an exercise notes/{chapter} does not have")
+                    elif have[int(k)] != tag:
+                        problems.append(f"course.md: {chapter}: {k} is [{have[int(k)]}] in the note, [{tag}] in the course")
+        if handed == 0:
+            problems.append("course.md: its labs table hands out no exercise ('NN: k [tag]')")
+    else:
+        problems.append("notes/course.md is missing")
+
+    pages = [root / "README.md", root / "results" / "README.md"] + sorted((root / "notes").rglob("*.md"))
+    for page in pages:
+        if not page.is_file():
+            continue
+        text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+        for target in LINK.findall(text):
+            if re.match(r"[a-z]+:", target) or target.startswith("#"):
+                continue
+            path = target.split("#", 1)[0]
+            if path and not (page.parent / path).exists():
+                problems.append(f"{page.relative_to(root)}: link to {target}, which does not exist")
+    return problems
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--root", type=Path, default=Path(__file__).resolve().parent.parent)
+    args = ap.parse_args()
+    problems = check(args.root)
+    for p in problems:
+        print(p)
+    print(f"check_notes: {len(problems)} problem(s)" if problems else "check_notes: notes, answers, course and links agree")
+    sys.exit(1 if problems else 0)
+
+
+if __name__ == "__main__":
+    main()
