@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# record_runs.sh: runs commands and keeps their whole output in one file under results/, with what
+# a reader needs to weigh it: the commit, the machine, and the load average before each command
+# (the emulator's times move with it). The notes quote these files, never a terminal.
+#
+#   tools/record_runs.sh results/cpu-emulation-simt/flash_v2_runs.txt \
+#       "build/bin/05_flash_v2 -n 256 -d 64 --reps 3" "build/bin/06_causal --causal -n 512 --reps 3"
+#
+# Run from the repository root, with the binaries built from the working tree's commit (it refuses
+# a dirty tree: the numbers would belong to no commit). Exit 2 on bad use; a command that fails
+# stops the recording and leaves no file.
+set -euo pipefail
+if [ $# -lt 2 ]; then
+  echo "usage: tools/record_runs.sh OUTPUT.txt \"command\" [\"command\" ...]" >&2
+  exit 2
+fi
+out=$1
+shift
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+[ -d "$(dirname "$out")" ] || { echo "record_runs: the folder $(dirname "$out") does not exist" >&2; exit 2; }
+if [ -n "$(git -C "$root" status --porcelain --untracked-files=no)" ]; then
+  echo "record_runs: the working tree has uncommitted changes; commit them first" >&2
+  exit 2
+fi
+commit=$(git -C "$root" rev-parse --short=12 HEAD)
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || true)
+tmp=$(mktemp "$out.XXXXXX")
+trap 'rm -f "$tmp"' EXIT
+{
+  echo "# tools/record_runs.sh at commit $commit, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "# machine: ${cpu:-unknown CPU}, $(nproc) cores; GPU: ${gpu:-none (the times are the CPU emulator's, not a GPU's)}"
+  echo
+} >"$tmp"
+for cmd in "$@"; do
+  echo "recording: $cmd" >&2
+  echo "## \$ $cmd   (load average before: $(cut -d' ' -f1-3 /proc/loadavg))" >>"$tmp"
+  rc=0
+  bash -c "$cmd" >>"$tmp" 2>&1 || rc=$?
+  [ "$rc" = 0 ] || { echo "record_runs: '$cmd' exited with $rc; nothing written" >&2; exit 1; }
+  echo >>"$tmp"
+done
+mv "$tmp" "$out"
+trap - EXIT
+echo "wrote $out" >&2
