@@ -9,7 +9,7 @@
 The CSV is results/cpu-emulation-simt/counters.csv (`flashsteps profile --counters-csv`, and
 `flashsteps backward --profile` for chapter 07's backward variants; schema in results/README.md):
 one row per stage of every variant, on the emulator's default problem (with is_causal for chapters
-06 and 07). A note gets its chapter's table between the markers
+06 and 07, and N = 1024 for 06). A note gets its chapter's table between the markers
 
   <!-- counters-table:begin 01_naive_attention -->
   <!-- counters-table:end -->
@@ -33,8 +33,9 @@ REPO = Path(__file__).resolve().parent.parent
 CSV = REPO / "results" / "cpu-emulation-simt" / "counters.csv"
 NOTES = REPO / "notes"
 # The emulator's default problem for every chapter; chapters 06 and 07 skip causal tiles, so with
-# is_causal. Chapter 07's variants have a registry and a command of their own.
-PROBLEM = {"06_causal": ["--causal"], "07_backward": ["--causal"]}
+# is_causal, and chapter 06 at N = 1024, where its plan visits 72 of 128 tile pairs (at N = 256, 6
+# of 8). Chapter 07's variants have a registry and a command of their own.
+PROBLEM = {"06_causal": ["--causal", "-n", "1024"], "07_backward": ["--causal"]}
 COMMAND = {"07_backward": ["backward", "--profile"]}
 BEGIN = re.compile(r"<!-- counters-table:begin (\S+) -->")
 END = "<!-- counters-table:end -->"
