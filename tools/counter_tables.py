@@ -17,8 +17,8 @@ one row per stage of every variant, on the emulator's default problem (with is_c
 so a note without them (or a new chapter) only needs the two lines; --check also fails when a
 chapter of the CSV has no table in any note. The table has a row per stage
 and the columns every chapter shares (coalescing, conflicts, DRAM bytes, FLOP, modelled time and
-bound); chapters 05 and 06, whose steps are one kernel each, get a row per step with ldmatrix per
-mma and the model's L1 and tensor terms, and chapter 07 dQ's atomics. Exit codes: 0 done, 1 a table
+bound); chapters 05 and 06, whose steps are one kernel each, get a row per step with ldmatrix and
+L1 wavefronts per mma and the model's L1 and tensor terms, and chapter 07 dQ's atomics. Exit codes: 0 done, 1 a table
 differs (--check) or profiling failed, 2 bad input.
 """
 import argparse
@@ -141,6 +141,7 @@ LAYOUTS = {
         ("global loads: sectors/request", loads),
         ("shared: wavefronts/request (bank conflicts)", shared),
         ("ldmatrix per mma", lambda r: ratio(r["ldmatrix_requests"], r["mma"])),
+        ("L1 wavefronts per mma", lambda r: ratio(r["l1_wavefronts"], r["mma"])),
         ("mma FLOP", lambda r: count(r["mma_flop"])),
         ("MUFU ops", lambda r: count(r["mufu"])),
         ("L1 µs", lambda r: f"{num(r['l1_us']):.2f}"),
