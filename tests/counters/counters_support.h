@@ -34,4 +34,20 @@ inline std::vector<double> fields(const simt::Counters& c) {
   return f;
 }
 
+// Runs `counted` in every schedule order with one and two workers, and checks that every field of
+// what it returns is the same each time.
+inline void same_in_every_schedule(const std::function<simt::Counters()>& counted) {
+  std::vector<double> first;
+  simt_tests::for_each_schedule([&] {
+    const std::vector<double> f = fields(counted());
+    if (first.empty())
+      first = f;
+    else
+      for (size_t i = 0; i < f.size(); ++i) {
+        INFO("field " << i);
+        CHECK(f[i] == first[i]);
+      }
+  });
+}
+
 }  // namespace counters_test
