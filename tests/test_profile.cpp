@@ -70,6 +70,23 @@ TEST_CASE("profile prints each stage's counters and modelled time, and appends m
   std::remove(times.c_str());
 }
 
+TEST_CASE("backward --profile counts chapter 07's steps through the same profiler", "[profile]") {
+  const std::string counters = scratch("backward-counters.csv");
+  std::string out;
+  REQUIRE(flashsteps("backward --profile -v kv_outer -v tensor_cores -n 64 --counters-csv " + counters, out) == 0);
+  INFO(out);
+  CHECK_THAT(out, Contains("kv_outer (07_backward): check pass; modelled on H100 SXM5"));
+  CHECK_THAT(out, Contains("dK, dV, dQ acc (K/V outer)"));
+  CHECK_THAT(out, Contains("| atom "));  // dQ's fp32 atomics, in the global line
+  CHECK_THAT(out, Contains("a model, not a measurement"));
+  CHECK_THAT(out, !Contains("median ms"));  // counted, not timed
+  const std::vector<std::string> stages = lines(counters);
+  REQUIRE(stages.size() == 1 + 2 * 3);  // the header, then 3 stages per variant (D, the main loop, dQ)
+  CHECK(stages[0] == attn::kCountersCsvHeader);
+  CHECK_THAT(stages[1], Contains(",07_backward,kv_outer,"));
+  std::remove(counters.c_str());
+}
+
 TEST_CASE("profile: a wrong option is refused before any work", "[profile]") {
   std::string out;
   CHECK(flashsteps("profile --gpu a100", out) == 2);
@@ -91,7 +108,7 @@ TEST_CASE("profile: a wrong option is refused before any work", "[profile]") {
 #else
 TEST_CASE("without counters, profile and --profile refuse before any work, saying how to get them", "[cli]") {
   const std::string csv = scratch("refused.csv");
-  for (const char* args : {"profile", "tour --profile", "run --profile -v naive"}) {
+  for (const char* args : {"profile", "tour --profile", "run --profile -v naive", "backward --profile"}) {
     std::string out;
     INFO(args);
     CHECK(flashsteps(std::string(args) + " --csv " + csv, out) == 2);

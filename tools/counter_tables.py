@@ -6,15 +6,20 @@
   tools/counter_tables.py                            # rewrite the tables from the committed CSV only
   tools/counter_tables.py --check                    # exit 1 when a note's table is not the CSV's
 
-The CSV is results/cpu-emulation-simt/counters.csv (`flashsteps profile --counters-csv`, schema in
-results/README.md): one row per stage of every variant, on the emulator's default problem. A note
-gets its chapter's table between the markers
+The CSV is results/cpu-emulation-simt/counters.csv (`flashsteps profile --counters-csv`, and
+`flashsteps backward --profile` for chapter 07's backward variants; schema in results/README.md):
+one row per stage of every variant, on the emulator's default problem (with is_causal for chapters
+06 and 07, and N = 1024 for 06). A note gets its chapter's table between the markers
 
   <!-- counters-table:begin 01_naive_attention -->
   <!-- counters-table:end -->
 
-so a note without them (or a new chapter) only needs the two lines. Exit codes: 0 done, 1 a
-table differs (--check) or profiling failed, 2 bad input.
+so a note without them (or a new chapter) only needs the two lines; --check also fails when a
+chapter of the CSV has no table in any note. The table has a row per stage
+and the columns every chapter shares (coalescing, conflicts, DRAM bytes, FLOP, modelled time and
+bound); chapters 05 and 06, whose steps are one kernel each, get a row per step with ldmatrix and
+L1 wavefronts per mma and the model's L1 and tensor terms, and chapter 07 dQ's atomics. Exit codes: 0 done, 1 a table
+differs (--check) or profiling failed, 2 bad input.
 """
 import argparse
 import csv
@@ -27,8 +32,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 CSV = REPO / "results" / "cpu-emulation-simt" / "counters.csv"
 NOTES = REPO / "notes"
-# The emulator's default problem for every chapter; chapter 06 is about is_causal, so with it.
-PROBLEM = {"06_causal": ["--causal"]}
+# The emulator's default problem for every chapter; chapters 06 and 07 skip causal tiles, so with
+# is_causal, and chapter 06 at N = 1024, where its plan visits 72 of 128 tile pairs (at N = 256, 6
+# of 8). Chapter 07's variants have a registry and a command of their own.
+PROBLEM = {"06_causal": ["--causal", "-n", "1024"], "07_backward": ["--causal"]}
+COMMAND = {"07_backward": ["backward", "--profile"]}
 BEGIN = re.compile(r"<!-- counters-table:begin (\S+) -->")
 END = "<!-- counters-table:end -->"
 
@@ -49,8 +57,8 @@ def profile(build):
     chapters = sorted(p.name for p in REPO.glob("[0-9][0-9]_*") if (p / "CMakeLists.txt").is_file())
     for chapter in chapters:
         print(f"counter_tables: profiling {chapter} ...", file=sys.stderr, flush=True)
-        r = subprocess.run([str(binary), "profile", "--chapter", chapter, "--counters-csv", str(fresh)] +
-                           PROBLEM.get(chapter, []),
+        command = COMMAND.get(chapter, ["profile", "--chapter", chapter])
+        r = subprocess.run([str(binary)] + command + ["--counters-csv", str(fresh)] + PROBLEM.get(chapter, []),
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         if r.returncode != 0:
             fresh.unlink(missing_ok=True)
@@ -87,6 +95,71 @@ def count(x):
     return f"{x:.3g}" if x >= 1e6 else f"{x:.0f}"
 
 
+def loads(r):
+    out = []
+    if num(r["ld_requests"]) > 0:
+        out.append(f"{num(r['ld_sectors_per_request']):.2f}")
+    if num(r["cp_async_requests"]) > 0:
+        out.append(f"cp.async {num(r['cp_async_sectors_per_request']):.2f}")
+    return ", ".join(out) or "–"
+
+
+def shared(r):
+    if num(r["shared_requests"]) == 0:
+        return "–"
+    return f"{num(r['shared_wavefronts']) / num(r['shared_requests']):.2f} ({count(r['shared_conflicts'])})"
+
+
+def dram_mb(r):
+    return f"{(num(r['dram_read_bytes']) + num(r['dram_write_bytes'])) / 1e6:.3f}"
+
+
+def ratio(a, b):
+    return f"{num(a) / num(b):.2f}" if num(b) > 0 else "–"
+
+
+def atomics(r):
+    if num(r["atom_requests"]) == 0:
+        return "0"
+    return f"{count(r['atom_requests'])} ({num(r['atom_sectors_per_request']):.2f})"
+
+
+# The columns of each kind of table: (header, cell of a row). "stages" for every chapter, a row
+# per stage; "steps" for chapters 05 and 06, one kernel per step, with what the tensor-core steps
+# add (ldmatrix per mma, the model's L1 and tensor terms); "backward" for chapter 07, with dQ's
+# atomics. Every table ends with the modelled time and its bound.
+LAYOUTS = {
+    "stages": [
+        ("global loads: sectors/request", loads),
+        ("stores: sectors/request", lambda r: per_request(r["st_sectors_per_request"], r["st_requests"])),
+        ("shared: wavefronts/request (bank conflicts)", shared),
+        ("DRAM MB", dram_mb),
+        ("mma FLOP", lambda r: count(r["mma_flop"])),
+        ("MUFU ops", lambda r: count(r["mufu"])),
+    ],
+    "steps": [
+        ("global loads: sectors/request", loads),
+        ("shared: wavefronts/request (bank conflicts)", shared),
+        ("ldmatrix per mma", lambda r: ratio(r["ldmatrix_requests"], r["mma"])),
+        ("L1 wavefronts per mma", lambda r: ratio(r["l1_wavefronts"], r["mma"])),
+        ("mma FLOP", lambda r: count(r["mma_flop"])),
+        ("MUFU ops", lambda r: count(r["mufu"])),
+        ("L1 µs", lambda r: f"{num(r['l1_us']):.2f}"),
+        ("tensor µs", lambda r: f"{num(r['tensor_us']):.2f}"),
+    ],
+    "backward": [
+        ("global loads: sectors/request", loads),
+        ("fp32 atomics: requests (sectors/request)", atomics),
+        ("shared: wavefronts/request (bank conflicts)", shared),
+        ("DRAM MB", dram_mb),
+        ("mma FLOP", lambda r: count(r["mma_flop"])),
+        ("MUFU ops", lambda r: count(r["mufu"])),
+    ],
+}
+LAYOUT = {"05_flash_v2": "steps", "06_causal": "steps", "07_backward": "backward"}
+TIME = [("modelled µs", lambda r: f"{num(r['modelled_us']):.2f}"), ("bound", lambda r: r["bound"])]
+
+
 def table(chapter, rows):
     mine = [r for r in rows if r["chapter"] == chapter]
     if not mine:
@@ -95,28 +168,22 @@ def table(chapter, rows):
     problem = (f"B={first['B']} H={first['H']} Lq={first['Lq']} Lk={first['Lk']} d={first['d']} {first['dtype']}"
                + ("" if first["causal"] == "none" else f" causal {first['causal']}"))
     commits = sorted({r["commit"] for r in mine})
+    layout = LAYOUT.get(chapter, "stages")
+    columns = LAYOUTS[layout] + TIME
+    # The steps' tables name the step only: each is one kernel, one stage.
+    one_stage = layout == "steps" and len({r["variant"] for r in mine}) == len(mine)
+    head = ["variant"] + ([] if one_stage else ["stage"]) + [h for h, _ in columns]
     lines = [
         f"Generated by `tools/counter_tables.py` from `results/cpu-emulation-simt/counters.csv` (commit "
         f"{', '.join(commits)}; {problem}). Counts of the CPU emulator; times modelled for an "
         f"{first['gpu']} by `common/harness/gpu_model.h`: a model, not a measurement. Do not edit by hand.",
         "",
-        "| variant | stage | global loads: sectors/request | stores: sectors/request | shared: wavefronts/request "
-        "(bank conflicts) | DRAM MB | mma FLOP | MUFU ops | modelled µs | bound |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
     ]
     for r in mine:
-        loads = []
-        if num(r["ld_requests"]) > 0:
-            loads.append(f"{num(r['ld_sectors_per_request']):.2f}")
-        if num(r["cp_async_requests"]) > 0:
-            loads.append(f"cp.async {num(r['cp_async_sectors_per_request']):.2f}")
-        shared = "–"
-        if num(r["shared_requests"]) > 0:
-            shared = f"{num(r['shared_wavefronts']) / num(r['shared_requests']):.2f} ({count(r['shared_conflicts'])})"
-        dram = (num(r["dram_read_bytes"]) + num(r["dram_write_bytes"])) / 1e6
-        lines.append(f"| {r['variant']} | {r['stage']} | {', '.join(loads) or '–'} "
-                     f"| {per_request(r['st_sectors_per_request'], r['st_requests'])} | {shared} | {dram:.3f} "
-                     f"| {count(r['mma_flop'])} | {count(r['mufu'])} | {num(r['modelled_us']):.2f} | {r['bound']} |")
+        cells = [r["variant"]] + ([] if one_stage else [r["stage"]]) + [cell(r) for _, cell in columns]
+        lines.append("| " + " | ".join(cells) + " |")
     totals = OrderedDict()
     for r in mine:
         totals[r["variant"]] = totals.get(r["variant"], 0.0) + num(r["modelled_us"])
@@ -125,11 +192,13 @@ def table(chapter, rows):
     return "\n".join(lines)
 
 
-def rewrite(note, rows):
-    """The note's text with each marked table regenerated; None if it has no markers."""
+def rewrite(note, rows, tabled):
+    """The note's text with each marked table regenerated; None if it has no markers. Adds the
+    chapters it tables to the set `tabled`."""
     text = note.read_text()
     out, at, found = [], 0, False
     for m in BEGIN.finditer(text):
+        tabled.add(m.group(1))
         end = text.find(END, m.end())
         if end < 0:
             fail(f"{note}: {m.group(0)} without {END}")
@@ -152,9 +221,9 @@ def main(argv=None):
     if args.profile:
         profile(args.profile)
     rows = read(CSV)
-    stale = []
+    stale, tabled = [], set()
     for note in sorted(NOTES.glob("*.md")):
-        new = rewrite(note, rows)
+        new = rewrite(note, rows, tabled)
         if new is None or new == note.read_text():
             continue
         if args.check:
@@ -162,11 +231,18 @@ def main(argv=None):
         else:
             note.write_text(new)
             print(note.relative_to(REPO))
+    status = 0
     if stale:
         print("counter_tables: these notes' tables differ from the CSV (run tools/counter_tables.py): " +
               ", ".join(map(str, stale)), file=sys.stderr)
-        return 1
-    return 0
+        status = 1
+    # Every chapter profiled has its table: a note that lost its markers fails the check too.
+    untabled = sorted({r["chapter"] for r in rows} - tabled)
+    if untabled:
+        print("counter_tables: no note has a table for " + ", ".join(untabled) +
+              f" (add the markers `<!-- counters-table:begin CHAPTER -->` and `{END}`)", file=sys.stderr)
+        status = 1 if args.check else status
+    return status
 
 
 if __name__ == "__main__":

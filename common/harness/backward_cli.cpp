@@ -1,15 +1,18 @@
 // backward_cli.cpp: `flashsteps backward` and chapter 07's binary. One problem: the forward first
 // (the fastest forward kernel that runs it, checked and timed as `flashsteps run` would), its O and
 // L kept for the backward variants, each checked against the fp64 reference gradients and timed;
-// then forward + backward side by side.
+// then forward + backward side by side. With --profile, each backward variant runs once with the
+// counters on instead, through the forward's profiler (profile.h).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "backward.h"
 #include "cli.h"
 #include "command.h"
 #include "errors.h"
+#include "profile.h"
 #include "report.h"
 
 namespace attn {
@@ -109,8 +112,12 @@ int backward_main(int argc, char** argv, const std::string& chapter) {
                  "\"reference\": the fp64 reference's, rounded)");
   app.add_flag("--list", list, "list the backward variants and what they support");
   app.add_flag("--model", model, "print the variants' cost models for the problem (FLOPs, bytes, atomics), run nothing");
+  ProfileOptions profile;
+  add_profile_options(app, profile, true);
   if (const int rc = parse_command_line(app, argc, argv); rc >= 0) return rc;
   return guarded([&] {
+    std::optional<Profiler> profiler;
+    if (profile.on) profiler.emplace(profile);  // refuses before any work
     if (list) {
       print_list();
       return 0;
@@ -149,7 +156,11 @@ int backward_main(int argc, char** argv, const std::string& chapter) {
 
     std::vector<Result> rows;
     double forward_ms = 0;
-    if (fwd) {
+    if (fwd && profiler) {
+      std::printf("\nforward: %s of %s, run once, not counted: its O and L feed the backward\n", fwd->name.c_str(),
+                  fwd->chapter.c_str());
+      dev.run_forward(*fwd, p);
+    } else if (fwd) {
       std::printf("\nforward: %s of %s, the %s, checked and timed; its O and L feed the backward\n", fwd->name.c_str(),
                   fwd->chapter.c_str(), forward.empty() ? "fastest forward kernel for this problem" : "forward asked for");
       print_table_header();
@@ -164,6 +175,22 @@ int backward_main(int argc, char** argv, const std::string& chapter) {
       dev.set_forward(p, reference(p, in, Selection::all(p)));
     }
 
+    if (profiler) {
+      std::printf("\nbackward: dQ, dK, dV, each variant run once with the counters on\n");
+      bool pass = true;
+      for (const BackwardVariant* v : runnable)
+        pass = profiler
+                   ->run([&] {
+                     RunOptions once = o;
+                     once.reps = 1, once.warmup = 0;  // one execution, counted, untimed
+                     return run_backward(*v, p, dev, checker, once).row;
+                   })
+                   .result.verdict.pass &&
+               pass;
+      profiler->print_summary();
+      profiler->write_csv(args.csv());
+      return pass ? 0 : 1;
+    }
     std::printf("\nbackward: dQ, dK, dV (TFLOP/s of 2.5x the forward's FLOPs)\n");
     print_table_header();
     std::vector<BackwardResult> results;

@@ -15,10 +15,10 @@ namespace attn {
 const char* const kCountersCsvHeader =
     "commit,timestamp,chapter,variant,stage,dtype,B,H,Lq,Lk,d,causal,mask,sample_blocks,launches,blocks,"
     "threads_per_block,ld_requests,ld_sectors_per_request,st_requests,st_sectors_per_request,cp_async_requests,"
-    "cp_async_sectors_per_request,atom_requests,dram_read_bytes,dram_write_bytes,l2_bytes,shared_requests,"
-    "shared_wavefronts,shared_conflicts,ldmatrix_requests,ldmatrix_conflicts,cp_async_dst_conflicts,l1_wavefronts,mma,mma_flop,"
-    "mufu,barriers,shuffles,gpu,modelled_us,bound,dram_us,l2_us,l1_us,mufu_us,tensor_us,launch_us,sm_share,"
-    "beyond_l2";
+    "cp_async_sectors_per_request,atom_requests,atom_sectors_per_request,dram_read_bytes,dram_write_bytes,l2_bytes,"
+    "shared_requests,shared_wavefronts,shared_conflicts,ldmatrix_requests,ldmatrix_conflicts,"
+    "cp_async_dst_conflicts,l1_wavefronts,mma,mma_flop,mufu,barriers,shuffles,gpu,modelled_us,bound,dram_us,l2_us,"
+    "l1_us,mufu_us,tensor_us,launch_us,sm_share,beyond_l2";
 
 void add_profile_options(CLI::App& app, ProfileOptions& o, bool flag) {
   if (flag)
@@ -142,13 +142,22 @@ std::string now_utc() {
 
 const Profile& Profiler::run(const Variant& v, const Problem& p, const DeviceInputs& in, const Checker& checker,
                              bool details) {
-  RunOptions o;
-  o.reps = 1, o.warmup = 0;  // one execution, counted; its time (the instrumented emulator's) is not used
+  return run(
+      [&] {
+        RunOptions o;
+        o.reps = 1, o.warmup = 0;  // one execution, counted; its time (the instrumented emulator's) is not used
+        return run_variant(v, p, in, checker, o);
+      },
+      details);
+}
+
+const Profile& Profiler::run(const std::function<Result()>& counted, bool details) {
   Profile prof;
   {
     Counting counting(o_.sample_blocks);
-    prof.result = run_variant(v, p, in, checker, o);
+    prof.result = counted();
   }
+  const Variant& v = *prof.result.variant;
   double longest = -1;
   for (const Stages::Time& t : prof.result.timing.stages) {
     StageProfile s;
@@ -298,7 +307,7 @@ void Profiler::write_csv(const std::string& results_csv) const {
     for (const StageProfile& s : pr.stages) {
       const simt::Counters& c = s.counters;
       const simt::GlobalOps &ld = c.global[simt::kGlobalLoad], &st = c.global[simt::kGlobalStore],
-                            &cp = c.global[simt::kCpAsyncSource];
+                            &cp = c.global[simt::kCpAsyncSource], &at = c.global[simt::kGlobalAtomic];
       double ldsm_req = 0, ldsm_conf = 0;
       for (int k = simt::kLdmatrixX1; k <= simt::kLdmatrixX4Trans; ++k)
         ldsm_req += c.shared[k].requests, ldsm_conf += c.shared[k].conflicts();
@@ -309,8 +318,8 @@ void Profiler::write_csv(const std::string& results_csv) const {
           << p.d << ',' << causal_name(p.causal) << ',' << mask_name(p.mask) << ',' << o_.sample_blocks << ','
           << c.launches << ',' << c.blocks << ',' << c.threads_per_block << ',' << ld.requests << ','
           << per(ld.sectors, ld.requests) << ',' << st.requests << ',' << per(st.sectors, st.requests) << ','
-          << cp.requests << ',' << per(cp.sectors, cp.requests) << ',' << c.global[simt::kGlobalAtomic].requests << ','
-          << 32 * c.dram_read_sectors << ',' << 32 * c.dram_write_sectors << ',' << l2_bytes(c) << ','
+          << cp.requests << ',' << per(cp.sectors, cp.requests) << ',' << at.requests << ',' << per(at.sectors, at.requests)
+          << ',' << 32 * c.dram_read_sectors << ',' << 32 * c.dram_write_sectors << ',' << l2_bytes(c) << ','
           << c.shared_requests() << ',' << c.shared_wavefronts() << ',' << c.shared_conflicts() << ',' << ldsm_req << ','
           << ldsm_conf << ',' << c.shared[simt::kCpAsyncDestination].conflicts() << ',' << l1_wavefronts(c) << ','
           << c.mma << ',' << c.mma_flop

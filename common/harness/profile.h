@@ -4,6 +4,7 @@
 // for a profile is refused before any work, with the command that configures one.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,9 @@ class Profiler {
   // Runs v once with the counters on and prints what they say, stage by stage when `details`.
   const Profile& run(const Variant& v, const Problem& p, const DeviceInputs& in, const Checker& checker,
                      bool details = true);
+  // The same for any one checked execution: `counted` runs it once (a backward variant, say:
+  // backward_cli.cpp) and returns its Result, whose stages carry the launches' counters.
+  const Profile& run(const std::function<Result()>& counted, bool details = true);
   // The modelled time of every variant profiled, and the speedups over the first variant; beside
   // them, the emulator's times of --emulator-times. When a step models slower than the one before
   // it, why: its bound, how much of the GPU its grid fills, its bank conflicts.

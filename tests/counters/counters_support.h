@@ -24,4 +24,30 @@ inline simt::Counters count(const std::function<cudaError_t()>& run, int sample_
   return sum;
 }
 
+// Every field, so that a difference in any counter shows.
+inline std::vector<double> fields(const simt::Counters& c) {
+  std::vector<double> f = {c.launches, c.blocks, c.blocks_counted, c.dram_read_sectors, c.dram_write_sectors,
+                           c.block_load_sectors, c.mma, c.mma_flop, c.mufu, c.barriers, c.shuffles, c.votes,
+                           c.syncwarps};
+  for (const simt::GlobalOps& g : c.global) f.insert(f.end(), {g.requests, g.lanes, g.bytes, g.sectors, g.lines});
+  for (const simt::SharedOps& s : c.shared) f.insert(f.end(), {s.requests, s.wavefronts, s.ideal});
+  return f;
+}
+
+// Runs `counted` in every schedule order with one and two workers, and checks that every field of
+// what it returns is the same each time.
+inline void same_in_every_schedule(const std::function<simt::Counters()>& counted) {
+  std::vector<double> first;
+  simt_tests::for_each_schedule([&] {
+    const std::vector<double> f = fields(counted());
+    if (first.empty())
+      first = f;
+    else
+      for (size_t i = 0; i < f.size(); ++i) {
+        INFO("field " << i);
+        CHECK(f[i] == first[i]);
+      }
+  });
+}
+
 }  // namespace counters_test

@@ -74,6 +74,11 @@ __global__ void operations_kernel(float* out, int per_warp, int exps, int shuffl
 
 __global__ void atomics_kernel(int* counter) { atomicAdd(&counter[threadIdx.x % 32], 1); }
 
+__global__ void cas_atomics_kernel(float* sum, int* most) {
+  atomicAdd(&sum[threadIdx.x % 32], 1.0f);
+  atomicMax(&most[threadIdx.x % 32], static_cast<int>(blockIdx.x));
+}
+
 __global__ void read_twice_kernel(const float* in, float* out, int n, int shift) {
   const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
   if (i < n) out[i] = in[i] + in[(i + shift) % n];
@@ -123,6 +128,9 @@ cudaError_t operations(float* out, int blocks, int per_warp, int exps, int shuff
   return simt::launch(operations_kernel, dim3(blocks), dim3(32), 0, out, per_warp, exps, shuffles, barriers);
 }
 cudaError_t atomics(int* counter, int blocks) { return simt::launch(atomics_kernel, dim3(blocks), dim3(128), 0, counter); }
+cudaError_t cas_atomics(float* sum, int* most, int blocks) {
+  return simt::launch(cas_atomics_kernel, dim3(blocks), dim3(128), 0, sum, most);
+}
 cudaError_t read_twice(const float* in, float* out, int n, int shift) {
   return simt::launch(read_twice_kernel, dim3((n + 127) / 128), dim3(128), 0, in, out, n, shift);
 }

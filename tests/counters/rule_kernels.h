@@ -26,6 +26,9 @@ cudaError_t divergent(const float* in, float* out, int n);
 cudaError_t operations(float* out, int blocks, int per_warp, int exps, int shuffles, int barriers);
 // Every thread of `blocks` x 128 adds 1 to counter[thread % 32].
 cudaError_t atomics(int* counter, int blocks);
+// The same with the atomics a CPU makes of compare-and-swap loops: every thread adds 1 to
+// sum[thread % 32] and raises most[thread % 32] to its block's index.
+cudaError_t cas_atomics(float* sum, int* most, int blocks);
 // out[i] = in[i] + in[(i + shift) % n] for i < n: every element read twice.
 cudaError_t read_twice(const float* in, float* out, int n, int shift);
 

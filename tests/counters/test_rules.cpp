@@ -115,6 +115,21 @@ TEST_CASE("atomics are their own requests", "[counters]") {
   CHECK(counter.host()[5] == 2 * 4);  // and they still add
 }
 
+TEST_CASE("a float atomicAdd or an atomicMax is one atomic, however often the CPU's loop retries", "[counters]") {
+  // On the CPU both are compare-and-swap loops that retry when another worker's block wrote the
+  // word in between: counted as their GPU instruction, once per lane, and no load.
+  const int blocks = 64;
+  Device<float> sum(32);
+  Device<int> most(32);
+  const simt::Counters c = count([&] { return rules::cas_atomics(sum.get(), most.get(), blocks); });
+  CHECK(c.global[simt::kGlobalLoad].requests == 0);
+  CHECK(c.global[simt::kGlobalAtomic].lanes == 2 * blocks * 128);
+  CHECK(c.global[simt::kGlobalAtomic].requests == 2 * blocks * 4);
+  CHECK(c.global[simt::kGlobalAtomic].sectors == 2 * blocks * 4 * 4);
+  CHECK(sum.host()[5] == blocks * 4);  // and they still do their operation
+  CHECK(most.host()[5] == blocks - 1);
+}
+
 TEST_CASE("DRAM sectors count each sector once however often it is read", "[counters]") {
   const int n = 4096;
   Device<float> in(n), out(n);

@@ -580,6 +580,10 @@ void mufu() {
   if (h.counting) ++h.worker->raw.mufu;
 }
 
+void atomic(const void* a, unsigned bytes, const void* pc) {
+  on_access(reinterpret_cast<uintptr_t>(a), bytes, kAtom, reinterpret_cast<uintptr_t>(pc));
+}
+
 // A site of the shim (not an instruction of the kernel): a tag from the caller's file and line.
 static uintptr_t shim_site(const char* file, int line, int which) {
   return uintptr_t{1} << 63 | reinterpret_cast<uintptr_t>(file) << 16 | (static_cast<uintptr_t>(line) & 0x3fff) << 2 |

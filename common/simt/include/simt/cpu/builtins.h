@@ -161,8 +161,20 @@ inline T __ldg(const T* p) {
 inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 inline void __threadfence_block() { std::atomic_signal_fence(std::memory_order_seq_cst); }
 
+// atomicAdd on floats, atomicMax and atomicMin are compare-and-swap loops on the CPU, one atomic
+// instruction each on a GPU. In a counters build they stay out of line and out of the
+// instrumentation, and count as that one instruction: the loop's first load and its retries (as
+// many as the blocks running at the same time on other workers happened to cause) are the CPU's.
+#if SIMT_COUNTERS
+#define SIMT_RMW SIMT_UNCOUNTED __attribute__((noinline))
+#define SIMT_RMW_COUNT(a) ::simt::detail::counters::atomic(a, static_cast<unsigned>(sizeof(*(a))), __builtin_return_address(0))
+#else
+#define SIMT_RMW inline
+#define SIMT_RMW_COUNT(a) static_cast<void>(0)
+#endif
 template <class T>
-inline T atomicAdd(T* a, T v) {
+SIMT_RMW T atomicAdd(T* a, T v) {
+  SIMT_RMW_COUNT(a);
   if constexpr (std::is_integral_v<T>) {
     return __atomic_fetch_add(a, v, __ATOMIC_RELAXED);
   } else {
@@ -200,19 +212,23 @@ inline T atomicCAS(T* a, T expected, T desired) {
   return expected;
 }
 template <class T>
-inline T atomicMax(T* a, T v) {
+SIMT_RMW T atomicMax(T* a, T v) {
+  SIMT_RMW_COUNT(a);
   T old = *a;
   while (old < v && !__atomic_compare_exchange(a, &old, &v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
   }
   return old;
 }
 template <class T>
-inline T atomicMin(T* a, T v) {
+SIMT_RMW T atomicMin(T* a, T v) {
+  SIMT_RMW_COUNT(a);
   T old = *a;
   while (v < old && !__atomic_compare_exchange(a, &old, &v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
   }
   return old;
 }
+#undef SIMT_RMW
+#undef SIMT_RMW_COUNT
 
 // ---- arithmetic the device has and the host headers lack ---------------------------------------
 // The fast GPU intrinsics (__expf, __fdividef, ...) are approximate on the GPU; the CPU computes

@@ -18,6 +18,8 @@ namespace simt::detail::counters {
 void ldmatrix_row(const void* row, int num, bool trans, const char* file, int line);  // nullptr: no row
 void cp_async(const void* dst, const void* src, int src_bytes, const char* file, int line);
 void mufu();  // one special-function operation (exp2, log2, rsqrt, ...)
+// One atomic read-modify-write of `bytes` at a, by the kernel's instruction at pc (a return address).
+void atomic(const void* a, unsigned bytes, const void* pc);
 
 // Runtime side.
 void allocated(const void* p, size_t bytes);
@@ -36,6 +38,7 @@ void collective_done(const char* what, unsigned warp, bool whole_warp);
 inline void ldmatrix_row(const void*, int, bool, const char*, int) {}
 inline void cp_async(const void*, const void*, int, const char*, int) {}
 inline void mufu() {}
+inline void atomic(const void*, unsigned, const void*) {}
 inline void allocated(const void*, size_t) {}
 inline void freed(const void*) {}
 inline void launch_begin(const void*, dim3, dim3, size_t) {}
