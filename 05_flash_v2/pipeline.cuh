@@ -55,14 +55,15 @@ __device__ __forceinline__ void copy_rows(T* tile, const T* src, int valid) {
   const int tid = static_cast<int>(threadIdx.x), r0 = tid / kChunks, col = tid % kChunks * 8;
   if (r0 >= kRowsPerPass) return;
   (void)valid;
+  const T* from = src + static_cast<size_t>(r0) * D + col;  // row r0 + i * kRowsPerPass: from + constant
 #pragma unroll
   for (int i = 0; i < kRows / kRowsPerPass; ++i) {
     const int r = r0 + i * kRowsPerPass;
     if constexpr (kTail) {
       const bool in = r < valid;
-      simt::cp_async_cg_16_zfill(tile + L::at(r, col), src + static_cast<size_t>(in ? r : 0) * D + col, in ? 16 : 0);
+      simt::cp_async_cg_16_zfill(tile + L::at(r, col), in ? from + i * kRowsPerPass * D : src, in ? 16 : 0);
     } else {
-      simt::cp_async_cg_16(tile + L::at(r, col), src + static_cast<size_t>(r) * D + col);
+      simt::cp_async_cg_16(tile + L::at(r, col), from + i * kRowsPerPass * D);
     }
   }
 }
