@@ -84,8 +84,8 @@ cudaError_t rows_32(const attn::AttentionParams& p) {
     constexpr int D = decltype(d)::value;
     constexpr Tiles kT = fa2_tiles(D);
     const size_t smem = smem_bytes(Step::rows_32, D, sizeof(T));
-    return simt::launch(rows_32_kernel<T, D>, dim3((p.Lq + kT.Br - 1) / kT.Br, p.B * p.H), dim3(block_threads(Step::rows_32, D)),
-                        smem, p);
+    return simt::launch(rows_32_kernel<T, D>, dim3((p.Lq + kT.Br - 1) / kT.Br, p.B * p.H),
+                        dim3(block_threads(Step::rows_32, D)), smem, p);
   });
 }
 

@@ -50,8 +50,7 @@ cudaError_t launch(const attn::AttentionParams& p) {
   const dim3 grid = kHeaviestFirst ? dim3(heads, q_tiles) : dim3(q_tiles, heads);
   const size_t smem = ch05::smem_bytes(ch05::Step::lean_loop, D, sizeof(T));
   return simt::launch(ch05::lean_loop_kernel<T, D, SkipTiles<kMode, kHeaviestFirst>>, grid,
-                      dim3(ch05::block_threads(ch05::Step::lean_loop, D)),
-                      smem, p);
+                      dim3(ch05::block_threads(ch05::Step::lean_loop, D)), smem, p);
 }
 
 }  // namespace
