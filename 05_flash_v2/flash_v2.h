@@ -29,32 +29,43 @@ inline constexpr int kWarps = 4, kBr = 64, kBc = 64;
 // of 32 rows holds, per lane, d floats of O and Bc of S (2 m-tiles x 4 per 8 columns), plus the
 // fragments in flight and its addresses: ptxas's report (results/static-sm90) shows how close to
 // the 255 registers a thread may have each choice comes, and anything past them spills.
-//   d <= 64:  Bc = 64: O 64 + S 64 registers. Bc = 128 (FlashAttention-2's choice at d = 64) puts
-//             S at 128 and the scores in local memory.
-//   d = 96, 128: Bc = 32: O 128 + S 32 at d = 128 already fill the 255 registers; Bc = 64 spills.
+// What limits the shared-memory ceiling at d = 128, per warp of 32 rows and K/V tile: 4 Bc mma;
+// Bc ldmatrix.x4 of K and V (4 mma each); 16 of Q, re-read at every tile whatever Bc; and Bc / warps
+// 16-byte cp.async, since the block's warps share the tile's copies. With 4 wavefronts per
+// ldmatrix.x4 or warp's cp.async: mma / wavefronts = 4 Bc / (4 Bc + 64 + 4 Bc / warps).
+//   d <= 64:  Bc = 64, 4 warps: O 64 + S 64 registers. Bc = 128 (FlashAttention-2's choice at
+//             d = 64) puts S at 128 and the scores in local memory.
+//   d = 96, 128: Bc = 32: O 128 + S 32 at d = 128 already fill the 255 registers; Bc = 48 (63 % on
+//             paper with 4 warps) and Bc = 64 (67 %) spill. Bc = 32 with 4 warps is 57 %; with 8
+//             warps (Br = 256) each warp issues half the copies: 61.5 %, with the same registers
+//             per thread. 8 warps of 255 registers take the whole register file: 1 block per SM,
+//             the same 8 warps per SM as 2 blocks of 4.
 //   d = 256:  O alone would take 256 registers with 32 rows per warp: one m-tile (Br = 64), and
 //             Bc = 32 to keep Q + 2 stages of K, V at 96 KiB, 2 blocks per SM.
 // Q is re-read from shared memory at every k-step: kept in registers it would take d/2 more per
-// lane. Two cp.async stages: blocks per SM are set by the registers (128 threads x 129..255
-// registers: 2 per SM), and 2 stages already fit 2 blocks in 228 KiB (48 KiB at d = 64, 64 at 128, 96 at 256); a
-// third stage would cost shared memory and no occupancy, and one tile in flight per block, with
-// a second block beside it, is what hides the copy.
+// lane. Two cp.async stages: blocks per SM are set by the registers, and 2 stages already fit them
+// in 228 KiB (48 KiB x 2 blocks at d = 64, 96 KiB x 1 at 128, 96 KiB x 2 at 256); a third stage
+// would cost shared memory and no occupancy, and one tile in flight while the warps of the SM work
+// on the other is what hides the copy.
 struct Tiles {
-  int m_tiles, Br, Bc, stages;
+  int warps, m_tiles, Br, Bc, stages;  // Br = warps x m_tiles x 16
 };
 ATTN_HOST_DEVICE constexpr Tiles fa2_tiles(int d) {
-  if (d <= 64) return {2, 2 * 16 * kWarps, 64, 2};
-  if (d <= 128) return {2, 2 * 16 * kWarps, 32, 2};
-  return {1, 16 * kWarps, 32, 2};
+  if (d <= 64) return {4, 2, 4 * 2 * 16, 64, 2};
+  if (d <= 128) return {8, 2, 8 * 2 * 16, 32, 2};
+  return {4, 1, 4 * 16, 32, 2};
 }
 
 // Elements per shared-memory row of a tile: padded by 8 (16 bytes), or, swizzled with d a
 // multiple of 64, none (pipeline.cuh).
 ATTN_HOST_DEVICE constexpr int row_elems(int d, bool swizzle) { return swizzle && d % 64 == 0 ? d : d + 8; }
 
-// The dynamic shared memory each step's kernel asks for at head dim d, with `elem`-byte inputs:
-// the launches use it, and so does tools/kernel_resources.py.
+// The threads of a block and the dynamic shared memory each step's kernel asks for at head dim d,
+// with `elem`-byte inputs: the launches use them, and so does tools/kernel_resources.py.
 enum class Step { split_k, split_q, tensor_cores, cp_async, swizzle, ldmatrix_x4, rows_32, lean_loop };
+ATTN_HOST_DEVICE constexpr int block_threads(Step step, int d) {
+  return 32 * (step == Step::rows_32 || step == Step::lean_loop ? fa2_tiles(d).warps : kWarps);
+}
 ATTN_HOST_DEVICE constexpr long smem_bytes(Step step, int d, int elem) {
   switch (step) {
     case Step::split_k:  // K, V tiles of 64 rows, Q [32][d + 4], scores [4 warps][32][16 + 1], fp32

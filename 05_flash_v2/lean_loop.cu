@@ -10,7 +10,7 @@ cudaError_t lean_loop(const attn::AttentionParams& p) {
     constexpr int D = decltype(d)::value;
     constexpr Tiles kT = fa2_tiles(D);
     return simt::launch(lean_loop_kernel<T, D, EveryTile>, dim3((p.Lq + kT.Br - 1) / kT.Br, p.B * p.H),
-                        dim3(32 * kWarps), smem_bytes(Step::lean_loop, D, sizeof(T)), p);
+                        dim3(block_threads(Step::lean_loop, D)), smem_bytes(Step::lean_loop, D, sizeof(T)), p);
   });
 }
 

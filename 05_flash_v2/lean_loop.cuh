@@ -41,10 +41,11 @@ struct EveryTile {
 };
 
 template <class T, int D, class Policy>
-__global__ void __launch_bounds__(32 * kWarps) lean_loop_kernel(const attn::AttentionParams p) {
+__global__ void __launch_bounds__(block_threads(Step::lean_loop, D)) lean_loop_kernel(const attn::AttentionParams p) {
   using L = Swizzled<D>;
   constexpr Tiles kT = fa2_tiles(D);
-  constexpr int kM = kT.m_tiles, Br = kT.Br, Bc = kT.Bc, kStages = kT.stages, kThreads = 32 * kWarps;
+  constexpr int kM = kT.m_tiles, Br = kT.Br, Bc = kT.Bc, kStages = kT.stages, kThreads = 32 * kT.warps;
+  static_assert(Br == kT.warps * kM * 16, "each warp owns kM m-tiles of the Q tile");
   T* Qs = simt::dynamic_smem<T>();
   T* Ks = Qs + L::elems(Br);
   T* Vs = Ks + kStages * L::elems(Bc);

@@ -45,9 +45,9 @@ __host__ __device__ constexpr int floor_pow2(int n) { return n < 2 ? 1 : 2 * flo
 
 // The same copy with the trip count known to the compiler (step h), fully unrolled. Each of the
 // first kRowsPerPass * D / 8 threads copies one 16-byte column of every kRowsPerPass-th row (at
-// d = 96 a row is 12 chunks: 8 rows, 96 threads take part and the last warp skips the copies), so a
-// thread's addresses are one base plus constants. kTail: the tile may run past the last row
-// (`valid` rows are real), which only the last K/V tile and the last Q tile do.
+// d = 96 a row is 12 chunks: with 256 threads, 16 rows, 192 threads take part and the last two
+// warps skip the copies), so a thread's addresses are one base plus constants. kTail: the tile may
+// run past the last row (`valid` rows are real), which only the last K/V tile and the last Q tile do.
 template <class T, int D, class L, int kRows, int kThreads, bool kTail>
 __device__ __forceinline__ void copy_rows(T* tile, const T* src, int valid) {
   constexpr int kChunks = D / 8, kRowsPerPass = floor_pow2(kThreads / kChunks);
@@ -55,14 +55,15 @@ __device__ __forceinline__ void copy_rows(T* tile, const T* src, int valid) {
   const int tid = static_cast<int>(threadIdx.x), r0 = tid / kChunks, col = tid % kChunks * 8;
   if (r0 >= kRowsPerPass) return;
   (void)valid;
+  const T* from = src + static_cast<size_t>(r0) * D + col;  // row r0 + i * kRowsPerPass: from + constant
 #pragma unroll
   for (int i = 0; i < kRows / kRowsPerPass; ++i) {
     const int r = r0 + i * kRowsPerPass;
     if constexpr (kTail) {
       const bool in = r < valid;
-      simt::cp_async_cg_16_zfill(tile + L::at(r, col), src + static_cast<size_t>(in ? r : 0) * D + col, in ? 16 : 0);
+      simt::cp_async_cg_16_zfill(tile + L::at(r, col), in ? from + i * kRowsPerPass * D : src, in ? 16 : 0);
     } else {
-      simt::cp_async_cg_16(tile + L::at(r, col), src + static_cast<size_t>(r) * D + col);
+      simt::cp_async_cg_16(tile + L::at(r, col), from + i * kRowsPerPass * D);
     }
   }
 }

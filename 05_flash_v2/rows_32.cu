@@ -7,8 +7,9 @@
 // 128-row Q tile per block of 4 warps (scores_rows, accumulate_pv_rows in products.cuh). Each
 // m-tile keeps its own RowState; the softmax runs once per m-tile.
 // The registers decide the rest (Tiles in flash_v2.h): a lane now holds d floats of O and Bc of
-// S, so Bc is 64 up to d = 64 and 32 above; Q's fragments are re-read from shared memory at every
-// k-step instead of held for the whole loop; d = 256 keeps one m-tile per warp. With so few
+// S, so Bc is 64 up to d = 64 and 32 above, where 8 warps (Br = 256) share each K/V tile's
+// copies; Q's fragments are re-read from shared memory at every k-step instead of held for the
+// whole loop; d = 256 keeps one m-tile per warp. With so few
 // registers left, the ldmatrix addresses come from four offsets per operand computed once
 // (Fragments in products.cuh), and P is packed to 16 bits as soon as its softmax is done.
 // Cost: twice the registers per warp for O and S; Q's fragments read from shared memory once per
@@ -21,10 +22,11 @@ namespace ch05 {
 namespace {
 
 template <class T, int D>
-__global__ void __launch_bounds__(32 * kWarps) rows_32_kernel(const attn::AttentionParams p) {
+__global__ void __launch_bounds__(block_threads(Step::rows_32, D)) rows_32_kernel(const attn::AttentionParams p) {
   using L = Swizzled<D>;
   constexpr Tiles kT = fa2_tiles(D);
-  constexpr int kM = kT.m_tiles, Br = kT.Br, Bc = kT.Bc, kStages = kT.stages;
+  constexpr int kM = kT.m_tiles, Br = kT.Br, Bc = kT.Bc, kStages = kT.stages, kThreads = 32 * kT.warps;
+  static_assert(Br == kT.warps * kM * 16, "each warp owns kM m-tiles of the Q tile");
   T* Qs = simt::dynamic_smem<T>();      // [Br] rows
   T* Ks = Qs + L::elems(Br);            // [kStages][Bc] rows
   T* Vs = Ks + kStages * L::elems(Bc);  // [kStages][Bc] rows
@@ -36,12 +38,12 @@ __global__ void __launch_bounds__(32 * kWarps) rows_32_kernel(const attn::Attent
   const int tiles = (p.Lk + Bc - 1) / Bc;
   auto copy_kv = [&](int j) {
     const int k0 = j * Bc;
-    copy_tile<T, D, L, 32 * kWarps>(Ks + j % kStages * L::elems(Bc), K + static_cast<size_t>(k0) * D, Bc, p.Lk - k0);
-    copy_tile<T, D, L, 32 * kWarps>(Vs + j % kStages * L::elems(Bc), V + static_cast<size_t>(k0) * D, Bc, p.Lk - k0);
+    copy_tile<T, D, L, kThreads>(Ks + j % kStages * L::elems(Bc), K + static_cast<size_t>(k0) * D, Bc, p.Lk - k0);
+    copy_tile<T, D, L, kThreads>(Vs + j % kStages * L::elems(Bc), V + static_cast<size_t>(k0) * D, Bc, p.Lk - k0);
     simt::cp_async_commit();
   };
 
-  copy_tile<T, D, L, 32 * kWarps>(Qs, Q + static_cast<size_t>(q0) * D, Br, p.Lq - q0);
+  copy_tile<T, D, L, kThreads>(Qs, Q + static_cast<size_t>(q0) * D, Br, p.Lq - q0);
   simt::cp_async_commit();
   copy_kv(0);
   auto row = [&](int m) { return q0 + (warp * kM + m) * 16 + g; };  // m-tile m: rows row(m), row(m) + 8
@@ -82,7 +84,8 @@ cudaError_t rows_32(const attn::AttentionParams& p) {
     constexpr int D = decltype(d)::value;
     constexpr Tiles kT = fa2_tiles(D);
     const size_t smem = smem_bytes(Step::rows_32, D, sizeof(T));
-    return simt::launch(rows_32_kernel<T, D>, dim3((p.Lq + kT.Br - 1) / kT.Br, p.B * p.H), dim3(32 * kWarps), smem, p);
+    return simt::launch(rows_32_kernel<T, D>, dim3((p.Lq + kT.Br - 1) / kT.Br, p.B * p.H),
+                        dim3(block_threads(Step::rows_32, D)), smem, p);
   });
 }
 

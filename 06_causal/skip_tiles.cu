@@ -49,8 +49,8 @@ cudaError_t launch(const attn::AttentionParams& p) {
   const unsigned q_tiles = static_cast<unsigned>((p.Lq + Br - 1) / Br), heads = static_cast<unsigned>(p.B * p.H);
   const dim3 grid = kHeaviestFirst ? dim3(heads, q_tiles) : dim3(q_tiles, heads);
   const size_t smem = ch05::smem_bytes(ch05::Step::lean_loop, D, sizeof(T));
-  return simt::launch(ch05::lean_loop_kernel<T, D, SkipTiles<kMode, kHeaviestFirst>>, grid, dim3(32 * ch05::kWarps),
-                      smem, p);
+  return simt::launch(ch05::lean_loop_kernel<T, D, SkipTiles<kMode, kHeaviestFirst>>, grid,
+                      dim3(ch05::block_threads(ch05::Step::lean_loop, D)), smem, p);
 }
 
 }  // namespace

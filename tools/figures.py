@@ -686,7 +686,7 @@ def main():
     ap.add_argument("--n01", type=int, default=4096, help="chapter 01's N (default 4096)")
     ap.add_argument("--d01", type=int, default=64, help="chapter 01's head dim (default 64)")
     ap.add_argument("--br", type=int, default=128,
-                    help="chapter 05/06's rows of Q per tile (default 128: fa2_tiles(d).Br in 05_flash_v2/flash_v2.h, d <= 128)")
+                    help="chapter 05/06's rows of Q per tile (default 128: fa2_tiles(d).Br in 05_flash_v2/flash_v2.h, d <= 64)")
     ap.add_argument("--bc", type=int, default=64,
                     help="chapter 05/06's keys per K/V tile (default 64: fa2_tiles(64).Bc in 05_flash_v2/flash_v2.h)")
     ap.add_argument("--swizzle-dims", type=int, nargs="+", default=[64, 128], help="head dims of the bank figure")

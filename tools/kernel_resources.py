@@ -8,7 +8,8 @@ instruction mix (HMMA, LDSM, LDGSTS, MUFU, FP32, integer, BAR...) and the two ce
 as a fraction of the SM's mma.sync m16n8k16 peak of one HMMA per clock:
   issue   4 x HMMA / instructions: 4 schedulers issue one instruction per clock each
   shared  HMMA / shared-memory wavefronts: 128 bytes per clock (ldmatrix.x4 and a warp's
-          16-byte cp.async are 4 wavefronts each; bank conflicts not counted)
+          16-byte cp.async are 4 wavefronts each; bank conflicts not counted; ptxas's never-executed
+          `@!PT LDS` placeholders count for issue only)
 These are upper bounds from the instruction stream alone (no latency, no memory system).
 
   tools/kernel_resources.py --out results/static-sm90        # write kernels.csv and README.md
@@ -114,7 +115,8 @@ def describe(demangled):
 
 
 def smem_table(steps_needed):
-    """Dynamic shared memory per (step, d, element size) from flash_v2.h's smem_bytes, compiled on the host."""
+    """(dynamic shared memory, threads per block) per (step, d, element size) from flash_v2.h's smem_bytes
+    and block_threads, compiled on the host."""
     cxx = shutil.which("c++") or shutil.which("g++")
     cuda_inc = None
     for cand in [os.environ.get("CUDA_HOME", ""), "/usr/local/cuda"]:
@@ -124,7 +126,8 @@ def smem_table(steps_needed):
         return {}
     lines = ['#include <cstdio>', '#include "05_flash_v2/flash_v2.h"', "int main() {"]
     for step, d, elem in steps_needed:
-        lines.append('  std::printf("%s %d %d %%ld\\n", ch05::smem_bytes(ch05::Step::%s, %d, %d));' % (step, d, elem, step, d, elem))
+        lines.append('  std::printf("%s %d %d %%ld %%d\\n", ch05::smem_bytes(ch05::Step::%s, %d, %d), ch05::block_threads(ch05::Step::%s, %d));'
+                     % (step, d, elem, step, d, elem, step, d))
     lines += ["}"]
     with tempfile.TemporaryDirectory() as tmp:
         src, exe = os.path.join(tmp, "smem.cpp"), os.path.join(tmp, "smem")
@@ -136,8 +139,8 @@ def smem_table(steps_needed):
         out = subprocess.run([exe], capture_output=True, text=True).stdout
     table = {}
     for line in out.splitlines():
-        step, d, elem, b = line.split()
-        table[(step, int(d), int(elem))] = int(b)
+        step, d, elem, b, threads = line.split()
+        table[(step, int(d), int(elem))] = (int(b), int(threads))
     return table
 
 
@@ -238,7 +241,9 @@ def cold_lines():
 
 
 def parse_sass(text):
-    """{mangled: [(address, opcode, target label or None, label at this point, source chain)]}."""
+    """{mangled: [(address, opcode, target label or None, label at this point, source chain, never)]}:
+    `never` for an instruction guarded by @!PT (ptxas's placeholders): it takes an issue slot but moves
+    no data."""
     funcs, cur, chain, pending_chain, labels = {}, None, [], [], []
     for line in text.splitlines():
         m = re.match(r"\s*\.text\.(\S+):", line)
@@ -264,7 +269,7 @@ def parse_sass(text):
                 chain, pending_chain = pending_chain, []
             target = re.search(r"`\((\.L_x_\d+)\)", m.group(4))
             cur.append((int(m.group(1), 16), m.group(3), target.group(1) if target and m.group(3).startswith("BRA") else None,
-                        labels, set(chain)))
+                        labels, set(chain), (m.group(2) or "").strip() == "@!PT"))
             labels = []
     return funcs
 
@@ -295,7 +300,7 @@ def tile_loop(instrs, cold):
             c = classify(x[1])
             counts[c] = counts.get(c, 0) + 1
         counts["total"] = len(seq)
-        counts["wavefronts"] = sum(wavefronts(x[1]) for x in seq)
+        counts["wavefronts"] = sum(wavefronts(x[1]) for x in seq if not x[5])
         return counts
 
     hot = [x for x in body if not (x[4] & cold)]
@@ -361,8 +366,8 @@ def main():
     smem = smem_table(sorted({(r["kernel"], r["d"], 4 if r["dtype"] == "fp32" else 2) for r in rows if r["kernel"] in steps}))
     for r in rows:
         elem = 4 if r["dtype"] == "fp32" else 2
-        r["smem"] = r["static_smem"] + smem.get((r["kernel"], r["d"], elem), 0)
-        r["threads"] = 128  # every kernel of chapters 05 and 06 runs 4 warps
+        dyn, r["threads"] = smem.get((r["kernel"], r["d"], elem), (0, 128))
+        r["smem"] = r["static_smem"] + dyn
         r["blocks_per_sm"] = blocks_per_sm(r.get("registers", 0), r["threads"], r["smem"]) if (r["kernel"], r["d"], elem) in smem else ""
         loop = tile_loop(sass[r["mangled"]], cold if r["kernel"] == "lean_loop" else mask_only) if r["mangled"] in sass else None
         r["loop"] = loop
@@ -454,7 +459,8 @@ def write_out(out, rows, version, arch, nvdisasm):
              "and the last tile's zero-filling copy excluded too). `loop_all_paths_instructions` counts every path.",
              "Loops nested in the tile loop (`inner_loops`: the copy loops of steps c to g) are counted once, not per trip.",
              "Ceilings, as fractions of one HMMA per clock per SM: issue = 4 x HMMA / instructions; shared = HMMA /",
-             "shared-memory wavefronts (ldmatrix.x4 and a warp's 16-byte cp.async: 4 each; bank conflicts not counted).", "",
+             "shared-memory wavefronts (ldmatrix.x4 and a warp's 16-byte cp.async: 4 each; bank conflicts not counted; the",
+             "never-executed `@!PT LDS` that ptxas places near cp.async count for issue only).", "",
              "fp16 at d = 64 and 128:", "",
              "| kernel | policy | d | registers | spills (st/ld B) | stack B | smem KiB | blocks/SM | instr/HMMA | issue | shared |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
