@@ -6,8 +6,8 @@
 #   tools/record_runs.sh results/cpu-emulation-simt/flash_v2_runs.txt \
 #       "build/bin/05_flash_v2 -n 256 -d 64 --reps 3" "build/bin/06_causal --causal -n 512 --reps 3"
 #
-# Run from the repository root, with the binaries built from the working tree's commit (it refuses
-# a dirty tree: the numbers would belong to no commit). Exit 2 on bad use; a command that fails
+# Run from the repository root. It refuses a dirty tree (the numbers would belong to no commit) and
+# first builds the build folder (FLASHSTEPS_BUILD, default build/) so that the binaries are the commit's. Exit 2 on bad use; a command that fails
 # stops the recording and leaves no file.
 set -euo pipefail
 if [ $# -lt 2 ]; then
@@ -21,6 +21,14 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 if [ -n "$(git -C "$root" status --porcelain --untracked-files=no)" ]; then
   echo "record_runs: the working tree has uncommitted changes; commit them first" >&2
   exit 2
+fi
+# The binaries must be the commit's: bring the build folder up to date first (FLASHSTEPS_BUILD,
+# default build/), quietly, and stop if it fails.
+build=${FLASHSTEPS_BUILD:-$root/build}
+if [ -d "$build" ]; then
+  echo "record_runs: bringing $build up to date" >&2
+  cmake --build "$build" -j "$(nproc)" >"$build/record_runs_build.log" 2>&1 ||
+    { echo "record_runs: the build failed (log: $build/record_runs_build.log)" >&2; exit 1; }
 fi
 commit=$(git -C "$root" rev-parse --short=12 HEAD)
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
