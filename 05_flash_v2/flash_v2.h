@@ -35,8 +35,8 @@ inline constexpr int kWarps = 4, kBr = 64, kBc = 64;
 // ldmatrix.x4 or warp's cp.async: mma / wavefronts = 4 Bc / (4 Bc + 64 + 4 Bc / warps).
 //   d <= 64:  Bc = 64, 4 warps: O 64 + S 64 registers. Bc = 128 (FlashAttention-2's choice at
 //             d = 64) puts S at 128 and the scores in local memory.
-//   d = 96, 128: Bc = 32: O 128 + S 32 at d = 128 already fill the 255 registers; Bc = 48 (63 % on
-//             paper with 4 warps) and Bc = 64 (67 %) spill. Bc = 32 with 4 warps is 57 %; with 8
+//   d = 96, 128: Bc = 32: O 128 + S 32 at d = 128 already fill the 255 registers; at d = 128 Bc = 48
+//             (63 % on paper with 4 warps) and Bc = 64 (67 %) spill. Bc = 32 with 4 warps is 57 %; with 8
 //             warps (Br = 256) each warp issues half the copies: 61.5 %, with the same registers
 //             per thread. 8 warps of 255 registers take the whole register file: 1 block per SM,
 //             the same 8 warps per SM as 2 blocks of 4.

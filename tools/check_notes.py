@@ -18,8 +18,8 @@ from pathlib import Path
 EXERCISE = re.compile(r"^(\d+)\. \*\*\[(paper|cpu|gpu)\]")
 ANY_ITEM = re.compile(r"^(\d+)\. ")
 ANSWER = re.compile(r"^### (\d+)\. \[(paper|cpu|gpu)\]")
-HANDED_OUT = re.compile(r"(\d\d): ((?:\d+ \[(?:paper|cpu|gpu)\][^;|]*?,? ?)+)")
-ONE = re.compile(r"(\d+) \[(paper|cpu|gpu)\]")
+CHAPTER = re.compile(r"\b(\d\d): ")
+ONE = re.compile(r"\b(\d+) \[(paper|cpu|gpu)\]")
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 
@@ -36,6 +36,8 @@ def exercises(note):
         m = EXERCISE.match(line)
         if not m:
             problems.append(f"{note.name}: exercise {k} has no [paper], [cpu] or [gpu] tag")
+        if k in found:
+            problems.append(f"{note.name}: two exercises numbered {k}")
         found[k] = m.group(2) if m else None
     if not found:
         problems.append(f"{note.name}: no '## Exercises' section with numbered exercises")
@@ -82,15 +84,18 @@ def check(root):
         for line in course.read_text(encoding="utf-8").splitlines():
             if not line.startswith("| ") or not re.match(r"\| \d+\. ", line):
                 continue  # the labs table's rows only
-            for m in HANDED_OUT.finditer(line):
-                chapter = m.group(1)
-                for k, tag in ONE.findall(m.group(2)):
-                    handed += 1
-                    have = tags.get(chapter, {})
-                    if int(k) not in have:
-                        problems.append(f"course.md: {chapter}: {k} [{tag}] names an exercise notes/{chapter} does not have")
-                    elif have[int(k)] != tag:
-                        problems.append(f"course.md: {chapter}: {k} is [{have[int(k)]}] in the note, [{tag}] in the course")
+            # "05: 3 [paper] (...), 1 [paper]; with a GPU: 05: 6 [gpu]": each "NN:" names the
+            # chapter of the "k [tag]" items that follow it, up to the next "NN:" or the cell's end.
+            for cell in line.split("|"):
+                parts = CHAPTER.split(cell)  # [before, NN, items, NN, items, ...]
+                for chapter, items in zip(parts[1::2], parts[2::2]):
+                    for k, tag in ONE.findall(items):
+                        handed += 1
+                        have = tags.get(chapter, {})
+                        if int(k) not in have:
+                            problems.append(f"course.md: {chapter}: {k} [{tag}] names an exercise notes/{chapter} does not have")
+                        elif have[int(k)] != tag:
+                            problems.append(f"course.md: {chapter}: {k} is [{have[int(k)]}] in the note, [{tag}] in the course")
         if handed == 0:
             problems.append("course.md: its labs table hands out no exercise ('NN: k [tag]')")
     else:

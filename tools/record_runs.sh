@@ -17,19 +17,23 @@ fi
 out=$1
 shift
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+case $out in /*) ;; *) out=$PWD/$out ;; esac
+cd "$root"  # the commands' paths (build/bin/...) are the repository's
 [ -d "$(dirname "$out")" ] || { echo "record_runs: the folder $(dirname "$out") does not exist" >&2; exit 2; }
-if [ -n "$(git -C "$root" status --porcelain --untracked-files=no)" ]; then
-  echo "record_runs: the working tree has uncommitted changes; commit them first" >&2
+# Untracked files count too: the build globs the chapter folders.
+if [ -n "$(git -C "$root" status --porcelain)" ]; then
+  echo "record_runs: the working tree has uncommitted changes or untracked files; commit or remove them first" >&2
   exit 2
 fi
 # The binaries must be the commit's: bring the build folder up to date first (FLASHSTEPS_BUILD,
 # default build/), quietly, and stop if it fails.
 build=${FLASHSTEPS_BUILD:-$root/build}
-if [ -d "$build" ]; then
-  echo "record_runs: bringing $build up to date" >&2
-  cmake --build "$build" -j "$(nproc)" >"$build/record_runs_build.log" 2>&1 ||
-    { echo "record_runs: the build failed (log: $build/record_runs_build.log)" >&2; exit 1; }
-fi
+# Only that folder: commands that run binaries of another folder (build-counters/) need
+# FLASHSTEPS_BUILD to name it.
+[ -d "$build" ] || { echo "record_runs: no build folder $build: configure it first (README)" >&2; exit 2; }
+echo "record_runs: bringing $build up to date" >&2
+cmake --build "$build" -j "$(nproc --all)" >"$build/record_runs_build.log" 2>&1 ||
+  { echo "record_runs: the build failed (log: $build/record_runs_build.log)" >&2; exit 1; }
 commit=$(git -C "$root" rev-parse --short=12 HEAD)
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || true)
@@ -37,7 +41,7 @@ tmp=$(mktemp "$out.XXXXXX")
 trap 'rm -f "$tmp"' EXIT
 {
   echo "# tools/record_runs.sh at commit $commit, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "# machine: ${cpu:-unknown CPU}, $(nproc) cores; GPU: ${gpu:-none (the times are the CPU emulator's, not a GPU's)}"
+  echo "# machine: ${cpu:-unknown CPU}, $(nproc --all) cores; GPU: ${gpu:-none (the times are the CPU emulator's, not a GPU's)}"
   echo
 } >"$tmp"
 for cmd in "$@"; do
