@@ -24,7 +24,6 @@ twice the L2 size written between repetitions, median and minimum of >= 20 repet
 """
 import argparse
 import ctypes
-import datetime
 import gc
 import math
 import os
@@ -36,7 +35,7 @@ import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script or through runpy
-from results_csv import check_csv, open_csv
+from results_csv import check_csv, measured_row, open_csv
 
 
 BACKENDS = ["math", "efficient", "flash", "cudnn"]  # the order they run in, and the variant suffix
@@ -80,6 +79,18 @@ def visible_pairs(Lq, Lk, causal):
 def first_line(e):
     text = str(e).strip()
     return text.splitlines()[0] if text else type(e).__name__
+
+
+def shape_label(B, H, Lq, Lk, d, dtype, causal):
+    return (f"{dtype} B={B} H={H} " + (f"N={short_n(Lq)}" if Lq == Lk else f"Lq={short_n(Lq)} Lk={short_n(Lk)}")
+            + f" d={d}{' causal' if causal else ''}")
+
+
+def release():
+    """Gives back what the last shape held before the next one allocates (torch is loaded by then)."""
+    import torch
+    gc.collect()
+    torch.cuda.empty_cache()
 
 
 def short_n(n):
@@ -375,13 +386,8 @@ def main(argv=None):
           f"{total} measurements" + (f", the book's variants from {commit}" if chapters else ""), file=sys.stderr)
     start_time = time.monotonic()
 
-    def release():
-        gc.collect()
-        torch.cuda.empty_cache()
-
     for B, H, Lq, Lk, d, dtype, causal in shapes:
-        shape = (f"{dtype} B={B} H={H} " + (f"N={short_n(Lq)}" if Lq == Lk else f"Lq={short_n(Lq)} Lk={short_n(Lk)}")
-                 + f" d={d}{' causal' if causal else ''}")
+        shape = shape_label(B, H, Lq, Lk, d, dtype, causal)
         if args.budget and time.monotonic() - start_time > args.budget:
             done += per_shape
             print(f"[{done}/{total}] skip {shape}: past the budget of {args.budget:.0f} s", file=sys.stderr)
@@ -457,10 +463,8 @@ def main(argv=None):
             done += 1
             tflops = flops / (median_ms * 1e9)
             gbps = moved / (median_ms * 1e6)
-            stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-            out.write(f"{fixed},{stamp},{chapter},{variant},{dtype},{B},{H},{Lq},{Lk},{d},"
-                      f"{'top-left' if causal else 'none'},none,{median_ms:.6g},{min_ms:.6g},{tflops:.6g},"
-                      f"{gbps:.6g},{extra},{max_err:.6g},{int(ok)},measured,\n")
+            out.write(measured_row(fixed, chapter, variant, dtype, B, H, Lq, Lk, d, causal, median_ms, min_ms, tflops,
+                                   gbps, extra, max_err, ok))
             failed += not ok
             print(f"[{done}/{total}] {chapter + '/' + variant:32} {shape}: {median_ms:.4f} ms, {tflops:.1f} TFLOP/s, "
                   f"max error {max_err:.2e} {'pass' if ok else 'FAIL'}", file=sys.stderr)

@@ -19,15 +19,13 @@ Shapes, timing, the L2 flush and the CSV header are tools/bench_torch_sdpa.py's.
 CUDA and a GPU; exits 2 without them.
 """
 import argparse
-import datetime
-import gc
 import math
 import sys
 import time
 
 from bench_torch_sdpa import (BACKEND_ENUM, BACKENDS, ELEM_BYTES, Bench, default_commit, driver_version, first_line,
-                              short_n, sweep, visible_pairs)
-from results_csv import check_csv, open_csv
+                              release, shape_label, sweep, visible_pairs)
+from results_csv import check_csv, measured_row, open_csv
 
 # The fp32 reference and the same-dtype yardstick run a few heads at a time, within this many bytes of S and P.
 CHUNK_BYTES = 2 << 30
@@ -124,13 +122,8 @@ def main(argv=None):
     out = open_csv(args.csv)
     start_time = time.monotonic()
 
-    def release():
-        gc.collect()
-        torch.cuda.empty_cache()
-
     for B, H, Lq, Lk, d, dtype, causal in shapes:
-        shape = (f"{dtype} B={B} H={H} " + (f"N={short_n(Lq)}" if Lq == Lk else f"Lq={short_n(Lq)} Lk={short_n(Lk)}")
-                 + f" d={d}{' causal' if causal else ''}")
+        shape = shape_label(B, H, Lq, Lk, d, dtype, causal)
         if args.budget and time.monotonic() - start_time > args.budget:
             done += len(args.backends)
             print(f"[{done}/{total}] skip {shape}: past the budget of {args.budget:.0f} s", file=sys.stderr)
@@ -168,10 +161,8 @@ def main(argv=None):
         moved = ELEM_BYTES[dtype] * B * H * d * (4.0 * Lq + 4.0 * Lk)  # Q O dO read, dQ written; K V read, dK dV written
         for (name, _, max_err, ok), (median_ms, min_ms) in zip(impls, times):
             done += 1
-            stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-            out.write(f"{fixed},{stamp},torch,sdpa_{name}_backward,{dtype},{B},{H},{Lq},{Lk},{d},"
-                      f"{'top-left' if causal else 'none'},none,{median_ms:.6g},{min_ms:.6g},{flops / (median_ms * 1e9):.6g},"
-                      f"{moved / (median_ms * 1e6):.6g},0,{max_err:.6g},{int(ok)},measured,\n")
+            out.write(measured_row(fixed, "torch", f"sdpa_{name}_backward", dtype, B, H, Lq, Lk, d, causal, median_ms,
+                                   min_ms, flops / (median_ms * 1e9), moved / (median_ms * 1e6), 0, max_err, ok))
             failed += not ok
             print(f"[{done}/{total}] sdpa_{name}_backward {shape}: {median_ms:.4f} ms, "
                   f"{flops / (median_ms * 1e9):.1f} TFLOP/s, max error {max_err:.2e} {'pass' if ok else 'FAIL'}",

@@ -1,6 +1,7 @@
 """results_csv.py: the project's results CSV as the Python tools see it: the header (the one of
 kCsvHeader in common/harness/report.cpp, which the `cli` test compares with this file), the kinds
 of rows, and the rules for appending to a file (those of report.cpp's check_csv_target)."""
+import datetime
 import os
 import sys
 from pathlib import Path
@@ -36,6 +37,16 @@ def check_csv(path):
     elif not os.access(p.parent, os.W_OK):
         return f"--csv {path} cannot be created: permission denied"
     return None
+
+
+def measured_row(fixed, chapter, variant, dtype, B, H, Lq, Lk, d, causal, median_ms, min_ms, tflops, gbps, extra,
+                 max_err, ok):
+    """One measured row (no attn_mask; causal top-left or none), stamped now; fixed is the quoted
+    device, driver, CUDA and commit columns."""
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return (f"{fixed},{stamp},{chapter},{variant},{dtype},{B},{H},{Lq},{Lk},{d},"
+            f"{'top-left' if causal else 'none'},none,{median_ms:.6g},{min_ms:.6g},{tflops:.6g},"
+            f"{gbps:.6g},{extra},{max_err:.6g},{int(ok)},measured,\n")
 
 
 def open_csv(path):
