@@ -20,6 +20,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from checks import Checks
+
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "tools" / "plot_speedups.py"
 SAMPLE = ROOT / "tests" / "data" / "sample_results.csv"
@@ -45,13 +47,7 @@ def main():
     work = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="flashsteps-plots-"))
     work.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(work / "png", ignore_errors=True)  # only what this test wrote there before
-    passed, failed = 0, 0
-
-    def check(ok, what):
-        nonlocal passed, failed
-        print(f"{'ok  ' if ok else 'FAIL'} {what}")
-        passed += ok
-        failed += not ok
+    check = Checks("plots")
 
     def run(*extra, csv=(SAMPLE,)):
         r = subprocess.run([sys.executable, str(SCRIPT), *map(str, csv), "--out", str(work / "png"), *extra],
@@ -161,8 +157,7 @@ def main():
 
     if not args.out:
         shutil.rmtree(work)
-    print(f"plots: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return check.exit_code()
 
 
 if __name__ == "__main__":

@@ -13,19 +13,15 @@ import sys
 import tempfile
 from pathlib import Path
 
+from checks import Checks
+
 ROOT = Path(__file__).resolve().parent.parent
 TORCH = ROOT / "tools" / "bench_torch_sdpa.py"
 SCHEDULE = ROOT / "tools" / "causal_schedule.py"
 
 
 def main():
-    passed, failed = 0, 0
-
-    def check(ok, what):
-        nonlocal passed, failed
-        print(f"{'ok  ' if ok else 'FAIL'} {what}")
-        passed += ok
-        failed += not ok
+    check = Checks("tools")
 
     def refused(script, argv, says, what):
         r = subprocess.run([sys.executable, str(script), *argv], capture_output=True, text=True, timeout=120)
@@ -45,8 +41,7 @@ def main():
         refused(SCHEDULE, ["--png", str(work / "missing" / "s.png")], "missing or not writable", "--png in a missing folder")
         refused(SCHEDULE, ["--png", str(work)], "a folder", "--png a folder")
 
-    print(f"tools: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return check.exit_code()
 
 
 if __name__ == "__main__":
