@@ -50,9 +50,15 @@ inline constexpr int kWarps = 4, kBr = 64, kBc = 64;
 struct Tiles {
   int warps, m_tiles, Br, Bc, stages;  // Br = warps x m_tiles x 16
 };
+// Whether 8 warps beat 2 blocks of 4 at d = 96, 128 is for a GPU to say: a build with
+// -DFLASHSTEPS_D128_WARPS=4 has the other choice (tools/gpu_session.sh's `tune` step runs both).
+#ifndef FLASHSTEPS_D128_WARPS
+#define FLASHSTEPS_D128_WARPS 8
+#endif
+static_assert(FLASHSTEPS_D128_WARPS == 4 || FLASHSTEPS_D128_WARPS == 8, "FLASHSTEPS_D128_WARPS: 4 or 8");
 ATTN_HOST_DEVICE constexpr Tiles fa2_tiles(int d) {
   if (d <= 64) return {4, 2, 4 * 2 * 16, 64, 2};
-  if (d <= 128) return {8, 2, 8 * 2 * 16, 32, 2};
+  if (d <= 128) return {FLASHSTEPS_D128_WARPS, 2, FLASHSTEPS_D128_WARPS * 2 * 16, 32, 2};
   return {4, 1, 4 * 16, 32, 2};
 }
 

@@ -32,3 +32,14 @@ function(flashsteps_ptxas_report target)
     set_target_properties(${target} PROPERTIES CUDA_COMPILER_LAUNCHER ${PROJECT_SOURCE_DIR}/cmake/ptxas_log.sh)
   endif()
 endfunction()
+
+# -DFLASHSTEPS_D128_WARPS=4: chapter 05's steps g, h (and chapter 06) at d = 96, 128 with blocks of
+# 4 warps instead of the book's 8 (05_flash_v2/flash_v2.h), for a GPU to compare the two.
+set(FLASHSTEPS_D128_WARPS "" CACHE STRING "warps per block of chapter 05's steps g, h at d = 96, 128: 4 or 8 (empty: the book's 8)")
+if(FLASHSTEPS_D128_WARPS)
+  if(NOT FLASHSTEPS_D128_WARPS MATCHES "^(4|8)$")
+    message(FATAL_ERROR "FLASHSTEPS_D128_WARPS must be 4 or 8 (got '${FLASHSTEPS_D128_WARPS}')")
+  endif()
+  add_compile_definitions(FLASHSTEPS_D128_WARPS=${FLASHSTEPS_D128_WARPS})
+  message(STATUS "flashsteps: chapter 05's steps g, h at d = 96, 128 with ${FLASHSTEPS_D128_WARPS} warps per block")
+endif()

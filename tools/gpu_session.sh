@@ -2,11 +2,14 @@
 # gpu_session.sh: what a session with an NVIDIA GPU runs. Everything it writes goes to $OUT
 # (default: results/gpu-session).
 #
-#   tools/gpu_session.sh all [--budget S]    the whole first pass in one call, within S seconds
+#   tools/gpu_session.sh all [--budget S] [--steps a,b,...]
+#                                            the whole first pass in one call, within S seconds
 #                                            (default 540): build for sm_90, every test, the
 #                                            sanitizers, the chapters beside PyTorch's SDPA in one
-#                                            process, ncu on each chapter's best variant; then packs
-#                                            $OUT into a few files (summary.txt first)
+#                                            process, ncu on each chapter's best variant, ...; then
+#                                            packs $OUT into a few files (summary.txt first). The
+#                                            steps the budget left out are named at the end of
+#                                            summary.txt, with the --steps that runs them next
 #   tools/gpu_session.sh test                build; every test (the timing checks too);
 #                                            compute-sanitizer memcheck, racecheck and synccheck
 #   tools/gpu_session.sh bench [args...]     `flashsteps bench` into $OUT/chapters.csv
@@ -31,11 +34,15 @@ prefix=()
 [ -d "$root/.deps/usr" ] && prefix=(-DCMAKE_PREFIX_PATH="$root/.deps/usr")
 start=$SECONDS
 budget=540
+# The steps of `all`, in the order they run: the targets first, the long tail last.
+all_steps=(tests sdpa sdpa_early sanitizers ncu softmax timing backward tune)
+unfinished=()
 
 left() { echo $((budget - (SECONDS - start))); }
 note() { echo "$*" | tee -a "$out/summary.txt"; }
 # step <name> <seconds> <command...>: runs the command with at most that long (and never past the
-# budget), logs it to $out/<name>.log, and notes how it ended in summary.txt.
+# budget), logs it to $out/<name>.log, and notes how it ended in summary.txt. `timeout` runs
+# programs, not this script's functions: a function runs through this script again (verb _run).
 step() {
   local name=$1 want=$2
   shift 2
@@ -44,14 +51,19 @@ step() {
   ((want < t)) || want=$t
   if ((want < 10)); then
     note "SKIPPED $name: the budget is spent"
+    unfinished+=("$name")
     return 0
   fi
-  local t0=$SECONDS rc=0
-  timeout --kill-after=10 "$want" "$@" >"$out/$name.log" 2>&1 || rc=$?
+  local t0=$SECONDS rc=0 cmd=("$@")
+  declare -F "$1" >/dev/null && cmd=("$root/tools/gpu_session.sh" _run "$@")
+  timeout --kill-after=10 "$want" "${cmd[@]}" >"$out/$name.log" 2>&1 || rc=$?
   case $rc in
     0) note "ok      $name ($((SECONDS - t0)) s)" ;;
     77) note "SKIPPED $name (it says why in $name.log)" ;;
-    124 | 137) note "TIMEOUT $name after $want s (its log has what it did)" ;;
+    124 | 137)
+      note "TIMEOUT $name after $want s (its log has what it did)"
+      unfinished+=("$name")
+      ;;
     *) note "FAILED  $name (exit $rc, $((SECONDS - t0)) s): see $name.log" ;;
   esac
   return 0
@@ -143,6 +155,27 @@ profile() {
   return $status
 }
 
+# Chapter 05's steps g, h and chapter 06 at d = 96, 128 with 4 warps per block (Br = 128) against the
+# book's 8 (Br = 256; 05_flash_v2/flash_v2.h): a second build of the C interface with
+# -DFLASHSTEPS_D128_WARPS=4, then each build in its own process beside the flash backend (FA2), so
+# each ratio is same-run; d = 64 is the same kernel in both builds, the control for process-to-process
+# noise. Rows: tune_d128_warps8.csv and tune_d128_warps4.csv.
+tune() {
+  local w4=$root/build-gpu-d128w4
+  cmake -S "$root" -B "$w4" -G Ninja -DFLASHSTEPS_BACKEND=gpu -DCMAKE_CUDA_ARCHITECTURES=90 \
+    -DCMAKE_BUILD_TYPE=Release -DFLASHSTEPS_D128_WARPS=4 "${prefix[@]}" || return 1
+  cmake --build "$w4" -j "$(nproc)" --target flashsteps_capi || return 1
+  local warps lib status=0
+  for warps in 8 4; do
+    lib=$build/lib/libflashsteps_capi.so
+    if [ "$warps" = 4 ]; then lib=$w4/lib/libflashsteps_capi.so; fi
+    echo "== d = 96, 128 with $warps warps per block ($lib)"
+    python3 "$root/tools/bench_torch_sdpa.py" --chapters "$lib" --variants best:05,06 --backends flash \
+      --shapes flash --dtype fp16 --reps 20 --budget 75 --csv "$out/tune_d128_warps$warps.csv" || status=1
+  done
+  return $status
+}
+
 # A few files to carry home: the summary, the device, the CSVs, and one archive of everything.
 pack() {
   (cd "$out" && tar -czf /tmp/gpu_session_all.tar.gz ./* && mv /tmp/gpu_session_all.tar.gz all.tar.gz)
@@ -158,9 +191,22 @@ pack() {
 case "${1:-}" in
   all)
     shift
-    if [ "${1:-}" = --budget ]; then budget=$2; shift 2; fi
+    steps=$(IFS=,; echo "${all_steps[*]}")
+    while [ $# -gt 0 ]; do
+      case $1 in
+        --budget) budget=$2; shift 2 ;;
+        --steps) steps=$2; shift 2 ;;
+        *) echo "gpu_session.sh all: unknown argument $1 (--budget S, --steps a,b,...)" >&2; exit 2 ;;
+      esac
+    done
+    [[ $budget =~ ^[0-9]+$ ]] || { echo "gpu_session.sh all: --budget needs whole seconds, not '$budget'" >&2; exit 2; }
+    for s in ${steps//,/ }; do
+      [[ " ${all_steps[*]} " == *" $s "* ]] ||
+        { echo "gpu_session.sh all: no step '$s' (the steps: ${all_steps[*]})" >&2; exit 2; }
+    done
+    wanted() { [[ ",$steps," == *",$1,"* ]]; }
     : >"$out/summary.txt"
-    note "gpu_session.sh all: commit $FLASHSTEPS_COMMIT, budget $budget s, $(date -u +%FT%TZ)"
+    note "gpu_session.sh all: commit $FLASHSTEPS_COMMIT, budget $budget s, steps $steps, $(date -u +%FT%TZ)"
     device_info >"$out/device.txt" 2>&1 || true
     note "device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo none)"
     if [ -x "$build/bin/flashsteps" ] && grep -q "$FLASHSTEPS_COMMIT" "$build/commit.txt" 2>/dev/null; then
@@ -169,23 +215,29 @@ case "${1:-}" in
       step build 300 configure_and_build
       echo "$FLASHSTEPS_COMMIT" >"$build/commit.txt"
     fi
-    step tests 120 ctest --test-dir "$build" -E timing --output-on-failure
+    ! wanted tests || step tests 120 ctest --test-dir "$build" -E timing --output-on-failure
     # The targets first: chapters 05 and 06 against FlashAttention-2 (and the other backends) at
     # d = 64 and 128, N = 512..16k, causal and not, in one process; then the early chapters, smaller.
-    step sdpa 150 python3 "$root/tools/bench_torch_sdpa.py" --chapters "$build/lib/libflashsteps_capi.so" \
-      --variants all:05,06 --shapes flash --dtype fp16 --reps 20 --budget 120 --csv "$out/sdpa.csv"
-    step sdpa_early 60 python3 "$root/tools/bench_torch_sdpa.py" --chapters "$build/lib/libflashsteps_capi.so" \
-      --variants best --shapes small --dtype fp16 --reps 20 --budget 45 --csv "$out/sdpa.csv"
-    step sanitizers 90 sanitize
-    step ncu 90 profile
-    step softmax 30 "$build/bin/02_fused_softmax" -n 4096 --csv "$out/chapters.csv"
-    step timing 60 "$build/bin/flashsteps_timing"
-    step backward 120 backward_bench
+    ! wanted sdpa || step sdpa 150 python3 "$root/tools/bench_torch_sdpa.py" \
+      --chapters "$build/lib/libflashsteps_capi.so" --variants all:05,06 --shapes flash --dtype fp16 --reps 20 \
+      --budget 120 --csv "$out/sdpa.csv"
+    ! wanted sdpa_early || step sdpa_early 60 python3 "$root/tools/bench_torch_sdpa.py" \
+      --chapters "$build/lib/libflashsteps_capi.so" --variants best --shapes small --dtype fp16 --reps 20 \
+      --budget 45 --csv "$out/sdpa.csv"
+    ! wanted sanitizers || step sanitizers 90 sanitize
+    ! wanted ncu || step ncu 90 profile
+    ! wanted softmax || step softmax 30 "$build/bin/02_fused_softmax" -n 4096 --csv "$out/chapters.csv"
+    ! wanted timing || step timing 60 "$build/bin/flashsteps_timing"
+    ! wanted backward || step backward 120 backward_bench
+    ! wanted tune || step tune 240 tune
     grep -h "^\[" "$out/sdpa.log" "$out/sdpa_early.log" 2>/dev/null | tail -60 >>"$out/summary.txt" || true
     grep -hE "test cases|assertions|tests passed|ERROR SUMMARY|RACECHECK SUMMARY|FAILED" "$out"/*.log 2>/dev/null |
       sort | uniq -c >>"$out/summary.txt" || true
     pack
     note "done in $((SECONDS - start)) s; files: $(cd "$out" && ls | tr '\n' ' ')"
+    if ((${#unfinished[@]})); then
+      note "left for the next call: tools/gpu_session.sh all --steps $(IFS=,; echo "${unfinished[*]}")"
+    fi
     ;;
   test)
     device_info >"$out/device.txt" 2>&1 || true
@@ -211,6 +263,10 @@ case "${1:-}" in
     ;;
   backward)
     backward_bench 2> >(tee -a "$out/backward.log" >&2)
+    ;;
+  _run)  # step's way to run one of the functions above under `timeout`
+    shift
+    "$@"
     ;;
   plots)
     python3 "$root/tools/plot_speedups.py" "$out"/*.csv --out "$out" --readme "$root/README.md"
