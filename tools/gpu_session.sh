@@ -24,11 +24,12 @@
 #
 # On a machine without a package registry, stage the header-only dependencies into .deps first;
 # CMAKE_PREFIX_PATH then points there. Set FLASHSTEPS_COMMIT when the tree carries no .git.
+# tests/test_gpu_session.py runs `all` with stand-ins for the GPU's programs, without a GPU.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$root/results/gpu-session}
 mkdir -p "$out"
-build=$root/build-gpu
+build=${FLASHSTEPS_GPU_BUILD:-$root/build-gpu}  # another folder: tests/test_gpu_session.py
 export FLASHSTEPS_COMMIT=${FLASHSTEPS_COMMIT:-$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}
 prefix=()
 [ -d "$root/.deps/usr" ] && prefix=(-DCMAKE_PREFIX_PATH="$root/.deps/usr")
@@ -37,6 +38,7 @@ budget=540
 # The steps of `all`, in the order they run: the targets first, the long tail last.
 all_steps=(tests sdpa sdpa_early sanitizers ncu softmax timing backward tune)
 unfinished=()
+last_rc=0  # how the last step ended
 
 left() { echo $((budget - (SECONDS - start))); }
 note() { echo "$*" | tee -a "$out/summary.txt"; }
@@ -46,6 +48,7 @@ note() { echo "$*" | tee -a "$out/summary.txt"; }
 step() {
   local name=$1 want=$2
   shift 2
+  last_rc=1
   local t
   t=$(left)
   ((want < t)) || want=$t
@@ -57,6 +60,7 @@ step() {
   local t0=$SECONDS rc=0 cmd=("$@")
   declare -F "$1" >/dev/null && cmd=("$root/tools/gpu_session.sh" _run "$@")
   timeout --kill-after=10 "$want" "${cmd[@]}" >"$out/$name.log" 2>&1 || rc=$?
+  last_rc=$rc
   case $rc in
     0) note "ok      $name ($((SECONDS - t0)) s)" ;;
     77) note "SKIPPED $name (it says why in $name.log)" ;;
@@ -161,7 +165,7 @@ profile() {
 # each ratio is same-run; d = 64 is the same kernel in both builds, the control for process-to-process
 # noise. Rows: tune_d128_warps8.csv and tune_d128_warps4.csv.
 tune() {
-  local w4=$root/build-gpu-d128w4
+  local w4=$build-d128w4
   cmake -S "$root" -B "$w4" -G Ninja -DFLASHSTEPS_BACKEND=gpu -DCMAKE_CUDA_ARCHITECTURES=90 \
     -DCMAKE_BUILD_TYPE=Release -DFLASHSTEPS_D128_WARPS=4 "${prefix[@]}" || return 1
   cmake --build "$w4" -j "$(nproc)" --target flashsteps_capi || return 1
@@ -209,11 +213,13 @@ case "${1:-}" in
     note "gpu_session.sh all: commit $FLASHSTEPS_COMMIT, budget $budget s, steps $steps, $(date -u +%FT%TZ)"
     device_info >"$out/device.txt" 2>&1 || true
     note "device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo none)"
-    if [ -x "$build/bin/flashsteps" ] && grep -q "$FLASHSTEPS_COMMIT" "$build/commit.txt" 2>/dev/null; then
-      note "ok      build (already built from this commit)"
-    else
-      step build 300 configure_and_build
-      echo "$FLASHSTEPS_COMMIT" >"$build/commit.txt"
+    # Always built: on a machine still warm from the last call Ninja finds little or nothing to do,
+    # and an edited tree (a tuning call) is rebuilt. Without a build no step can run.
+    step build 300 configure_and_build
+    if [ "$last_rc" != 0 ]; then
+      note "no step runs without the build (build.log)"
+      pack
+      exit 1
     fi
     ! wanted tests || step tests 120 ctest --test-dir "$build" -E timing --output-on-failure
     # The targets first: chapters 05 and 06 against FlashAttention-2 (and the other backends) at

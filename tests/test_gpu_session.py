@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""test_gpu_session.py: tools/gpu_session.sh `all`, the one call a session with a GPU makes first,
+run here without a GPU: cmake, ctest, nvidia-smi, nvcc, ncu, compute-sanitizer, python3 and the
+book's binaries are stand-ins that log how they were called. A GPU session is rare and short; this
+checks before one that every step reaches its programs with the arguments it means, that the budget
+and --steps behave, and that what comes back fits the device's limits (at most 8 files).
+"""
+import os
+import stat
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+from checks import Checks
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "tools" / "gpu_session.sh"
+STEPS = ["tests", "sdpa", "sdpa_early", "sanitizers", "ncu", "softmax", "timing", "backward", "tune"]
+
+# One stand-in for every program: it logs its name and arguments, and does what the script reads back.
+STUB = r"""#!/usr/bin/env bash
+echo "$(basename "$0") $*" >>"$STUB_LOG"
+case $(basename "$0") in
+  cmake)
+    if [ "$1" = --build ]; then  # a build leaves the binaries and the library the steps run
+      [ -n "${STUB_BUILD_FAILS:-}" ] && { echo "error: the stand-in build fails"; exit 1; }
+      mkdir -p "$2/bin" "$2/lib"
+      for b in flashsteps 02_fused_softmax 07_backward flashsteps_timing; do cp "$0" "$2/bin/$b"; done
+      : >"$2/lib/libflashsteps_capi.so"
+    fi ;;
+  ctest) sleep "${STUB_CTEST_SECONDS:-0}" ;;
+  ncu) [ "$1" = --query-metrics ] && printf 'Device GH100\ngpu__time_duration\ndram__bytes_read\n' ;;
+  flashsteps) [ "$1 $2" = "run --list" ] && printf '05_flash_v2\n  lean_loop   the loop lean (best)\n  rows_32   32 rows\n' ;;
+esac
+exit 0
+"""
+
+
+def main():
+    check = Checks("gpu_session")
+    with tempfile.TemporaryDirectory(prefix="flashsteps-gpu-session-") as tmp:
+        work = Path(tmp)
+        stubs = work / "stubs"
+        stubs.mkdir()
+        for name in ("cmake", "ctest", "nvidia-smi", "nvcc", "ncu", "compute-sanitizer", "python3"):
+            (stubs / name).write_text(STUB)
+            (stubs / name).chmod(stat.S_IRWXU)
+        log = work / "calls.log"
+        build = work / "build-gpu"
+        env = dict(os.environ, PATH=f"{stubs}:{os.environ['PATH']}", STUB_LOG=str(log), FLASHSTEPS_COMMIT="c0ffee",
+                   FLASHSTEPS_GPU_BUILD=str(build))
+
+        def session(out, *args, **extra):
+            return subprocess.run(["bash", str(SCRIPT), "all", *args], env=dict(env, OUT=str(out), **extra),
+                                  capture_output=True, text=True, timeout=120)
+
+        out = work / "out1"
+        r = session(out, "--budget", "200")
+        summary = (out / "summary.txt").read_text() if (out / "summary.txt").exists() else ""
+        calls = log.read_text() if log.exists() else ""
+        check(r.returncode == 0, f"all exits 0 (got {r.returncode}: {r.stderr.strip()[-300:]})")
+        for name in ["build", *STEPS]:
+            check(f"ok      {name} (" in summary, f"step {name} ran and ended well")
+        check("FAILED" not in summary and "SKIPPED" not in summary, "no step failed or was skipped")
+        check("-DCMAKE_CUDA_ARCHITECTURES=90" in calls and "-DCMAKE_BUILD_TYPE=Release" in calls,
+              "the build is configured for sm_90, Release")
+        check(f"ctest --test-dir {build} -E timing" in calls, "every test but the timing checks")
+        for tool in ("memcheck", "racecheck", "synccheck"):
+            check(f"compute-sanitizer --tool {tool} --error-exitcode 9 {build}/bin/flashsteps run" in calls
+                  and f"compute-sanitizer --tool {tool} --error-exitcode 9 {build}/bin/flashsteps backward" in calls,
+                  f"compute-sanitizer {tool} on the forward and the backward")
+        ncu = [line for line in calls.splitlines() if line.startswith("ncu --clock-control")]
+        check(len(ncu) == 1 and "--metrics gpu__time_duration.sum,dram__bytes_read.sum " in ncu[0]
+              and "-v lean_loop" in ncu[0],
+              f"ncu on each best variant, with the metrics this ncu knows only (got {ncu})")
+        sdpa = [line for line in calls.splitlines() if "bench_torch_sdpa.py" in line]
+        check(any("--variants all:05,06 --shapes flash" in line for line in sdpa), "chapters 05, 06 beside SDPA")
+        check("-DFLASHSTEPS_D128_WARPS=4" in calls and "--target flashsteps_capi" in calls,
+              "tune builds the 4-warp C interface")
+        check(any(f"{build}-d128w4/lib/libflashsteps_capi.so" in line and "tune_d128_warps4.csv" in line for line in sdpa)
+              and any(f"{build}/lib/libflashsteps_capi.so" in line and "tune_d128_warps8.csv" in line for line in sdpa),
+              "tune runs each build in its own process, into its own CSV")
+        check("07_backward -v tensor_cores" in calls and "bench_torch_sdpa_backward.py" in calls,
+              "the backward beside PyTorch's")
+        files = sorted(p.name for p in out.iterdir())
+        check(len(files) <= 8 and {"summary.txt", "device.txt", "all.tar.gz"} <= set(files),
+              f"at most 8 files come back, the summary and the archive among them (got {files})")
+        if (out / "all.tar.gz").exists():
+            with tarfile.open(out / "all.tar.gz") as t:
+                names = {Path(n).name for n in t.getnames()}
+            check({f"{s}.log" for s in STEPS} <= names, "the archive holds every step's log")
+
+        # A second call: only the steps asked for; a budget that runs out names what is left, as
+        # the next call's --steps.
+        out = work / "out2"
+        r = session(out, "--budget", "20", "--steps", "tests,ncu,tune", STUB_CTEST_SECONDS="12")
+        summary = (out / "summary.txt").read_text() if (out / "summary.txt").exists() else ""
+        check(r.returncode == 0 and "ok      build (" in summary, "the second call builds (incrementally) first")
+        check("ok      tests (" in summary and "SKIPPED ncu" in summary and "SKIPPED tune" in summary
+              and "sdpa" not in summary.split("steps", 2)[-1].split("\n", 1)[1],
+              "only the steps asked for run, within the budget")
+        check("left for the next call: tools/gpu_session.sh all --steps ncu,tune" in summary,
+              "the summary names the steps left, as a command")
+
+        # A build that fails stops the pass: no step runs against an old build, and the logs come back.
+        out = work / "out4"
+        r = session(out, "--budget", "100", STUB_BUILD_FAILS="1")
+        summary = (out / "summary.txt").read_text() if (out / "summary.txt").exists() else ""
+        check(r.returncode == 1 and "FAILED  build" in summary and "no step runs without the build" in summary
+              and "ok      tests" not in summary and (out / "all.tar.gz").exists(),
+              f"a failed build: exit 1, no step runs, the logs packed (got {r.returncode}: {summary[-200:]})")
+
+        for argv, says in ((["--steps", "tests,bogus"], "no step 'bogus'"), (["--budget", "ten"], "whole seconds"),
+                           (["--frobnicate"], "unknown argument")):
+            r = session(work / "out3", *argv)
+            check(r.returncode == 2 and says in r.stderr, f"all {' '.join(argv)}: exit 2, \"{says}\" (got {r.returncode})")
+    return check.exit_code()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
