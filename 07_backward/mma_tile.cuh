@@ -7,6 +7,8 @@
 // an A fragment (attn::p_fragment). Tiles are [row][d] in shared memory, rows padded by 8 elements
 // (16 bytes) so that the 8 rows an ldmatrix reads fall on different banks, as chapter 05 step c.
 #pragma once
+#include "05_flash_v2/pipeline.cuh"
+#include "05_flash_v2/products.cuh"
 #include "backward.h"
 #include "kernels/mma.cuh"
 #include "simt/ptx.cuh"
@@ -16,7 +18,7 @@ namespace ch07::mma {
 
 constexpr int kWarps = 4;
 template <int D>
-constexpr int kLd = D + 8;  // elements per padded row
+constexpr int kLd = ch05::Padded<D>::kRow;  // elements per padded row, as chapter 05 pads
 
 __device__ __forceinline__ int lane_id() { return static_cast<int>(threadIdx.x % 32); }
 
@@ -51,22 +53,11 @@ __device__ __forceinline__ void rows_times_rows_t(float (&acc)[N / 8][4], const 
   }
 }
 
-// acc (16 x D) += X B, with X (16 x K) in accumulator registers (rounded to T on the way, as P is
-// in the forward's O += P V) and B K rows of a tile [row][D], by ldmatrix.x2.trans.
+// acc (16 x D) += X B, with X (16 x K) in accumulator registers (rounded to T on the way) and B
+// K rows of a padded tile [row][D]: the forward's O += P V, chapter 05's product as it is.
 template <class T, int K, int D>
 __device__ __forceinline__ void regs_times_rows(float (&acc)[D / 8][4], const float (&x)[K / 8][4], const T* B) {
-  const int lane = lane_id();
-  #pragma unroll
-  for (int kk = 0; kk < K / 16; ++kk) {
-    uint32_t a[4];
-    attn::p_fragment<T>(a, x[2 * kk], x[2 * kk + 1]);
-    #pragma unroll
-    for (int nt = 0; nt < D / 8; ++nt) {
-      uint32_t b[2];
-      simt::ldmatrix_x2_trans(b, &B[(kk * 16 + lane % 16) * kLd<D> + nt * 8]);
-      simt::mma_m16n8k16<T>(acc[nt], a, b, acc[nt]);
-    }
-  }
+  ch05::accumulate_pv_x2<T, D, K, ch05::Padded<D>>(acc, x, B);
 }
 
 // acc (16 x D) += A B, with A the warp's 16 rows of a [row][K] tile of row stride lda, B K rows
