@@ -20,7 +20,7 @@ constexpr int kWarps = 4;
 template <int D>
 constexpr int kLd = ch05::Padded<D>::kRow;  // elements per padded row, as chapter 05 pads
 
-__device__ __forceinline__ int lane_id() { return static_cast<int>(threadIdx.x % 32); }
+using ch05::lane_id;  // products.cuh
 
 // `rows` rows of D elements (row r at src + r * D) into a padded tile; rows at or past `valid`
 // are zeros. Every thread of the block takes part.

@@ -73,9 +73,15 @@ step() {
   return 0
 }
 
+# configure <folder> [cmake arguments...]: a Release build for sm_90 only.
+configure() {
+  local dir=$1
+  shift
+  cmake -S "$root" -B "$dir" -G Ninja -DFLASHSTEPS_BACKEND=gpu -DCMAKE_CUDA_ARCHITECTURES=90 \
+    -DCMAKE_BUILD_TYPE=Release "${prefix[@]}" "$@"
+}
 configure_and_build() {
-  cmake -S "$root" -B "$build" -G Ninja -DFLASHSTEPS_BACKEND=gpu -DCMAKE_CUDA_ARCHITECTURES=90 \
-    -DCMAKE_BUILD_TYPE=Release "${prefix[@]}"
+  configure "$build"
   cmake --build "$build" -j "$(nproc)"
 }
 
@@ -166,8 +172,7 @@ profile() {
 # noise. Rows: tune_d128_warps8.csv and tune_d128_warps4.csv.
 tune() {
   local w4=$build-d128w4
-  cmake -S "$root" -B "$w4" -G Ninja -DFLASHSTEPS_BACKEND=gpu -DCMAKE_CUDA_ARCHITECTURES=90 \
-    -DCMAKE_BUILD_TYPE=Release -DFLASHSTEPS_D128_WARPS=4 "${prefix[@]}" || return 1
+  configure "$w4" -DFLASHSTEPS_D128_WARPS=4 || return 1
   cmake --build "$w4" -j "$(nproc)" --target flashsteps_capi || return 1
   local warps lib status=0
   for warps in 8 4; do
