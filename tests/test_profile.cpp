@@ -70,6 +70,21 @@ TEST_CASE("profile prints each stage's counters and modelled time, and appends m
   std::remove(times.c_str());
 }
 
+TEST_CASE("profile of a problem too large to emulate whole says which heads it emulated", "[profile]") {
+  std::string out;
+  REQUIRE(flashsteps("profile -v exp2 -b 2 -H 3 -n 64 --emulated-heads 2", out) == 0);
+  INFO(out);
+  CHECK_THAT(out, Contains("problem: B=2 H=3 Lq=64"));
+  CHECK_THAT(out, Contains("sampled: every block of 2 of the 6 (batch, head) pairs is emulated (B=1 H=2)"));
+  CHECK_THAT(out, Contains("checked: every output row (128 = B*H*Lq)"));  // of the heads emulated
+  CHECK_THAT(out, Contains("the other 4 heads were not emulated, and went unchecked"));
+  CHECK_THAT(out, Contains("multiplied by 3 to model all of them"));
+  // Asked for more heads than there are: every head, no sampling said.
+  REQUIRE(flashsteps("profile -v exp2 -b 2 -H 3 -n 64 --emulated-heads 9", out) == 0);
+  CHECK_THAT(out, !Contains("sampled:"));
+  CHECK_THAT(out, Contains("checked: every output row (384 = B*H*Lq)"));
+}
+
 TEST_CASE("backward --profile counts chapter 07's steps through the same profiler", "[profile]") {
   const std::string counters = scratch("backward-counters.csv");
   std::string out;
@@ -93,6 +108,8 @@ TEST_CASE("profile: a wrong option is refused before any work", "[profile]") {
   CHECK_THAT(out, Contains("unknown --gpu \"a100\": use h100, h200"));
   CHECK(flashsteps("profile --sample-blocks 0", out) == 2);
   CHECK_THAT(out, Contains("--sample-blocks must be at least 1"));
+  CHECK(flashsteps("profile --emulated-heads -1", out) == 2);
+  CHECK_THAT(out, Contains("--emulated-heads must be 0"));
   CHECK(flashsteps("profile --chapter 99", out) == 2);
   CHECK_THAT(out, Contains("no chapter starts with"));
   CHECK(flashsteps("tour --profile --emulator-times /nonexistent/times.csv", out) == 2);

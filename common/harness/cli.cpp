@@ -180,11 +180,21 @@ std::vector<const Variant*> select(const std::vector<const Variant*>& pool, cons
 // With a profiler, each variant runs once with the counters on; `timed`: the timed runs happen too.
 std::vector<Result> run_all(const std::vector<const Variant*>& chosen, bool named, const Problem& p,
                             const RunOptions& o, bool show_stages, Profiler* profiler = nullptr, bool timed = true) {
+  // A profile of a large problem emulates a few of its heads (model/sampling.h): the limits of
+  // memory and time are those of the problem emulated.
+  std::vector<const Variant*> supported;
+  for (const Variant* v : chosen)
+    if (v->unsupported(p).empty()) supported.push_back(v);
+  const HeadSample sample = profiler ? profiler->heads_to_emulate(supported, p) : HeadSample{};
+  const Problem emulated = emulated_problem(p, sample);
+  RunOptions checks = o;  // the heads emulated stand for the others: every row of theirs is checked
+  if (sample.sampled()) checks.sample = false;
+  if (!timed) checks.reps = 0;  // one counted run: the CPU budget is for that one
   std::vector<const Variant*> runnable;
   std::vector<std::string> reasons(chosen.size());
   for (size_t i = 0; i < chosen.size(); ++i) {
     try {
-      check_runnable(*chosen[i], p, o);
+      check_runnable(*chosen[i], emulated, checks);
       runnable.push_back(chosen[i]);
     } catch (const UsageError& e) {
       if (named || chosen.size() == 1) throw;
@@ -197,8 +207,18 @@ std::vector<Result> run_all(const std::vector<const Variant*>& chosen, bool name
     throw UsageError(all);
   }
   print_device_and_problem(p);
-  const Prepared prepared(p, o);
-  print_checked_rows(p, prepared.checker.selection());
+  if (sample.sampled())
+    std::printf("sampled: every block of %lld of the %lld (batch, head) pairs is emulated (B=1 H=%d), and the counts "
+                "multiplied by %.6g to model all of them: %s (--emulated-heads to choose)\n",
+                sample.emulated, sample.total, emulated.H, sample.factor(),
+                profiler && profiler->options().emulated_heads > 0 ? "as asked"
+                                                                   : "the whole problem would take the emulator long");
+  const Prepared prepared(emulated, checks);
+  print_checked_rows(emulated, prepared.checker.selection());
+  if (sample.sampled())
+    std::printf("         (of the heads emulated: the blocks of the other %lld heads were not emulated, and went "
+                "unchecked)\n",
+                sample.total - sample.emulated);
   std::vector<Result> results;
   if (timed) {
     if (o.reps > 0)
@@ -226,7 +246,7 @@ std::vector<Result> run_all(const std::vector<const Variant*>& chosen, bool name
       if (show_stages) print_stages(r);
     }
     if (profiler) {
-      const Profile& pr = profiler->run(*chosen[i], p, prepared.inputs, prepared.checker, show_stages);
+      const Profile& pr = profiler->run(*chosen[i], p, sample, emulated, prepared.inputs, prepared.checker, show_stages);
       if (!timed) results.push_back(pr.result);
     }
     std::fflush(stdout);

@@ -8,17 +8,18 @@
 #include <sstream>
 
 #include "errors.h"
+#include "model/published.h"
 #include "report.h"
 
 namespace attn {
 
 const char* const kCountersCsvHeader =
-    "commit,timestamp,chapter,variant,stage,dtype,B,H,Lq,Lk,d,causal,mask,sample_blocks,launches,blocks,"
+    "commit,timestamp,chapter,variant,stage,dtype,B,H,Lq,Lk,d,causal,mask,sample_blocks,heads_emulated,launches,blocks,"
     "threads_per_block,ld_requests,ld_sectors_per_request,st_requests,st_sectors_per_request,cp_async_requests,"
     "cp_async_sectors_per_request,atom_requests,atom_sectors_per_request,dram_read_bytes,dram_write_bytes,l2_bytes,"
     "shared_requests,shared_wavefronts,shared_conflicts,ldmatrix_requests,ldmatrix_conflicts,"
     "cp_async_dst_conflicts,l1_wavefronts,mma,mma_flop,mufu,barriers,shuffles,gpu,modelled_us,bound,dram_us,l2_us,"
-    "l1_us,mufu_us,tensor_us,launch_us,sm_share,beyond_l2";
+    "l1_us,mufu_us,tensor_us,launch_us,sm_share,blocks_per_sm,waves,beyond_l2";
 
 void add_profile_options(CLI::App& app, ProfileOptions& o, bool flag) {
   if (flag)
@@ -28,6 +29,10 @@ void add_profile_options(CLI::App& app, ProfileOptions& o, bool flag) {
   app.add_option("--sample-blocks", o.sample_blocks,
                  "with --profile: group the requests of every k-th block only and scale them up (DRAM bytes and "
                  "operation counts still cover every block)")
+      ->capture_default_str();
+  app.add_option("--emulated-heads", o.emulated_heads,
+                 "with --profile: emulate every block of this many (batch, head) pairs and scale their counts up to "
+                 "all B*H (0: every head, unless the emulation would take long; then the fewest that keep it short)")
       ->capture_default_str();
   app.add_option("--gpu", o.gpu, "with --profile: the GPU the model stands for: h100 (SXM5) or h200")->capture_default_str();
   app.add_option("--counters-csv", o.counters_csv, "with --profile: append every stage's counters to this CSV file");
@@ -57,6 +62,9 @@ Profiler::Profiler(const ProfileOptions& o) : o_(o), gpu_(find_gpu(o.gpu)) {
     throw UsageError("unknown --gpu \"" + o.gpu + "\": use " + known);
   }
   if (o.sample_blocks < 1) throw UsageError("--sample-blocks must be at least 1 (1: every block)");
+  if (o.emulated_heads < 0)
+    throw UsageError("--emulated-heads must be 0 (chosen by the problem's size) or a number of heads, not " +
+                     std::to_string(o.emulated_heads));
   if (!o.emulator_times.empty()) {
     std::ifstream in(o.emulator_times);
     std::string line;
@@ -127,8 +135,11 @@ void print_stage(const StageProfile& s, const GpuSpec& g, int sample) {
               count(c.mma_flop).c_str(), count(c.mufu).c_str(), count(c.barriers).c_str(), count(c.shuffles).c_str());
   const Modelled& m = s.terms;
   std::printf("    modelled  %.2f us on %s, %s-bound: DRAM %.2f, L2 %.2f, L1 %.2f, MUFU %.2f, tensor %.2f us "
-              "(%.0f%% of the SMs busy) + launch %.2f us\n",
+              "(%.0f%% of the SMs' time busy) + launch %.2f us\n",
               s.us, g.name, s.bound.c_str(), m.dram, m.l2, m.l1, m.mufu, m.tensor, 100 * m.share, m.launch);
+  std::printf("    occupancy %.0f block%s per SM by threads and dynamic shared memory (registers not known here): "
+              "%.0f wave%s\n",
+              m.blocks_per_sm, m.blocks_per_sm == 1 ? "" : "s", m.waves, m.waves == 1 ? "" : "s");
 }
 
 std::string now_utc() {
@@ -140,23 +151,70 @@ std::string now_utc() {
 
 }  // namespace
 
-const Profile& Profiler::run(const Variant& v, const Problem& p, const DeviceInputs& in, const Checker& checker,
-                             bool details) {
+namespace {
+// The counters build emulates a kernel 4 to 20 times slower than a plain build (Variant::
+// cpu_flops_per_second): measured at B=1 H=1 N=1024 d=128, 4.3x for naive and lean_loop, 20x for
+// row_per_thread (a block per head: one worker). A whole problem expected to take longer than
+// kWholeProblemUpTo seconds per variant is sampled.
+constexpr double kCountersSlowdown = 10;
+constexpr double kWholeProblemUpTo = 20;
+}  // namespace
+
+HeadSample Profiler::heads_to_emulate(const std::vector<const Variant*>& variants, const Problem& p) const {
+  HeadSample s;
+  s.total = static_cast<long long>(p.heads());
+  if (o_.emulated_heads > 0) {
+    s.emulated = std::min(s.total, o_.emulated_heads);
+    return s;
+  }
+  Problem dense = p;  // the emulator runs every (query, key) pair of a block, masked or not
+  dense.causal = Causal::none;
+  s.emulated = s.total;
+  for (const Variant* v : variants) {
+    const double seconds =
+        dense.flops() / (v->cpu_flops_per_second * std::max(1, device().sms)) * kCountersSlowdown;
+    if (seconds > kWholeProblemUpTo)
+      s.emulated = std::min(s.emulated, std::max(1LL, static_cast<long long>(s.total * kWholeProblemUpTo / seconds)));
+  }
+  return s;
+}
+
+Problem emulated_problem(const Problem& p, const HeadSample& s) {
+  if (!s.sampled()) return p;
+  Problem e = p;
+  e.B = 1;
+  e.H = static_cast<int>(s.emulated);
+  return e;
+}
+
+const Profile& Profiler::run(const Variant& v, const Problem& p, const HeadSample& sample, const Problem& emulated,
+                             const DeviceInputs& in, const Checker& checker, bool details) {
+  // A mask broadcast over (batch, head) is read by every head alike: its sectors count once.
+  std::vector<const void*> shared;
+  if (emulated.mask != MaskKind::none && !emulated.mask_per_head) shared.push_back(in.mask.get());
   return run(
       [&] {
         RunOptions o;
         o.reps = 1, o.warmup = 0;  // one execution, counted; its time (the instrumented emulator's) is not used
-        return run_variant(v, p, in, checker, o);
+        return run_variant(v, emulated, in, checker, o);
       },
-      details);
+      &p, sample, shared, details);
 }
 
 const Profile& Profiler::run(const std::function<Result()>& counted, bool details) {
+  return run(counted, nullptr, HeadSample{}, {}, details);
+}
+
+const Profile& Profiler::run(const std::function<Result()>& counted, const Problem* p, const HeadSample& sample,
+                             const std::vector<const void*>& shared, bool details) {
   Profile prof;
   {
     Counting counting(o_.sample_blocks);
     prof.result = counted();
   }
+  prof.problem = p ? *p : prof.result.problem;
+  const long long heads = static_cast<long long>(prof.problem.heads());
+  prof.sample = p ? sample : HeadSample{heads, heads};
   const Variant& v = *prof.result.variant;
   double longest = -1;
   for (const Stages::Time& t : prof.result.timing.stages) {
@@ -164,13 +222,15 @@ const Profile& Profiler::run(const std::function<Result()>& counted, bool detail
     s.stage = t.stage;
     double launch_longest = -1;
     for (const simt::LaunchCounters& l : t.counters) {
-      s.counters += l.counters;
-      const Modelled m = model(l.counters, *gpu_);
+      const simt::Counters c = scaled(l, sample, shared);
+      s.counters += c;
+      const Modelled m = model(c, *gpu_);
       s.terms.dram += m.dram, s.terms.l2 += m.l2, s.terms.l1 += m.l1, s.terms.mufu += m.mufu, s.terms.tensor += m.tensor;
       s.terms.launch += m.launch, s.terms.share = std::max(s.terms.share, m.share);
       s.terms.beyond_l2 |= m.beyond_l2;
       s.us += m.total();
-      if (m.total() > launch_longest) launch_longest = m.total(), s.bound = m.bound();
+      if (m.total() > launch_longest)
+        launch_longest = m.total(), s.bound = m.bound(), s.terms.blocks_per_sm = m.blocks_per_sm, s.terms.waves = m.waves;
     }
     prof.us += s.us;
     if (s.us > longest) longest = s.us, prof.bound = s.bound, prof.bound_stage = s.stage;
@@ -252,7 +312,7 @@ void Profiler::print_summary() const {
   std::vector<double> ms;
   bool with_times = false;
   for (const Profile& pr : profiles_) {
-    ms.push_back(o_.emulator_times.empty() ? 0 : emulated_ms(o_.emulator_times, pr.result.problem, *pr.result.variant));
+    ms.push_back(o_.emulator_times.empty() ? 0 : emulated_ms(o_.emulator_times, pr.problem, *pr.result.variant));
     with_times |= ms.back() > 0;
   }
   const Profile& base = profiles_.front();
@@ -260,7 +320,7 @@ void Profiler::print_summary() const {
               gpu_->name);
   std::printf("%-22s %-20s", "chapter", "variant");
   if (with_times) std::printf(" %12s %9s", "emulator ms", "speedup");
-  std::printf(" %12s  %-7s %9s\n", "modelled us", "bound", "speedup");
+  std::printf(" %12s %8s %7s  %-7s %9s %9s\n", "modelled us", "TFLOP/s", "% peak", "bound", "blocks/SM", "speedup");
   for (size_t i = 0; i < profiles_.size(); ++i) {
     const Profile& pr = profiles_[i];
     std::printf("%-22s %-20s", pr.result.variant->chapter.c_str(), pr.result.variant->name.c_str());
@@ -270,12 +330,34 @@ void Profiler::print_summary() const {
       else
         std::printf(" %12s %9s", "-", "-");
     }
-    std::printf(" %12.2f  %-7s %8.2fx\n", pr.us, pr.bound.c_str(), per(base.us, pr.us));
+    const double tflops = per(pr.problem.flops(), pr.us * 1e6);
+    double occupancy = 0;  // of the stage that bounds the time
+    for (const StageProfile& st : pr.stages)
+      if (st.stage == pr.bound_stage) occupancy = st.terms.blocks_per_sm;
+    std::printf(" %12.2f %8.2f %6.1f%%  %-7s %9.0f %8.2fx\n", pr.us, tflops, 100 * tflops / gpu_->tensor_tflops,
+                pr.bound.c_str(), occupancy, per(base.us, pr.us));
+  }
+  const Problem& p = base.problem;
+  if (const PublishedRate* fa2 = flash_attention2_h100(p.B, p.H, p.Lq, p.Lk, p.d, p.dtype == DType::fp16,
+                                                       p.causal != Causal::none, p.causal == Causal::top_left,
+                                                       p.mask != MaskKind::none)) {
+    const double us = p.flops() / (fa2->tflops * 1e6);
+    std::printf("%-43s", "reference: FlashAttention-2, H100 SXM5");
+    if (with_times) std::printf(" %12s %9s", "", "");
+    std::printf(" %12.2f %8.0f %6.1f%%  published: %s\n", us, fa2->tflops, 100 * fa2->tflops / find_gpu("h100")->tensor_tflops,
+                kFlashAttention2H100Source);
   }
   if (with_times)
     std::printf("emulator ms: the CPU's time to emulate the kernels, which ranks them by their cost on a CPU; modelled "
                 "us: an %s's time from the counters, and what bounds it\n",
                 gpu_->name);
+  std::printf("TFLOP/s: 4*B*H*d per visible (query, key) pair over the modelled time; %% peak: of the %.1f TFLOP/s dense "
+              "fp16 tensor-core peak; blocks/SM: occupancy of the longest stage (threads and dynamic shared memory)\n",
+              gpu_->tensor_tflops);
+  if (base.sample.sampled())
+    std::printf("sampled: every block of %lld of the %lld (batch, head) pairs emulated, their counts multiplied by %.6g "
+                "(model/sampling.h); the blocks of the other heads were not emulated and went unchecked\n",
+                base.sample.emulated, base.sample.total, base.sample.factor());
   for (size_t i = 1; i < profiles_.size(); ++i)
     if (profiles_[i].us > profiles_[i - 1].us)
       std::printf("%s models slower than %s: %s\n", profiles_[i].result.variant->name.c_str(),
@@ -285,7 +367,10 @@ void Profiler::print_summary() const {
 void Profiler::write_csv(const std::string& results_csv) const {
   if (!results_csv.empty())
     for (const Profile& pr : profiles_) {
-      Result r = pr.result;
+      Result r = pr.result;  // its rate columns are the modelled problem's, not the heads emulated
+      r.problem = pr.problem;
+      r.flops = pr.problem.flops();
+      r.hbm_bytes = r.variant->hbm_bytes ? r.variant->hbm_bytes(pr.problem) : pr.problem.qkvo_bytes();
       r.timing.reps = 1;
       r.timing.median_ms = r.timing.min_ms = pr.us / 1e3;
       const ModelledRow row{gpu_->name, pr.bound};
@@ -303,7 +388,7 @@ void Profiler::write_csv(const std::string& results_csv) const {
   if (fresh) out << kCountersCsvHeader << '\n';
   const std::string stamp = now_utc();
   for (const Profile& pr : profiles_) {
-    const Problem& p = pr.result.problem;
+    const Problem& p = pr.problem;
     for (const StageProfile& s : pr.stages) {
       const simt::Counters& c = s.counters;
       const simt::GlobalOps &ld = c.global[simt::kGlobalLoad], &st = c.global[simt::kGlobalStore],
@@ -316,7 +401,7 @@ void Profiler::write_csv(const std::string& results_csv) const {
       row << commit_id() << ',' << stamp << ',' << pr.result.variant->chapter << ',' << pr.result.variant->name << ",\""
           << s.stage << "\"," << dtype_name(p.dtype) << ',' << p.B << ',' << p.H << ',' << p.Lq << ',' << p.Lk << ','
           << p.d << ',' << causal_name(p.causal) << ',' << mask_name(p.mask) << ',' << o_.sample_blocks << ','
-          << c.launches << ',' << c.blocks << ',' << c.threads_per_block << ',' << ld.requests << ','
+          << pr.sample.emulated << ',' << c.launches << ',' << c.blocks << ',' << c.threads_per_block << ',' << ld.requests << ','
           << per(ld.sectors, ld.requests) << ',' << st.requests << ',' << per(st.sectors, st.requests) << ','
           << cp.requests << ',' << per(cp.sectors, cp.requests) << ',' << at.requests << ',' << per(at.sectors, at.requests)
           << ',' << 32 * c.dram_read_sectors << ',' << 32 * c.dram_write_sectors << ',' << l2_bytes(c) << ','
@@ -325,7 +410,8 @@ void Profiler::write_csv(const std::string& results_csv) const {
           << c.mma << ',' << c.mma_flop
           << ',' << c.mufu << ',' << c.barriers << ',' << c.shuffles << ",\"" << gpu_->name << "\"," << s.us << ','
           << s.bound << ',' << s.terms.dram << ',' << s.terms.l2 << ',' << s.terms.l1 << ',' << s.terms.mufu << ','
-          << s.terms.tensor << ',' << s.terms.launch << ',' << s.terms.share << ',' << (s.terms.beyond_l2 ? 1 : 0);
+          << s.terms.tensor << ',' << s.terms.launch << ',' << s.terms.share << ',' << s.terms.blocks_per_sm << ','
+          << s.terms.waves << ',' << (s.terms.beyond_l2 ? 1 : 0);
       out << row.str() << '\n';
     }
   }

@@ -8,7 +8,7 @@
 #include <map>
 
 #include "counters_support.h"
-#include "harness/gpu_model.h"
+#include "model/model.h"
 #include "harness/runner.h"
 
 using namespace attn;
@@ -19,7 +19,7 @@ struct Profiled {
   std::vector<simt::Counters> stages;  // summed over each stage's launches
   std::vector<std::vector<simt::LaunchCounters>> launches;
   simt::Counters total;
-  double modelled_us = 0;  // on the H100 of gpu_model.h
+  double modelled_us = 0;  // on the H100 of model/gpu.h
 };
 
 Problem problem(DType t, int n, int d, Causal c = Causal::none, int lk = 0) {

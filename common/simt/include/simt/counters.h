@@ -96,6 +96,16 @@ struct Counters {
     shuffles += o.shuffles, votes += o.votes, syncwarps += o.syncwarps;
     return *this;
   }
+  // Every count of work times f (the emulated part of a problem standing for all of it): not the
+  // launches, the block's shape, nor blocks_counted, which say what the emulator ran.
+  Counters& operator*=(double f) {
+    blocks *= f;
+    for (GlobalOps& g : global) g.requests *= f, g.lanes *= f, g.bytes *= f, g.sectors *= f, g.lines *= f;
+    for (SharedOps& s : shared) s.requests *= f, s.wavefronts *= f, s.ideal *= f;
+    dram_read_sectors *= f, dram_write_sectors *= f, block_load_sectors *= f;
+    mma *= f, mma_flop *= f, mufu *= f, barriers *= f, shuffles *= f, votes *= f, syncwarps *= f;
+    return *this;
+  }
   // Totals over the kinds.
   double global_requests() const { return sum(&GlobalOps::requests); }
   double global_sectors() const { return sum(&GlobalOps::sectors); }
@@ -116,6 +126,9 @@ struct Counters {
     return s;
   }
 };
+
+// A field added to Counters must be added to += and *= too.
+static_assert(sizeof(Counters) == 77 * sizeof(double), "Counters changed: update operator+= and operator*=");
 
 // The DRAM sectors of one cudaMalloc allocation that a launch touched.
 struct AllocationSectors {

@@ -1,0 +1,93 @@
+// model.h: the time a GPU would take for a kernel launch, modelled from what the emulator counted
+// (simt/counters.h) on the GPU of gpu.h. This is the whole model of `flashsteps profile`;
+// notes/performance_model.md explains it with a worked example.
+//
+// A launch takes at least as long as its busiest unit needs for its work:
+//
+//   t = max( DRAM bytes        / DRAM bandwidth,
+//            L2 bytes          / L2 bandwidth,
+//            L1 wavefronts     / (1 per clock per SM),      shared-memory and global-load passes
+//            MUFU operations   / (16 per clock per SM),     exponentials and friends
+//            mma.sync FLOP     / mma.sync peak )
+//       / busy  +  launch
+//
+// busy: the share of the SMs' time the grid keeps working. Blocks are spread evenly, so the SM
+// given the most runs ceil(blocks / SMs) of them while the launch lasts: busy = blocks / (SMs x
+// ceil(blocks / SMs)). A grid of 8 blocks keeps 8 of 132 SMs working (busy 0.06); one of 133
+// blocks runs 2 on one SM while 131 run 1 (busy 0.50), the tail of wave quantization. How many
+// blocks an SM holds at once (occupancy) does not change a throughput: it gives the waves,
+// printed, and the warps an SM has to issue from. A warp lives in one of the SM's 4 schedulers,
+// each with its own tensor core and MUFU, so an SM holding fewer than 4 warps leaves some of them
+// idle: those two terms are divided by min(1, warps resident / 4) as well.
+//
+// The model is a roofline: every unit at its peak, with perfect overlap. It does not count FP32
+// and integer instructions, latency (a kernel with few warps waits instead of streaming), registers
+// (the CPU build does not know them: occupancy is from threads and dynamic shared memory only), or
+// DRAM traffic beyond one read of each sector per launch (a footprint larger than L2 is flagged).
+// So it says which kernel should be faster and why, within a factor, not the time to 10%.
+#pragma once
+#include <algorithm>
+#include <cmath>
+
+#include "gpu.h"
+#include "simt/counters.h"
+
+namespace attn {
+
+// One launch's modelled time, term by term, in microseconds.
+struct Modelled {
+  double dram = 0, l2 = 0, l1 = 0, mufu = 0, tensor = 0;  // each at the share of the GPU the grid keeps busy
+  double launch = 0;
+  double share = 0;          // busy: blocks / (SMs x ceil(blocks / SMs))
+  double blocks_per_sm = 0;  // occupancy, from threads and dynamic shared memory
+  double waves = 0;          // ceil(blocks / (SMs x blocks_per_sm))
+  bool beyond_l2 = false;    // the launch touches more than L2 holds: DRAM bytes are a lower bound
+  double total() const { return std::max({dram, l2, l1, mufu, tensor}) + launch; }
+  // "DRAM", "L2", "L1", "MUFU", "tensor", or "launch" when the launch costs more than all of them.
+  const char* bound() const {
+    const double t = std::max({dram, l2, l1, mufu, tensor});
+    if (launch > t) return "launch";
+    return t == dram ? "DRAM" : t == l2 ? "L2" : t == l1 ? "L1" : t == mufu ? "MUFU" : "tensor";
+  }
+};
+
+// What the model counts, in the units above, from the emulator's counters.
+inline double dram_bytes(const simt::Counters& c) { return 32 * (c.dram_read_sectors + c.dram_write_sectors); }
+// Loads cached in the block's L1 (each sector once per block); stores, atomics and cp.async
+// (which bypasses L1 with .cg) all go to L2.
+inline double l2_bytes(const simt::Counters& c) {
+  return 32 * (c.block_load_sectors + c.global[simt::kGlobalStore].sectors + c.global[simt::kGlobalAtomic].sectors +
+               c.global[simt::kCpAsyncSource].sectors);
+}
+// The L1/shared-memory data path: every shared-memory wavefront, and one pass per 128-byte line
+// a global load or store touches.
+inline double l1_wavefronts(const simt::Counters& c) { return c.shared_wavefronts() + c.global_lines(); }
+
+// Blocks one SM holds at once: the fewest that its threads, its blocks and its shared memory allow.
+inline double blocks_per_sm(double threads_per_block, double smem_bytes, const GpuSpec& g) {
+  const double by_threads = std::floor(g.max_threads_per_sm / std::max(1.0, threads_per_block));
+  const double by_smem = std::floor(g.smem_per_sm_kb * 1024 / (smem_bytes + 1024));  // 1 KB per block reserved
+  return std::max(1.0, std::min({by_threads, by_smem, static_cast<double>(g.max_blocks_per_sm)}));
+}
+
+// c: the counters of one launch.
+inline Modelled model(const simt::Counters& c, const GpuSpec& g) {
+  Modelled m;
+  const double blocks = std::max(1.0, c.blocks), per_sm = std::ceil(blocks / g.sms);
+  m.share = blocks / (g.sms * per_sm);
+  m.blocks_per_sm = blocks_per_sm(c.threads_per_block, c.smem_bytes, g);
+  m.waves = std::ceil(blocks / (g.sms * m.blocks_per_sm));
+  const double warps = std::min(per_sm, m.blocks_per_sm) * std::ceil(c.threads_per_block / 32);
+  const double schedulers = std::min(1.0, warps / g.warp_schedulers);  // of each SM's tensor cores and MUFUs
+  const double clock = g.clock_ghz * 1e9 * g.sms * m.share;  // SM-clocks per second of the busy SMs
+  m.dram = dram_bytes(c) / (g.dram_tb_s * 1e12 * m.share) * 1e6;
+  m.l2 = l2_bytes(c) / (g.l2_tb_s * 1e12 * m.share) * 1e6;
+  m.l1 = l1_wavefronts(c) / (g.l1_wavefronts_per_clk * clock) * 1e6;
+  m.mufu = c.mufu / (g.mufu_per_clk * clock * schedulers) * 1e6;
+  m.tensor = c.mma_flop / (g.tensor_tflops * 1e12 * g.mma_sync_fraction * m.share * schedulers) * 1e6;
+  m.launch = g.launch_us * c.launches;
+  m.beyond_l2 = dram_bytes(c) > g.l2_mb * 1e6;
+  return m;
+}
+
+}  // namespace attn
