@@ -14,8 +14,8 @@ namespace ch04 {
 
 // Algorithm 1's block sizes for head dim d: Bc = ceil(M / 4d), Br = min(Bc, d), where M is the
 // number of floats of shared memory a block may use. The algorithm also keeps S_ij (Br x Bc) and
-// four row vectors on chip, which 4 * Bc * d does not count: while they do not fit, M is taken
-// 4d smaller.
+// six row vectors on chip (l_i, m_i, m~_ij, l~_ij, m_i^new, l_i^new), which 4 * Bc * d does not
+// count: while they do not fit, M is taken 4d smaller.
 struct Blocks {
   int M_device;  // floats of shared memory one block may use on this device
   int M;         // the M the block sizes come from

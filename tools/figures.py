@@ -642,8 +642,8 @@ def fig_backward_loop_order(args):
         n = sum(1 for k in range(s.tc) if s.cell(q, k) != ".")
         ax0.text(s.tc + 0.7, q + 0.5, f"dQ{q + 1}: atomics from {n} block{'s' if n > 1 else ''}", va="center", fontsize=7,
                  color=RED)
-    ax0.set_title("Steps b to d: a block per K/V tile walks down its column from the\nfirst Q tile that sees "
-                  "its keys; dK, dV on chip, written once; dQ by fp32 atomics")
+    ax0.set_title("Steps b to d: a block per K/V tile, dK, dV on chip, dQ by fp32 atomics. Drawn: step d,\n"
+                  "from the first Q tile that sees its keys (b and c start at the first Q tile; b's tiles are 32 x 32)")
     # Right: the deterministic dQ pass, a block per Q tile (row), walking right up to the diagonal.
     for q in range(s.tr):
         n = s.tiles_to_visit(q)
