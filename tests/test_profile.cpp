@@ -70,16 +70,21 @@ TEST_CASE("profile prints each stage's counters and modelled time, and appends m
   std::remove(times.c_str());
 }
 
-TEST_CASE("profile of a problem too large to emulate whole says which heads it emulated", "[profile]") {
+TEST_CASE("profile of a problem too large to emulate whole says what it emulated", "[profile]") {
   std::string out;
   REQUIRE(flashsteps("profile -v exp2 -b 2 -H 3 -n 64 --emulated-heads 2", out) == 0);
   INFO(out);
   CHECK_THAT(out, Contains("problem: B=2 H=3 Lq=64"));
-  CHECK_THAT(out, Contains("sampled: every block of 2 of the 6 (batch, head) pairs is emulated (B=1 H=2)"));
+  CHECK_THAT(out, Contains("exp2: sampled: every block of 2 of the 6 (batch, head) pairs, counts multiplied by 3; "
+                           "the rest was not emulated, and went unchecked"));
+  CHECK_THAT(out, Contains("emulating B=1 H=2 Lq=64"));
   CHECK_THAT(out, Contains("checked: every output row (128 = B*H*Lq)"));  // of the heads emulated
-  CHECK_THAT(out, Contains("the other 4 heads were not emulated, and went unchecked"));
-  CHECK_THAT(out, Contains("multiplied by 3 to model all of them"));
-  // Asked for more heads than there are: every head, no sampling said.
+  // Row groups: the Lq of each run, and the polynomial.
+  REQUIRE(flashsteps("profile -v exp2 -b 1 -H 1 -n 1100 --row-groups always", out) == 0);
+  CHECK_THAT(out, Contains("rows: Lq = 332, 588 (1 to 2 groups of 256 rows and the last partial one), counts a line in "
+                           "the groups taken to the problem's 4"));
+  CHECK_THAT(out, Contains("emulating B=1 H=1 Lq=588 Lk=1100"));
+  // Asked for more heads than there are, and no rows: every head, no sampling said.
   REQUIRE(flashsteps("profile -v exp2 -b 2 -H 3 -n 64 --emulated-heads 9", out) == 0);
   CHECK_THAT(out, !Contains("sampled:"));
   CHECK_THAT(out, Contains("checked: every output row (384 = B*H*Lq)"));
@@ -110,6 +115,8 @@ TEST_CASE("profile: a wrong option is refused before any work", "[profile]") {
   CHECK_THAT(out, Contains("--sample-blocks must be at least 1"));
   CHECK(flashsteps("profile --emulated-heads -1", out) == 2);
   CHECK_THAT(out, Contains("--emulated-heads must be 0"));
+  CHECK(flashsteps("profile --row-groups some", out) == 2);
+  CHECK_THAT(out, Contains("--row-groups takes auto, always or never"));
   CHECK(flashsteps("profile --chapter 99", out) == 2);
   CHECK_THAT(out, Contains("no chapter starts with"));
   CHECK(flashsteps("tour --profile --emulator-times /nonexistent/times.csv", out) == 2);

@@ -177,24 +177,25 @@ std::vector<const Variant*> select(const std::vector<const Variant*>& pool, cons
 
 // Runs each variant on the problem; variants that cannot run it are skipped with the reason,
 // unless the user named them. Returns the results; throws UsageError when nothing could run.
-// With a profiler, each variant runs once with the counters on; `timed`: the timed runs happen too.
+// With a profiler, each variant runs with the counters on instead of being timed: on the problem,
+// or on the part of it the profiler's plan emulates (model/sampling.h), whose limits of memory and
+// time are then the ones that count.
 std::vector<Result> run_all(const std::vector<const Variant*>& chosen, bool named, const Problem& p,
-                            const RunOptions& o, bool show_stages, Profiler* profiler = nullptr, bool timed = true) {
-  // A profile of a large problem emulates a few of its heads (model/sampling.h): the limits of
-  // memory and time are those of the problem emulated.
-  std::vector<const Variant*> supported;
-  for (const Variant* v : chosen)
-    if (v->unsupported(p).empty()) supported.push_back(v);
-  const HeadSample sample = profiler ? profiler->heads_to_emulate(supported, p) : HeadSample{};
-  const Problem emulated = emulated_problem(p, sample);
-  RunOptions checks = o;  // the heads emulated stand for the others: every row of theirs is checked
-  if (sample.sampled()) checks.sample = false;
-  if (!timed) checks.reps = 0;  // one counted run: the CPU budget is for that one
+                            const RunOptions& o, bool show_stages, Profiler* profiler = nullptr) {
+  RunOptions checks = o;
+  if (profiler) checks.reps = 0;  // counted once: the CPU budget is for that one run
+  std::vector<SamplePlan> plans(chosen.size());
   std::vector<const Variant*> runnable;
   std::vector<std::string> reasons(chosen.size());
   for (size_t i = 0; i < chosen.size(); ++i) {
     try {
-      check_runnable(*chosen[i], emulated, checks);
+      if (profiler) {
+        if (const std::string why = chosen[i]->unsupported(p); !why.empty()) throw UsageError(why);
+        plans[i] = profiler->plan(*chosen[i], p);
+        for (const Problem& e : emulated_problems(p, plans[i])) check_runnable(*chosen[i], e, checks);
+      } else {
+        check_runnable(*chosen[i], p, o);
+      }
       runnable.push_back(chosen[i]);
     } catch (const UsageError& e) {
       if (named || chosen.size() == 1) throw;
@@ -207,20 +208,11 @@ std::vector<Result> run_all(const std::vector<const Variant*>& chosen, bool name
     throw UsageError(all);
   }
   print_device_and_problem(p);
-  if (sample.sampled())
-    std::printf("sampled: every block of %lld of the %lld (batch, head) pairs is emulated (B=1 H=%d), and the counts "
-                "multiplied by %.6g to model all of them: %s (--emulated-heads to choose)\n",
-                sample.emulated, sample.total, emulated.H, sample.factor(),
-                profiler && profiler->options().emulated_heads > 0 ? "as asked"
-                                                                   : "the whole problem would take the emulator long");
-  const Prepared prepared(emulated, checks);
-  print_checked_rows(emulated, prepared.checker.selection());
-  if (sample.sampled())
-    std::printf("         (of the heads emulated: the blocks of the other %lld heads were not emulated, and went "
-                "unchecked)\n",
-                sample.total - sample.emulated);
   std::vector<Result> results;
-  if (timed) {
+  std::optional<Prepared> prepared;
+  if (!profiler) {
+    prepared.emplace(p, o);
+    print_checked_rows(p, prepared->checker.selection());
     if (o.reps > 0)
       std::printf("timed:   median and minimum of %d run%s of each variant, after %d untimed; the variants take turns, "
                   "one run each per round (--reps, --warmup)\n",
@@ -230,7 +222,7 @@ std::vector<Result> run_all(const std::vector<const Variant*>& chosen, bool name
     std::fflush(stdout);
     // The rows come once every round is done; meanwhile a terminal sees the rounds go by.
     const bool tty = isatty(fileno(stderr));
-    results = run_in_rounds(runnable, p, prepared, o, [&](int r, int rounds) {
+    results = run_in_rounds(runnable, p, *prepared, o, [&](int r, int rounds) {
       if (tty && rounds > 1) std::fprintf(stderr, "\r  round %d of %d%s", r, rounds, r == rounds ? "\r\033[K" : "");
     });
     print_table_header();
@@ -240,14 +232,12 @@ std::vector<Result> run_all(const std::vector<const Variant*>& chosen, bool name
       print_skip(chosen[i]->name, reasons[i]);
       continue;
     }
-    if (timed) {
+    if (profiler) {
+      results.push_back(profiler->run(*chosen[i], p, plans[i], checks, show_stages).result);
+    } else {
       const Result& r = results[next++];
       print_row(r);
       if (show_stages) print_stages(r);
-    }
-    if (profiler) {
-      const Profile& pr = profiler->run(*chosen[i], p, sample, emulated, prepared.inputs, prepared.checker, show_stages);
-      if (!timed) results.push_back(pr.result);
     }
     std::fflush(stdout);
   }
@@ -299,8 +289,8 @@ int chapter_main(int argc, char** argv, const std::string& chapter, bool profile
     }
     const Problem p = build_problem(a, app);
     const RunOptions o = build_options(a, app);
-    const auto results = run_all(select(pool, a.variants), !a.variants.empty(), p, o, true,
-                                 profiler ? &*profiler : nullptr, !profiler);
+    const auto results =
+        run_all(select(pool, a.variants), !a.variants.empty(), p, o, true, profiler ? &*profiler : nullptr);
     if (profiler) profiler->print_summary();
     return finish(results, a.csv, profiler ? &*profiler : nullptr, !profiler);
   });
@@ -337,7 +327,7 @@ int tour_main(int argc, char** argv) {
     const RunOptions o = build_options(a, app);
     std::vector<const Variant*> best;
     for (const std::string& c : chapters()) best.push_back(best_of(c));
-    const auto results = run_all(best, false, p, o, false, profiler ? &*profiler : nullptr, !profiler);
+    const auto results = run_all(best, false, p, o, false, profiler ? &*profiler : nullptr);
     if (profiler)
       profiler->print_summary();
     else if (!results.empty())

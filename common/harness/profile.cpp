@@ -14,7 +14,8 @@
 namespace attn {
 
 const char* const kCountersCsvHeader =
-    "commit,timestamp,chapter,variant,stage,dtype,B,H,Lq,Lk,d,causal,mask,sample_blocks,heads_emulated,launches,blocks,"
+    "commit,timestamp,chapter,variant,stage,dtype,B,H,Lq,Lk,d,causal,mask,sample_blocks,heads_emulated,rows_emulated,"
+    "launches,blocks,"
     "threads_per_block,ld_requests,ld_sectors_per_request,st_requests,st_sectors_per_request,cp_async_requests,"
     "cp_async_sectors_per_request,atom_requests,atom_sectors_per_request,dram_read_bytes,dram_write_bytes,l2_bytes,"
     "shared_requests,shared_wavefronts,shared_conflicts,ldmatrix_requests,ldmatrix_conflicts,"
@@ -33,6 +34,10 @@ void add_profile_options(CLI::App& app, ProfileOptions& o, bool flag) {
   app.add_option("--emulated-heads", o.emulated_heads,
                  "with --profile: emulate every block of this many (batch, head) pairs and scale their counts up to "
                  "all B*H (0: every head, unless the emulation would take long; then the fewest that keep it short)")
+      ->capture_default_str();
+  app.add_option("--row-groups", o.row_groups,
+                 "with --profile: emulate 1, 2 (and 3) groups of 256 query rows and extrapolate the counts to all of "
+                 "them: auto (when one head alone would take long), always (when the problem allows it), never")
       ->capture_default_str();
   app.add_option("--gpu", o.gpu, "with --profile: the GPU the model stands for: h100 (SXM5) or h200")->capture_default_str();
   app.add_option("--counters-csv", o.counters_csv, "with --profile: append every stage's counters to this CSV file");
@@ -65,6 +70,8 @@ Profiler::Profiler(const ProfileOptions& o) : o_(o), gpu_(find_gpu(o.gpu)) {
   if (o.emulated_heads < 0)
     throw UsageError("--emulated-heads must be 0 (chosen by the problem's size) or a number of heads, not " +
                      std::to_string(o.emulated_heads));
+  if (o.row_groups != "auto" && o.row_groups != "always" && o.row_groups != "never")
+    throw UsageError("--row-groups takes auto, always or never, not \"" + o.row_groups + "\"");
   if (!o.emulator_times.empty()) {
     std::ifstream in(o.emulator_times);
     std::string line;
@@ -142,6 +149,13 @@ void print_stage(const StageProfile& s, const GpuSpec& g, int sample) {
               m.blocks_per_sm, m.blocks_per_sm == 1 ? "" : "s", m.waves, m.waves == 1 ? "" : "s");
 }
 
+// The Lq of each problem a row-group sample emulated, "256;512", or "" for every row.
+std::string rows_emulated(const SamplePlan& plan) {
+  std::string out;
+  for (int r : plan.rows) out += (out.empty() ? "" : ";") + std::to_string(r);
+  return out;
+}
+
 std::string now_utc() {
   const auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   char ts[32];
@@ -158,71 +172,202 @@ namespace {
 // kWholeProblemUpTo seconds per variant is sampled.
 constexpr double kCountersSlowdown = 10;
 constexpr double kWholeProblemUpTo = 20;
+
+// Every launch of v on p, with its grid, block and shared memory, and none of its blocks run: the
+// emulator's dry run. The kernels' addresses point at nothing they would read.
+std::vector<std::vector<simt::LaunchCounters>> dry_launches(const Variant& v, const Problem& p) {
+  static const char nothing[64] = {};
+  AttentionParams a = attention_params(p, nothing, nothing, nothing, nothing);
+  a.o = const_cast<char*>(nothing);
+  a.workspace = const_cast<char*>(nothing);
+  a.lse = v.writes_lse ? reinterpret_cast<float*>(const_cast<char*>(nothing)) : nullptr;
+  std::vector<std::vector<simt::LaunchCounters>> out;
+#if SIMT_COUNTERS
+  simt::counters::start({1, true});
+  Stages st;
+  st.begin();
+  v.run(a, st);
+  st.end();
+  simt::counters::stop();
+  for (const Stages::Time& t : st.times()) out.push_back(t.counters);
+#else
+  (void)a;  // only a counters build records launches
+#endif
+  return out;
+}
 }  // namespace
 
-HeadSample Profiler::heads_to_emulate(const std::vector<const Variant*>& variants, const Problem& p) const {
-  HeadSample s;
-  s.total = static_cast<long long>(p.heads());
-  if (o_.emulated_heads > 0) {
-    s.emulated = std::min(s.total, o_.emulated_heads);
-    return s;
+std::string SamplePlan::describe(const Problem& p) const {
+  if (!sampled()) return "";
+  std::string d;
+  if (heads.sampled())
+    d = fmt("every block of %.0f", static_cast<double>(heads.emulated)) +
+        fmt(" of the %.0f (batch, head) pairs, counts multiplied by ", static_cast<double>(heads.total)) +
+        fmt("%.6g", heads.factor());
+  if (!rows.empty()) {
+    std::string lq;
+    for (int r : rows) lq += (lq.empty() ? "" : ", ") + std::to_string(r);
+    d += std::string(d.empty() ? "" : "; ") + "rows: Lq = " + lq + " (1 to " + std::to_string(rows.size()) +
+         fmt(" groups of %.0f rows", kRowGroup) + (p.Lq % kRowGroup ? " and the last partial one" : "") + "), counts " +
+         (degree == 1 ? "a line" : "a quadratic") + fmt(" in the groups taken to the problem's %.0f", p.Lq / kRowGroup);
   }
+  return d + "; the rest was not emulated, and went unchecked";
+}
+
+SamplePlan Profiler::plan(const Variant& v, const Problem& p) const {
+  SamplePlan s;
+  const long long heads = static_cast<long long>(p.heads());
+  s.heads.total = heads;
   Problem dense = p;  // the emulator runs every (query, key) pair of a block, masked or not
   dense.causal = Causal::none;
-  s.emulated = s.total;
-  for (const Variant* v : variants) {
-    const double seconds =
-        dense.flops() / (v->cpu_flops_per_second * std::max(1, device().sms)) * kCountersSlowdown;
-    if (seconds > kWholeProblemUpTo)
-      s.emulated = std::min(s.emulated, std::max(1LL, static_cast<long long>(s.total * kWholeProblemUpTo / seconds)));
-  }
+  const double per_head =
+      dense.flops() / static_cast<double>(heads) / (v.cpu_flops_per_second * std::max(1, device().sms)) * kCountersSlowdown;
+  if (o_.emulated_heads > 0)
+    s.heads.emulated = std::min(heads, o_.emulated_heads);
+  else if (per_head * static_cast<double>(heads) <= kWholeProblemUpTo)
+    s.heads.emulated = heads;
+  else
+    s.heads.emulated = std::max(1LL, static_cast<long long>(kWholeProblemUpTo / per_head));
+  // Row groups: when one head alone would take long (or always, when asked), and the problem is
+  // one whose counts are a polynomial in its row groups (model/sampling.h): without is_causal a
+  // line; with it a quadratic (a row's visible keys grow with its position, and whether a kernel
+  // skips them by tile or by key, or reads S up to them, its counts follow), as long as the first
+  // rows of a shorter problem are the problem's first rows (top-left, or Lq = Lk) and no row sees
+  // every key before the last group (Lq <= Lk).
+  const bool causal = p.causal != Causal::none;
+  s.degree = causal ? 2 : 1;
+  const bool polynomial = !causal || p.Lq == p.Lk || (p.causal == Causal::top_left && p.Lq <= p.Lk);
+  const int groups = p.Lq / kRowGroup;
+  const bool wanted = o_.row_groups == "always" ||
+                      (o_.row_groups == "auto" && s.heads.emulated == 1 && per_head > kWholeProblemUpTo);
+  if (wanted && polynomial && groups >= s.degree + 2)  // at least one group more than the runs emulate
+    for (int m = 1; m <= s.degree + 1; ++m) s.rows.push_back(m * kRowGroup + p.Lq % kRowGroup);
   return s;
 }
 
-Problem emulated_problem(const Problem& p, const HeadSample& s) {
-  if (!s.sampled()) return p;
-  Problem e = p;
-  e.B = 1;
-  e.H = static_cast<int>(s.emulated);
-  return e;
+std::vector<Problem> emulated_problems(const Problem& p, const SamplePlan& plan) {
+  Problem base = p;
+  if (plan.heads.sampled()) base.B = 1, base.H = static_cast<int>(plan.heads.emulated);
+  if (plan.rows.empty()) return {base};
+  std::vector<Problem> out;
+  for (int rows : plan.rows) {
+    Problem e = base;
+    e.Lq = rows;
+    // Lq = Lk: bottom-right is top-left, which keeps the first rows' keys when Lq shrinks.
+    if (e.causal == Causal::bottom_right) e.causal = Causal::top_left;
+    out.push_back(e);
+  }
+  return out;
 }
 
-const Profile& Profiler::run(const Variant& v, const Problem& p, const HeadSample& sample, const Problem& emulated,
-                             const DeviceInputs& in, const Checker& checker, bool details) {
-  // A mask broadcast over (batch, head) is read by every head alike: its sectors count once.
-  std::vector<const void*> shared;
-  if (emulated.mask != MaskKind::none && !emulated.mask_per_head) shared.push_back(in.mask.get());
-  return run(
-      [&] {
-        RunOptions o;
-        o.reps = 1, o.warmup = 0;  // one execution, counted; its time (the instrumented emulator's) is not used
-        return run_variant(v, emulated, in, checker, o);
-      },
-      &p, sample, shared, details);
+const Prepared& Profiler::prepared(const Problem& p, const RunOptions& checks) {
+  char key[64];
+  std::snprintf(key, sizeof key, "|%d|%llu|%.9g", checks.sample ? 1 : 0, static_cast<unsigned long long>(p.seed),
+                static_cast<double>(p.scale()));
+  const std::string k = p.describe() + (p.mask_per_head ? " per-head" : "") + key;
+  for (const auto& [have, in] : prepared_)
+    if (have == k) return *in;
+  if (prepared_.size() >= 3) prepared_.erase(prepared_.begin());  // the inputs of a few problems at most
+  prepared_.emplace_back(k, std::make_unique<Prepared>(p, checks));
+  print_checked_rows(p, prepared_.back().second->checker.selection());
+  return *prepared_.back().second;
+}
+
+const Profile& Profiler::run(const Variant& v, const Problem& p, const SamplePlan& plan, const RunOptions& checks,
+                             bool details) {
+  Profile prof;
+  prof.problem = p;
+  prof.plan = plan;
+  RunOptions every_row = checks;  // what is emulated stands for the rest: all of its rows are checked
+  if (plan.sampled()) {
+    every_row.sample = false;
+    std::printf("%s%s: sampled: %s (--emulated-heads, --row-groups to choose)\n", details ? "\n" : "", v.name.c_str(),
+                plan.describe(p).c_str());
+  }
+  std::vector<std::string> stages;
+  std::vector<std::vector<std::vector<simt::Counters>>> runs;  // [problem emulated][stage][launch]
+  for (const Problem& e : emulated_problems(p, plan)) {
+    if (plan.sampled()) std::printf("  emulating %s\n", e.describe().c_str());
+    const Prepared& in = prepared(e, every_row);
+    Result r;
+    {
+      Counting counting(o_.sample_blocks);
+      RunOptions once;
+      once.reps = 1, once.warmup = 0;  // one execution, counted; its time (the instrumented emulator's) is not used
+      r = run_variant(v, e, in.inputs, in.checker, once);
+    }
+    // A mask broadcast over (batch, head) is read by every head alike: its sectors count once.
+    std::vector<const void*> shared;
+    if (e.mask != MaskKind::none && !e.mask_per_head) shared.push_back(in.inputs.mask.get());
+    std::vector<std::vector<simt::Counters>> counts;
+    stages.clear();
+    for (const Stages::Time& t : r.timing.stages) {
+      stages.push_back(t.stage);
+      counts.emplace_back();
+      for (const simt::LaunchCounters& l : t.counters) counts.back().push_back(scaled(l, plan.heads, shared));
+    }
+    runs.push_back(std::move(counts));
+    if (runs.size() == 1 || (!r.verdict.pass && prof.result.verdict.pass)) prof.result = std::move(r);
+  }
+  std::vector<std::vector<simt::Counters>> launches = runs.front();
+  if (plan.sampled()) {
+    // The whole problem's launches, from a dry run: their grids, and the shape the runs must share.
+    const auto dry = dry_launches(v, p);
+    auto same_shape = [&](const std::vector<std::vector<simt::Counters>>& run) {
+      if (run.size() != dry.size()) return false;
+      for (size_t s = 0; s < dry.size(); ++s)
+        if (run[s].size() != dry[s].size()) return false;
+      return true;
+    };
+    for (const auto& run : runs)
+      if (!same_shape(run))
+        throw UsageError("variant " + v.name + " launches other kernels for " + p.describe() +
+                         " than for the part of it emulated: it cannot be sampled (--emulated-heads " +
+                         std::to_string(p.heads()) + " --row-groups never emulates it whole)");
+    std::vector<double> xs;
+    for (size_t i = 1; i <= plan.rows.size(); ++i) xs.push_back(static_cast<double>(i));
+    for (size_t s = 0; s < dry.size(); ++s)
+      for (size_t l = 0; l < dry[s].size(); ++l) {
+        simt::Counters& c = launches[s][l];
+        if (!plan.rows.empty()) {
+          std::vector<simt::Counters> at;
+          for (const auto& run : runs) at.push_back(run[s][l]);
+          c = extrapolate(at, xs, p.Lq / kRowGroup);
+        }
+        c.blocks = dry[s][l].counters.blocks;  // exact, where the counts are estimates
+      }
+  }
+  return finish(std::move(prof), stages, launches, details);
 }
 
 const Profile& Profiler::run(const std::function<Result()>& counted, bool details) {
-  return run(counted, nullptr, HeadSample{}, {}, details);
-}
-
-const Profile& Profiler::run(const std::function<Result()>& counted, const Problem* p, const HeadSample& sample,
-                             const std::vector<const void*>& shared, bool details) {
   Profile prof;
   {
     Counting counting(o_.sample_blocks);
     prof.result = counted();
   }
-  prof.problem = p ? *p : prof.result.problem;
+  prof.problem = prof.result.problem;
   const long long heads = static_cast<long long>(prof.problem.heads());
-  prof.sample = p ? sample : HeadSample{heads, heads};
+  prof.plan.heads = {heads, heads};
+  std::vector<std::string> stages;
+  std::vector<std::vector<simt::Counters>> launches;
+  for (const Stages::Time& t : prof.result.timing.stages) {
+    stages.push_back(t.stage);
+    launches.emplace_back();
+    for (const simt::LaunchCounters& l : t.counters) launches.back().push_back(l.counters);
+  }
+  return finish(std::move(prof), stages, launches, details);
+}
+
+const Profile& Profiler::finish(Profile prof, const std::vector<std::string>& stages,
+                                const std::vector<std::vector<simt::Counters>>& launches, bool details) {
   const Variant& v = *prof.result.variant;
   double longest = -1;
-  for (const Stages::Time& t : prof.result.timing.stages) {
+  for (size_t i = 0; i < stages.size(); ++i) {
     StageProfile s;
-    s.stage = t.stage;
+    s.stage = stages[i];
     double launch_longest = -1;
-    for (const simt::LaunchCounters& l : t.counters) {
-      const simt::Counters c = scaled(l, sample, shared);
+    for (const simt::Counters& c : launches[i]) {
       s.counters += c;
       const Modelled m = model(c, *gpu_);
       s.terms.dram += m.dram, s.terms.l2 += m.l2, s.terms.l1 += m.l1, s.terms.mufu += m.mufu, s.terms.tensor += m.tensor;
@@ -236,14 +381,15 @@ const Profile& Profiler::run(const std::function<Result()>& counted, const Probl
     if (s.us > longest) longest = s.us, prof.bound = s.bound, prof.bound_stage = s.stage;
     prof.stages.push_back(s);
   }
-  std::printf("%s%s (%s): check %s; modelled on %s: %.2f us, %s-bound in \"%s\"\n", details ? "\n" : "",
-              v.name.c_str(), v.chapter.c_str(), prof.result.verdict.pass ? "pass" : "FAILED", gpu_->name, prof.us,
-              prof.bound.c_str(), prof.bound_stage.c_str());
+  std::printf("%s%s (%s): check %s; modelled on %s: %.2f us, %s-bound in \"%s\"\n",
+              details && !prof.plan.sampled() ? "\n" : "", v.name.c_str(), v.chapter.c_str(),
+              prof.result.verdict.pass ? "pass" : "FAILED", gpu_->name, prof.us, prof.bound.c_str(),
+              prof.bound_stage.c_str());
   if (!prof.result.verdict.pass) std::printf("    FAILED: %s\n", prof.result.verdict.why.c_str());
   if (details)
     for (const StageProfile& s : prof.stages) print_stage(s, *gpu_, o_.sample_blocks);
   std::fflush(stdout);
-  profiles_.push_back(prof);
+  profiles_.push_back(std::move(prof));
   return profiles_.back();
 }
 
@@ -354,10 +500,9 @@ void Profiler::print_summary() const {
   std::printf("TFLOP/s: 4*B*H*d per visible (query, key) pair over the modelled time; %% peak: of the %.1f TFLOP/s dense "
               "fp16 tensor-core peak; blocks/SM: occupancy of the longest stage (threads and dynamic shared memory)\n",
               gpu_->tensor_tflops);
-  if (base.sample.sampled())
-    std::printf("sampled: every block of %lld of the %lld (batch, head) pairs emulated, their counts multiplied by %.6g "
-                "(model/sampling.h); the blocks of the other heads were not emulated and went unchecked\n",
-                base.sample.emulated, base.sample.total, base.sample.factor());
+  for (const Profile& pr : profiles_)
+    if (pr.plan.sampled())
+      std::printf("%s sampled: %s (model/sampling.h)\n", pr.result.variant->name.c_str(), pr.plan.describe(pr.problem).c_str());
   for (size_t i = 1; i < profiles_.size(); ++i)
     if (profiles_[i].us > profiles_[i - 1].us)
       std::printf("%s models slower than %s: %s\n", profiles_[i].result.variant->name.c_str(),
@@ -401,7 +546,7 @@ void Profiler::write_csv(const std::string& results_csv) const {
       row << commit_id() << ',' << stamp << ',' << pr.result.variant->chapter << ',' << pr.result.variant->name << ",\""
           << s.stage << "\"," << dtype_name(p.dtype) << ',' << p.B << ',' << p.H << ',' << p.Lq << ',' << p.Lk << ','
           << p.d << ',' << causal_name(p.causal) << ',' << mask_name(p.mask) << ',' << o_.sample_blocks << ','
-          << pr.sample.emulated << ',' << c.launches << ',' << c.blocks << ',' << c.threads_per_block << ',' << ld.requests << ','
+          << pr.plan.heads.emulated << ',' << rows_emulated(pr.plan) << ',' << c.launches << ',' << c.blocks << ',' << c.threads_per_block << ',' << ld.requests << ','
           << per(ld.sectors, ld.requests) << ',' << st.requests << ',' << per(st.sectors, st.requests) << ','
           << cp.requests << ',' << per(cp.sectors, cp.requests) << ',' << at.requests << ',' << per(at.sectors, at.requests)
           << ',' << 32 * c.dram_read_sectors << ',' << 32 * c.dram_write_sectors << ',' << l2_bytes(c) << ','

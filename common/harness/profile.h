@@ -6,6 +6,7 @@
 #pragma once
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,12 +20,13 @@ struct ProfileOptions {
   bool on = false;
   int sample_blocks = 1;
   long long emulated_heads = 0;  // 0: chosen by the problem's size
+  std::string row_groups = "auto";  // auto, always (when it can), never: extrapolate from a few row groups
   std::string gpu = "h100";
   std::string counters_csv;
   std::string emulator_times;  // a CSV of a plain build's run on the same problem
 };
-// --profile (when `flag`: `flashsteps profile` needs none), --sample-blocks, --emulated-heads, --gpu,
-// --counters-csv, --emulator-times.
+// --profile (when `flag`: `flashsteps profile` needs none), --sample-blocks, --emulated-heads,
+// --row-groups, --gpu, --counters-csv, --emulator-times.
 void add_profile_options(CLI::App& app, ProfileOptions& o, bool flag);
 
 // One stage's counters, summed over its launches, and its modelled time.
@@ -35,10 +37,20 @@ struct StageProfile {
   double us = 0;       // modelled: the launches' times summed
   std::string bound;   // of its longest launch
 };
+// What a profile emulates of a problem (model/sampling.h): every head or a few, every row or a
+// few row groups.
+struct SamplePlan {
+  HeadSample heads;
+  std::vector<int> rows;  // the Lq of each problem emulated (1, 2 (, 3) row groups); empty: Lq itself
+  int degree = 0;         // of the polynomial through them: 1, or 2 for causal tile skipping
+  bool sampled() const { return heads.sampled() || !rows.empty(); }
+  std::string describe(const Problem& p) const;  // "" when not sampled
+};
+
 struct Profile {
-  Result result;  // of the counted run (checked like any other), on the heads emulated
+  Result result;  // of the counted runs (checked like any other), on what was emulated
   Problem problem;     // the problem modelled: result.problem unless sampled
-  HeadSample sample;   // heads emulated, of the problem's
+  SamplePlan plan;
   std::vector<StageProfile> stages;
   double us = 0;            // modelled, all stages
   std::string bound;        // of the longest stage
@@ -49,13 +61,14 @@ class Profiler {
  public:
   // Throws UsageError (exit code 2) when this build cannot profile or an option is wrong.
   explicit Profiler(const ProfileOptions& o);
-  // The heads of p to emulate for the variants: all of them unless the emulation would take long
-  // (or --emulated-heads says otherwise).
-  HeadSample heads_to_emulate(const std::vector<const Variant*>& variants, const Problem& p) const;
-  // Runs v once with the counters on, on `emulated` (the heads of `sample`, or p itself), and
-  // prints what they say about p, stage by stage when `details`.
-  const Profile& run(const Variant& v, const Problem& p, const HeadSample& sample, const Problem& emulated,
-                     const DeviceInputs& in, const Checker& checker, bool details = true);
+  // What of p to emulate for v: all of it unless the emulation would take long (or
+  // --emulated-heads, --row-groups say otherwise).
+  SamplePlan plan(const Variant& v, const Problem& p) const;
+  // Runs v with the counters on, once per problem the plan emulates (each checked against its fp64
+  // reference, `checks` choosing which rows), and prints what the counts say about p, stage by
+  // stage when `details`. Throws UsageError when the plan's problems cannot run.
+  const Profile& run(const Variant& v, const Problem& p, const SamplePlan& plan, const RunOptions& checks,
+                     bool details = true);
   // The same for any one checked execution of every head: `counted` runs it once (a backward
   // variant, say: backward_cli.cpp) and returns its Result, whose stages carry the launches' counters.
   const Profile& run(const std::function<Result()>& counted, bool details = true);
@@ -70,15 +83,19 @@ class Profiler {
   const ProfileOptions& options() const { return o_; }
 
  private:
-  const Profile& run(const std::function<Result()>& counted, const Problem* p, const HeadSample& sample,
-                     const std::vector<const void*>& shared, bool details);
+  // The inputs and reference of a problem emulated, kept for the next variants (the last few).
+  const Prepared& prepared(const Problem& p, const RunOptions& checks);
+  // Models and prints the stages' counters (one per launch, each for the whole problem).
+  const Profile& finish(Profile prof, const std::vector<std::string>& stages,
+                        const std::vector<std::vector<simt::Counters>>& launches, bool details);
   ProfileOptions o_;
   const GpuSpec* gpu_;
   std::vector<Profile> profiles_;
+  std::vector<std::pair<std::string, std::unique_ptr<Prepared>>> prepared_;
 };
 
-// The problem the emulator runs for p: B = 1 and H = the heads emulated (p itself when not sampled).
-Problem emulated_problem(const Problem& p, const HeadSample& s);
+// The problems the emulator runs for p under a plan, one per run (p itself when not sampled).
+std::vector<Problem> emulated_problems(const Problem& p, const SamplePlan& plan);
 
 // The header of --counters-csv files (results/README.md).
 extern const char* const kCountersCsvHeader;

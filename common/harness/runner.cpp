@@ -147,16 +147,19 @@ void check_runnable(const Variant& v, const Problem& p, const RunOptions& o) {
 }
 
 AttentionParams attention_params(const Problem& p, const DeviceInputs& in) {
+  return attention_params(p, in.q.get(), in.k.get(), in.v.get(), in.mask.get());
+}
+AttentionParams attention_params(const Problem& p, const void* q, const void* k, const void* v, const void* mask) {
   AttentionParams a{};
-  a.q = in.q.get();
-  a.k = in.k.get();
-  a.v = in.v.get();
+  a.q = q;
+  a.k = k;
+  a.v = v;
   a.dtype = p.dtype;
   a.B = p.B, a.H = p.H, a.Lq = p.Lq, a.Lk = p.Lk, a.d = p.d;
   a.scale = p.scale();
   a.causal = p.causal;
   a.mask_kind = p.mask;
-  a.mask = p.mask == MaskKind::none ? nullptr : in.mask.get();
+  a.mask = p.mask == MaskKind::none ? nullptr : mask;
   a.mask_stride_h = p.mask_per_head ? static_cast<long long>(p.Lq) * p.Lk : 0;
   a.mask_stride_b = p.mask_per_head ? a.mask_stride_h * p.H : 0;
   return a;

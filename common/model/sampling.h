@@ -1,13 +1,24 @@
-// sampling.h: a problem too large to emulate whole, modelled from a few of its heads.
+// sampling.h: a problem too large to emulate whole, modelled from a part of it.
 //
-// Every attention kernel of the book treats the (batch, head) pairs alike and apart: the same
-// grid of blocks per head (full Q tiles, the last partial one, causal tiles skipped, on the
+// Heads. Every attention kernel of the book treats the (batch, head) pairs alike and apart: the
+// same grid of blocks per head (full Q tiles, the last partial one, causal tiles skipped, on the
 // diagonal and below), the same accesses at the same offsets within the head's tensors. So the
 // emulator runs every block of a few heads, a problem with B = 1 and H = the heads emulated, and
 // their counts times (heads of the problem / heads emulated) are the counts of the whole problem.
 // The exception is memory that every head shares: an attn_mask broadcast over (batch, head)
 // crosses from DRAM once whatever the number of heads, so its sectors are not multiplied.
-// What sampling leaves out: the heads not emulated are not checked against the reference.
+//
+// Rows. Within a head, the query rows come in groups of kRowGroup (a multiple of every kernel's
+// rows per block) and a last partial group of Lq mod kRowGroup rows. A problem with m groups
+// (Lq = m * kRowGroup + the same remainder, the same keys) counts c(m), and c is a polynomial in
+// m: a line when every group costs the same (K/V read once per block or per head is the constant
+// term, so chapter 04's block per head fits too), a quadratic under top-left is_causal when the
+// kernel skips the tiles past the diagonal (a group's cost grows linearly with its position). The
+// emulator runs m = 1, 2 (, 3) and the counts at the problem's own m come from the polynomial
+// through them, exactly when the counts are that polynomial. Blocks are not extrapolated: a dry
+// run of the whole problem (simt::counters::Options::dry_run) gives every launch's grid.
+//
+// What sampling leaves out: the heads and rows not emulated are not checked against the reference.
 #pragma once
 #include <algorithm>
 #include <vector>
@@ -15,6 +26,10 @@
 #include "simt/counters.h"
 
 namespace attn {
+
+// Rows per group: 256 is a multiple of every kernel's rows per block (chapter 05's largest tile
+// has Br = 256), so a group is whole blocks in every chapter.
+inline constexpr int kRowGroup = 256;
 
 struct HeadSample {
   long long emulated = 1, total = 1;  // heads (B * H) run by the emulator, and of the problem
@@ -34,6 +49,23 @@ inline simt::Counters scaled(const simt::LaunchCounters& l, const HeadSample& s,
       c.dram_write_sectors -= (s.factor() - 1) * a.written_sectors;
     }
   return c;
+}
+
+// The counts at x of the polynomial through (xs[i], at[i]) (Lagrange's form): every count of work
+// alike; the launch's shape (launches, threads, shared memory, blocks counted) from the first.
+inline simt::Counters extrapolate(const std::vector<simt::Counters>& at, const std::vector<double>& xs, double x) {
+  simt::Counters sum;
+  for (size_t i = 0; i < at.size(); ++i) {
+    double w = 1;
+    for (size_t j = 0; j < at.size(); ++j)
+      if (j != i) w *= (x - xs[j]) / (xs[i] - xs[j]);
+    simt::Counters term = at[i];
+    term *= w;
+    sum += term;
+  }
+  sum.launches = at.front().launches, sum.blocks_counted = at.front().blocks_counted;
+  sum.threads_per_block = at.front().threads_per_block, sum.smem_bytes = at.front().smem_bytes;
+  return sum;
 }
 
 }  // namespace attn

@@ -1,8 +1,10 @@
-// test_sampling.cpp: a problem modelled from a few of its heads (model/sampling.h) models as the
-// whole problem does. For every chapter's best variant, on shapes small enough to emulate whole
-// (causal; Lq != Lk under a mask every head shares; d = 128 under a mask per head), the modelled
-// time from one emulated head is within 3 % of the full emulation's, and so are its DRAM bytes,
-// the term where shared memory is easiest to get wrong. Also: when sampling is chosen by itself.
+// test_sampling.cpp: a problem modelled from a part of it (model/sampling.h) models as the whole
+// problem does. For every chapter's best variant, on shapes small enough to emulate whole, the
+// modelled time from one emulated head (causal; Lq != Lk under a mask every head shares; d = 128
+// under a mask per head) and from two or three row groups (a causal head, whose counts are a
+// quadratic in the groups; Lq != Lk with a partial group under a mask) is within 3 % of the full
+// emulation's, and so are its DRAM bytes, the term where shared memory and K/V read once per head
+// are easiest to get wrong. Also: when sampling is chosen by itself.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
@@ -18,23 +20,23 @@ struct Outcome {
   bool pass = false;
 };
 
-// Every chapter's best variant profiled on p, emulating `heads` of its heads (0: all of them).
-std::vector<Outcome> profile_best(const Problem& p, long long heads) {
+// Every chapter's best variant profiled on p, emulating `heads` of its heads (0: all of them), and
+// its rows in groups when `rows` (model/sampling.h).
+std::vector<Outcome> profile_best(const Problem& p, long long heads, bool rows = false) {
   ProfileOptions o;
   o.emulated_heads = heads;
+  o.row_groups = rows ? "always" : "never";
   Profiler profiler(o);
-  std::vector<const Variant*> best;
-  for (const std::string& c : chapters()) best.push_back(best_of(c));
-  const HeadSample sample = profiler.heads_to_emulate(best, p);
-  REQUIRE(sample.emulated == (heads ? heads : static_cast<long long>(p.heads())));
-  const Problem emulated = emulated_problem(p, sample);
-  RunOptions ro;
-  ro.sample = false;
-  const Prepared prepared(emulated, ro);
+  RunOptions checks;
+  checks.sample = false;
   std::vector<Outcome> out;
-  for (const Variant* v : best) {
+  for (const std::string& c : chapters()) {
+    const Variant* v = best_of(c);
     REQUIRE(v->unsupported(p).empty());
-    const Profile& pr = profiler.run(*v, p, sample, emulated, prepared.inputs, prepared.checker, false);
+    const SamplePlan plan = profiler.plan(*v, p);
+    REQUIRE(plan.heads.emulated == (heads ? heads : static_cast<long long>(p.heads())));
+    REQUIRE(plan.rows.empty() == !rows);
+    const Profile& pr = profiler.run(*v, p, plan, checks, false);
     Outcome m{pr.us, 0, pr.result.verdict.pass};
     for (const StageProfile& s : pr.stages) m.dram += dram_bytes(s.counters);
     out.push_back(m);
@@ -42,25 +44,27 @@ std::vector<Outcome> profile_best(const Problem& p, long long heads) {
   return out;
 }
 
-void sampled_models_as_whole(const Problem& p) {
+// The whole problem against the part of it `heads` and `rows` emulate, for every chapter's best.
+void sampled_models_as_whole(const Problem& p, long long heads, bool rows) {
   INFO(p.describe());
-  const std::vector<Outcome> whole = profile_best(p, 0), one = profile_best(p, 1);
-  REQUIRE(whole.size() == one.size());
-  std::printf("%s: modelled us, whole problem vs one head emulated (error); DRAM bytes the same\n", p.describe().c_str());
+  const std::vector<Outcome> whole = profile_best(p, 0), part = profile_best(p, heads, rows);
+  REQUIRE(whole.size() == part.size());
+  std::printf("%s: modelled us, whole problem vs %lld head%s%s emulated (error); DRAM bytes the same\n",
+              p.describe().c_str(), heads, heads == 1 ? "" : "s", rows ? " and 2 or 3 row groups" : "");
   for (size_t i = 0; i < whole.size(); ++i) {
     std::printf("  %-18s %12.3f %12.3f (%+.3f%%) | %12.0f %12.0f (%+.3f%%)\n", best_of(chapters()[i])->name.c_str(),
-                whole[i].us, one[i].us, 100 * (one[i].us / whole[i].us - 1), whole[i].dram, one[i].dram,
-                100 * (one[i].dram / whole[i].dram - 1));
+                whole[i].us, part[i].us, 100 * (part[i].us / whole[i].us - 1), whole[i].dram, part[i].dram,
+                100 * (part[i].dram / whole[i].dram - 1));
   }
   std::fflush(stdout);
   for (size_t i = 0; i < whole.size(); ++i) {
-    INFO(best_of(chapters()[i])->name << ": whole " << whole[i].us << " us, " << whole[i].dram << " DRAM bytes; from one head "
-                                      << one[i].us << " us, " << one[i].dram << " DRAM bytes");
+    INFO(best_of(chapters()[i])->name << ": whole " << whole[i].us << " us, " << whole[i].dram << " DRAM bytes; sampled "
+                                      << part[i].us << " us, " << part[i].dram << " DRAM bytes");
     CHECK(whole[i].pass);
-    CHECK(one[i].pass);
-    CHECK(std::isfinite(one[i].us));
-    CHECK(std::fabs(one[i].us - whole[i].us) <= 0.03 * whole[i].us);
-    CHECK(std::fabs(one[i].dram - whole[i].dram) <= 0.03 * whole[i].dram);
+    CHECK(part[i].pass);
+    CHECK(std::isfinite(part[i].us));
+    CHECK(std::fabs(part[i].us - whole[i].us) <= 0.03 * whole[i].us);
+    CHECK(std::fabs(part[i].dram - whole[i].dram) <= 0.03 * whole[i].dram);
   }
 }
 
@@ -75,37 +79,61 @@ Problem shape(int B, int H, int Lq, int Lk, int d) {
 TEST_CASE("one emulated head models a causal problem as all its heads do", "[sampling]") {
   Problem p = shape(2, 3, 320, 320, 64);  // 320: a last Q tile of 64 rows at Br = 128
   p.causal = Causal::top_left;
-  sampled_models_as_whole(p);
+  sampled_models_as_whole(p, 1, false);
 }
 
 TEST_CASE("one emulated head models Lq != Lk under a shared mask as all its heads do", "[sampling]") {
   Problem p = shape(2, 2, 200, 328, 64);
   p.mask = MaskKind::boolean;  // one [Lq, Lk] mask for every head: its sectors cross from DRAM once
-  sampled_models_as_whole(p);
+  sampled_models_as_whole(p, 1, false);
 }
 
 TEST_CASE("one emulated head models d = 128 under a mask per head as all its heads do", "[sampling]") {
   Problem p = shape(1, 4, 256, 256, 128);
   p.mask = MaskKind::additive;
   p.mask_per_head = true;
-  sampled_models_as_whole(p);
+  sampled_models_as_whole(p, 1, false);
+}
+
+TEST_CASE("row groups model a causal head as the whole head does", "[sampling]") {
+  Problem p = shape(1, 1, 1024, 1024, 32);  // 4 groups of 256 rows, the fewest a quadratic can use
+  p.causal = Causal::top_left;              // chapter 06 skips tiles, chapter 03 reads S up to the diagonal
+  sampled_models_as_whole(p, 1, true);
+}
+
+TEST_CASE("row groups of one head model Lq != Lk with a partial group under a mask as all heads do", "[sampling]") {
+  Problem p = shape(1, 2, 844, 500, 32);  // 3 groups and 76 rows
+  p.mask = MaskKind::boolean;
+  sampled_models_as_whole(p, 1, true);
 }
 
 TEST_CASE("sampling is chosen by the problem's size", "[sampling]") {
   Profiler profiler{ProfileOptions{}};
-  std::vector<const Variant*> best;
-  for (const std::string& c : chapters()) best.push_back(best_of(c));
-  // The emulator's default problem: every head.
-  const HeadSample small = profiler.heads_to_emulate(best, Problem{});
-  CHECK_FALSE(small.sampled());
-  // The FlashAttention-2 paper's shapes at N = 1024: a few of the 512 heads, at least one.
-  const HeadSample large = profiler.heads_to_emulate(best, shape(32, 16, 1024, 1024, 128));
-  CHECK(large.total == 512);
-  CHECK(large.sampled());
-  CHECK(large.emulated >= 1);
-  CHECK(large.emulated <= 16);
-  const Problem e = emulated_problem(shape(32, 16, 1024, 1024, 128), large);
-  CHECK(e.heads() == static_cast<size_t>(large.emulated));
-  CHECK(e.Lq == 1024);
-  CHECK(e.d == 128);
+  const Variant& naive = *best_of(chapters().front());
+  // The emulator's default problem: all of it.
+  CHECK_FALSE(profiler.plan(naive, Problem{}).sampled());
+  // The FlashAttention-2 paper's shapes at N = 1024: a few of the 512 heads, at least one, every row.
+  const SamplePlan large = profiler.plan(naive, shape(32, 16, 1024, 1024, 128));
+  CHECK(large.heads.total == 512);
+  CHECK(large.heads.sampled());
+  CHECK(large.heads.emulated >= 1);
+  CHECK(large.heads.emulated <= 16);
+  CHECK(large.rows.empty());
+  const std::vector<Problem> e = emulated_problems(shape(32, 16, 1024, 1024, 128), large);
+  REQUIRE(e.size() == 1);
+  CHECK(e[0].heads() == static_cast<size_t>(large.heads.emulated));
+  CHECK(e[0].Lq == 1024);
+  // A long head: one head, and row groups: 1 and 2 groups of 256 rows (a line), or 1 to 3 under
+  // is_causal (a quadratic).
+  Problem longer = shape(1, 16, 16384, 16384, 128);
+  const SamplePlan rows = profiler.plan(naive, longer);
+  CHECK(rows.heads.emulated == 1);
+  CHECK(rows.rows == std::vector<int>{256, 512});
+  longer.causal = Causal::top_left;
+  CHECK(profiler.plan(*best_of("06_causal"), longer).rows == std::vector<int>{256, 512, 768});
+  CHECK(profiler.plan(naive, longer).rows == std::vector<int>{256, 512, 768});
+  // Bottom-right with Lq != Lk: the first rows of a shorter problem are not the problem's; no rows.
+  longer.causal = Causal::bottom_right;
+  longer.Lk = 8192;
+  CHECK(profiler.plan(*best_of("06_causal"), longer).rows.empty());
 }

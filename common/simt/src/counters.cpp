@@ -104,6 +104,7 @@ std::vector<Worker*> g_workers;
 std::vector<LaunchCounters> g_done;
 bool g_enabled = false;
 int g_sample = 1;
+bool g_dry = false;
 
 // The launch in progress (written before its blocks run, read by them).
 bool g_counting = false;
@@ -421,11 +422,17 @@ void freed(const void* p) {
   g_allocs.erase(reinterpret_cast<uintptr_t>(p));
 }
 
-void launch_begin(const void* kernel, dim3 grid, dim3 block, size_t smem) {
+bool launch_begin(const void* kernel, dim3 grid, dim3 block, size_t smem) {
   std::lock_guard<std::mutex> g(g_mu);
   g_counting = g_enabled;
-  if (!g_counting) return;
+  if (!g_counting) return true;
   g_launch_allocs.clear();
+  if (g_dry) {  // nothing will be touched: no bitmaps to clear
+    for (Worker* w : g_workers) w->raw = Raw{};
+    g_kernel = kernel_name(kernel);
+    g_grid = grid, g_block = block, g_smem = smem;
+    return false;
+  }
   for (auto& [lo, al] : g_allocs) {
     const size_t words = ((al->hi - al->lo + 31) / 32 + 63) / 64;
     if (al->words != words || !al->read) {
@@ -439,6 +446,7 @@ void launch_begin(const void* kernel, dim3 grid, dim3 block, size_t smem) {
   for (Worker* w : g_workers) w->raw = Raw{};
   g_kernel = kernel_name(kernel);
   g_grid = grid, g_block = block, g_smem = smem;
+  return true;
 }
 
 void launch_end(bool ok) {
@@ -622,6 +630,7 @@ void start(const Options& o) {
   std::lock_guard<std::mutex> g(detail::counters::g_mu);
   detail::counters::g_enabled = true;
   detail::counters::g_sample = std::max(1, o.sample_blocks);
+  detail::counters::g_dry = o.dry_run;
   detail::counters::g_done.clear();
 }
 void stop() {

@@ -208,8 +208,7 @@ cudaError_t run_grid(const void* kernel, dim3 grid, dim3 block, size_t smem, Ker
   static Pool pool;
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const long long want = s.workers > 0 ? s.workers : hw;
-  counters::launch_begin(kernel, grid, block, smem);
-  pool.run(static_cast<int>(std::min(want, blocks)), work);
+  if (counters::launch_begin(kernel, grid, block, smem)) pool.run(static_cast<int>(std::min(want, blocks)), work);
   counters::launch_end(!failed);
 
   if (failed) {

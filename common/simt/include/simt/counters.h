@@ -154,6 +154,9 @@ struct Options {
   // Group the requests of every k-th block only (blocks 0, k, 2k, ...) and scale those counts
   // up; the DRAM and operation counts still cover every block.
   int sample_blocks = 1;
+  // Record each launch (its kernel, grid, block and shared memory) and run none of its blocks:
+  // the shape of a problem's launches at no cost, outputs unwritten.
+  bool dry_run = false;
 };
 void start(const Options& o = {});  // count the launches that follow
 void stop();

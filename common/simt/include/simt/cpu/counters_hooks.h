@@ -24,7 +24,8 @@ void atomic(const void* a, unsigned bytes, const void* pc);
 // Runtime side.
 void allocated(const void* p, size_t bytes);
 void freed(const void* p);
-void launch_begin(const void* kernel, dim3 grid, dim3 block, size_t smem);
+// false: a dry run (counters::Options): the launch is recorded, and none of its blocks runs.
+bool launch_begin(const void* kernel, dim3 grid, dim3 block, size_t smem);
 void launch_end(bool ok);
 void block_begin(uint3 block_idx, int threads, const void* smem, size_t smem_bytes);
 void block_end();
@@ -41,7 +42,7 @@ inline void mufu() {}
 inline void atomic(const void*, unsigned, const void*) {}
 inline void allocated(const void*, size_t) {}
 inline void freed(const void*) {}
-inline void launch_begin(const void*, dim3, dim3, size_t) {}
+inline bool launch_begin(const void*, dim3, dim3, size_t) { return true; }
 inline void launch_end(bool) {}
 inline void block_begin(uint3, int, const void*, size_t) {}
 inline void block_end() {}
