@@ -3,14 +3,27 @@
 
 For every kernel instantiation of 05_flash_v2/*.cu and 06_causal/*.cu compiled for sm_90 (nvcc,
 ptxas -v): registers, spill bytes, stack frame, shared memory and blocks per SM. Where nvdisasm
-is found (on PATH, or from the PyPI package nvidia-cuda-nvdisasm) also the tile loop's
-instruction mix (HMMA, LDSM, LDGSTS, MUFU, FP32, integer, BAR...) and the two ceilings it sets,
-as a fraction of the SM's mma.sync m16n8k16 peak of one HMMA per clock:
+is found (on PATH, or from the PyPI package nvidia-cuda-nvdisasm) also what one iteration of the K/V
+tile loop executes, counted by control flow: nvdisasm's listing cut into basic blocks, the tile loop
+found by its back edge (the loop with the most HMMA), and the blocks of one iteration's common path
+(a whole tile, not the last, of a problem without is_causal or attn_mask) each counted once, an
+inner loop (a copy loop) times its trip count. The path is thread 0's: a small evaluator of the
+integer SASS follows the branches whose conditions come from threadIdx, compile-time constants and
+the kernel parameters causal = mask_kind = none, which gives the copy loops' trip counts and their
+unrolled remainders; any other branch (a bound, the last tile, a parameter it does not know) takes
+the successor that returns to the loop head through the fewest instructions of the mask code
+(source lines, from -lineinfo; mask_lines and cold_lines), and on a tie the longer (the copy of the
+next tile, which every tile but the last issues). An inner loop whose trip count it cannot derive is
+counted once and shown as `?` in `inner_trips`.
+From the counts (HMMA, LDSM, LDGSTS, MUFU, FP32, integer, BAR...) come two ceilings, as fractions of
+the 989 TFLOP/s dense fp16/bf16 peak of sm_90, which is one m16n8k16 HMMA per clock per SM:
   issue   4 x HMMA / instructions: 4 schedulers issue one instruction per clock each
   shared  HMMA / shared-memory wavefronts: 128 bytes per clock (ldmatrix.x4 and a warp's
           16-byte cp.async are 4 wavefronts each; bank conflicts not counted; ptxas's never-executed
           `@!PT LDS` placeholders count for issue only)
-These are upper bounds from the instruction stream alone (no latency, no memory system).
+mma.sync's own rate (about 63-65 % of that peak on Hopper, a second-hand figure) is a third ceiling,
+not a factor on these two. They are upper bounds from the instruction stream alone (no latency, no
+memory system).
 
   tools/kernel_resources.py --out results/static-sm90        # write kernels.csv and README.md
   tools/kernel_resources.py --check                          # exit 1 if a kernel at d <= 128 spills
@@ -116,7 +129,8 @@ def describe(demangled):
 
 def smem_table(steps_needed):
     """(dynamic shared memory, threads per block) per (step, d, element size) from flash_v2.h's smem_bytes
-    and block_threads, compiled on the host."""
+    and block_threads, compiled on the host; under "params", AttentionParams' offsets and `none` values
+    of causal and mask_kind."""
     cxx = shutil.which("c++") or shutil.which("g++")
     cuda_inc = None
     for cand in [os.environ.get("CUDA_HOME", ""), "/usr/local/cuda"]:
@@ -124,7 +138,9 @@ def smem_table(steps_needed):
             cuda_inc = os.path.join(cand, "include")
     if not cxx or not cuda_inc:
         return {}
-    lines = ['#include <cstdio>', '#include "05_flash_v2/flash_v2.h"', "int main() {"]
+    lines = ['#include <cstddef>', '#include <cstdio>', '#include "05_flash_v2/flash_v2.h"', "int main() {",
+             '  std::printf("params %zu %d %zu %d\\n", offsetof(attn::AttentionParams, causal), static_cast<int>(attn::Causal::none),'
+             ' offsetof(attn::AttentionParams, mask_kind), static_cast<int>(attn::MaskKind::none));']
     for step, d, elem in steps_needed:
         lines.append('  std::printf("%s %d %d %%ld %%d\\n", ch05::smem_bytes(ch05::Step::%s, %d, %d), ch05::block_threads(ch05::Step::%s, %d));'
                      % (step, d, elem, step, d, elem, step, d))
@@ -139,6 +155,9 @@ def smem_table(steps_needed):
         out = subprocess.run([exe], capture_output=True, text=True).stdout
     table = {}
     for line in out.splitlines():
+        if line.startswith("params "):
+            table["params"] = [int(v) for v in line.split()[1:]]
+            continue
         step, d, elem, b, threads = line.split()
         table[(step, int(d), int(elem))] = (int(b), int(threads))
     return table
@@ -200,21 +219,33 @@ def function_ranges(path, names):
     return out
 
 
-def attn_mask_lines():
-    """The attn_mask part of mask_score (numeric.cuh): no problem without an attn_mask runs it."""
+def mask_lines():
+    """Source lines that a whole K/V tile of a problem without is_causal or attn_mask never executes,
+    in every step: the attn_mask part of mask_score and the causal test (numeric.cuh), and
+    scale_and_mask's -inf for a key past Lk or a row past Lq. They decide branches only: an
+    instruction of theirs that the common path runs anyway (a hoisted or predicated test) is counted."""
+    out = set()
     path = os.path.join(ROOT, "common/kernels/numeric.cuh")
-    rng = function_ranges(path, ["mask_score"]).get("mask_score")
-    if not rng:
-        return set()
     lines = open(path).read().splitlines()
-    start = next((n for n in range(rng[0], rng[1] + 1) if "MaskKind::none ||" in lines[n - 1]), rng[1])
-    return {("numeric.cuh", n) for n in range(start + 1, rng[1] + 1)}
+    rngs = function_ranges(path, ["mask_score", "causal_score"])
+    if "mask_score" in rngs:
+        lo, hi = rngs["mask_score"]
+        start = next((n for n in range(lo, hi + 1) if "MaskKind::none ||" in lines[n - 1]), hi)
+        out |= {("numeric.cuh", n) for n in range(start + 1, hi + 1)}
+    if "causal_score" in rngs:
+        lo, hi = rngs["causal_score"]
+        out |= {("numeric.cuh", n) for n in range(lo + 1, hi + 1)}
+    fa2 = os.path.join(ROOT, "05_flash_v2/fa2_tile.cuh")
+    lines = open(fa2).read().splitlines()
+    for lo, hi in function_ranges(fa2, ["scale_and_mask"]).values():
+        out |= {("fa2_tile.cuh", n) for n in range(lo, hi + 1) if "= -INFINITY" in lines[n - 1]}
+    return out
 
 
 def cold_lines():
     """Source lines that a whole, unmasked K/V tile of the fast step never executes: scale_and_mask
-    (masked tiles only) and copy_rows' zero-filling branch (the last tile only)."""
-    cold = attn_mask_lines()
+    (masked tiles only) and copy_rows' zero-filling branch (the last tile only), with mask_lines()."""
+    cold = mask_lines()
     fa2 = os.path.join(ROOT, "05_flash_v2/fa2_tile.cuh")
     for lo, hi in function_ranges(fa2, ["scale_and_mask"]).values():
         cold |= {("fa2_tile.cuh", n) for n in range(lo, hi + 1)}
@@ -241,9 +272,10 @@ def cold_lines():
 
 
 def parse_sass(text):
-    """{mangled: [(address, opcode, target label or None, label at this point, source chain, never)]}:
-    `never` for an instruction guarded by @!PT (ptxas's placeholders): it takes an issue slot but moves
-    no data."""
+    """{mangled: [instruction]} from `nvdisasm -c -gi`: each a dict of addr, pred (the guard, '' when
+    none), op, args, labels (the .L_x labels just before it), chain (every (file, line) of its source
+    line and the lines it is inlined at) and never (guarded by @!PT: ptxas's placeholders, which take
+    an issue slot but move no data)."""
     funcs, cur, chain, pending_chain, labels = {}, None, [], [], []
     for line in text.splitlines():
         m = re.match(r"\s*\.text\.(\S+):", line)
@@ -267,44 +299,374 @@ def parse_sass(text):
         if m:
             if pending_chain:
                 chain, pending_chain = pending_chain, []
-            target = re.search(r"`\((\.L_x_\d+)\)", m.group(4))
-            cur.append((int(m.group(1), 16), m.group(3), target.group(1) if target and m.group(3).startswith("BRA") else None,
-                        labels, set(chain), (m.group(2) or "").strip() == "@!PT"))
+            pred = (m.group(2) or "").strip()
+            targets = re.search(r"BRANCH_TARGETS ([^\"*]+)", line)  # an indirect branch's (a switch's) targets
+            cur.append({"addr": int(m.group(1), 16), "pred": pred, "op": m.group(3),
+                        "args": re.sub(r"\(\*.*\*\)", "", m.group(4)).strip(),
+                        "labels": labels, "chain": set(chain), "never": pred == "@!PT",
+                        "targets": [t.strip() for t in targets.group(1).split(",")] if targets else []})
             labels = []
     return funcs
 
 
-def tile_loop(instrs, cold):
-    """The loop with the most HMMA (the K/V tile loop) and its instruction mix, all paths and hot path."""
-    where = {}
-    for i, ins in enumerate(instrs):
-        for lab in ins[3]:
-            where[lab] = i
-    best = None
-    for i, ins in enumerate(instrs):
-        t = ins[2]
-        if t and t in where and where[t] <= i:
-            lo = where[t]
-            h = sum(1 for x in instrs[lo:i + 1] if x[1].startswith("HMMA"))
-            if best is None or h > best[2]:
-                best = (lo, i, h)
-    if not best or best[2] == 0:
-        return None
-    lo, hi, _ = best
-    body = instrs[lo:hi + 1]
-    inner_loops = sum(1 for j, x in enumerate(body) if x[2] and x[2] in where and lo <= where[x[2]] < lo + j and x is not body[-1])
+# ---- control flow -----------------------------------------------------------------------------------
+ENDS_BLOCK = ("BRA", "BRX", "JMP", "JMX", "EXIT", "RET", "KILL")
 
-    def mix(seq):
-        counts = {}
-        for x in seq:
-            c = classify(x[1])
-            counts[c] = counts.get(c, 0) + 1
-        counts["total"] = len(seq)
-        counts["wavefronts"] = sum(wavefronts(x[1]) for x in seq if not x[5])
+
+def basic_blocks(instrs):
+    """[{start, end, succ}]: instructions [start, end) and the successor blocks. A guarded branch or
+    EXIT may fall through; @!PT never branches. CALL falls through (the called slow paths, such as
+    the division's, are not followed); an indirect branch (BRX, JMX) goes to the BRANCH_TARGETS that
+    nvdisasm lists after it (a switch), or nowhere known."""
+    lead = {0} if instrs else set()
+    for i, x in enumerate(instrs):
+        if x["labels"]:
+            lead.add(i)
+        if x["op"].startswith(ENDS_BLOCK) and not x["never"] and i + 1 < len(instrs):
+            lead.add(i + 1)
+    starts = sorted(lead)
+    first = {s: b for b, s in enumerate(starts)}
+    label_block = {lab: first[i] for i, x in enumerate(instrs) for lab in x["labels"]}
+    out = []
+    for b, s in enumerate(starts):
+        e = starts[b + 1] if b + 1 < len(starts) else len(instrs)
+        last, nxt = instrs[e - 1], ([b + 1] if b + 1 < len(starts) else [])
+        always = last["pred"] in ("", "@PT")
+        target = re.search(r"`\((\.L_x_\d+)\)", last["args"])
+        if last["never"] or not last["op"].startswith(ENDS_BLOCK):
+            succ = nxt
+        elif last["targets"] and all(t in label_block for t in last["targets"]):
+            succ = list(dict.fromkeys(label_block[t] for t in last["targets"])) + ([] if always else nxt)
+        elif last["op"].startswith("BRA") and target and target.group(1) in label_block:
+            succ = [label_block[target.group(1)]] + ([] if always else [n for n in nxt if n != label_block[target.group(1)]])
+        else:
+            succ = [] if always else nxt
+        out.append({"start": s, "end": e, "succ": succ})
+    return out
+
+
+def find_loops(blocks):
+    """{header: set of blocks}: the natural loop of every back edge (an edge to a block at the same or
+    a lower address), back edges to one header merged."""
+    preds = {b: [] for b in range(len(blocks))}
+    latches = {}
+    for b, x in enumerate(blocks):
+        for s in x["succ"]:
+            preds[s].append(b)
+            if s <= b:
+                latches.setdefault(s, []).append(b)
+    loops = {}
+    for h, ls in latches.items():
+        body, stack = {h}, list(ls)
+        while stack:
+            n = stack.pop()
+            if n not in body:
+                body.add(n)
+                stack.extend(preds[n])
+        loops[h] = body
+    return loops
+
+
+# Integer SASS evaluated for one thread (thread 0 of block 0), enough to follow the loops and branches
+# whose conditions come from threadIdx and compile-time constants: a copy loop's trip count, its
+# unrolled remainder. A value the evaluator does not know (a kernel parameter, a load, an opcode it
+# does not model) is None, and so is whatever is computed from it.
+M32 = 0xFFFFFFFF
+
+
+def _s32(v):
+    return v - (1 << 32) if v & 0x80000000 else v
+
+
+def _operands(args):
+    return [a.strip().replace(".reuse", "") for a in args.split(",")] if args else []
+
+
+def _reg_index(name):
+    m = re.fullmatch(r"(U?R)(\d+)", name)
+    return (m.group(1), int(m.group(2))) if m else None
+
+
+def _value(state, tok):
+    neg, inv = tok.startswith("-"), tok.startswith("~")
+    tok = tok.lstrip("-~")
+    if tok in ("RZ", "URZ"):
+        v = 0
+    elif re.fullmatch(r"0x[0-9a-f]+|\d+", tok):
+        v = int(tok, 0)
+    elif _reg_index(tok) or re.fullmatch(r"c\[0x0\]\[0x[0-9a-f]+\]", tok):
+        v = state.get(tok)
+    else:
+        return None
+    if v is None:
+        return None
+    return (-v) & M32 if neg else (~v) & M32 if inv else v & M32
+
+
+def _pred(state, tok):
+    neg = tok.startswith("!")
+    tok = tok.lstrip("!")
+    v = True if tok in ("PT", "UPT") else state.get(tok)
+    return None if v is None else (not v if neg else v)
+
+
+def _clobber(state, dest, width=4):
+    r = _reg_index(dest)
+    if r:
+        for k in range(width):
+            state.pop("%s%d" % (r[0], r[1] + k), None)
+    elif re.fullmatch(r"U?P\d", dest):
+        state.pop(dest, None)
+
+
+SPECIAL = {"SR_TID.X": 0, "SR_TID.Y": 0, "SR_TID.Z": 0, "SR_LANEID": 0, "SR_CTAID.X": 0, "SR_CTAID.Y": 0, "SR_CTAID.Z": 0}
+
+
+def execute(state, ins):
+    """Apply one instruction to `state` ({register or predicate: value}; absent = unknown)."""
+    ops, op = _operands(ins["args"]), ins["op"]
+    if not ops or ops[0].startswith("[") or re.fullmatch(r"S?B\d+|SB\d+", ops[0]):
+        return
+    guard = _pred(state, ins["pred"].lstrip("@")) if ins["pred"] else True
+    if guard is False:
+        return
+    dest, base = ops[0], op.split(".")[0]
+    val = None
+    try:
+        if base in ("MOV", "UMOV"):
+            val = _value(state, ops[1])
+        elif base in ("LDC", "ULDC") and re.fullmatch(r"c\[0x0\]\[0x[0-9a-f]+\]", ops[1]):
+            if ".64" in op:
+                hi = "c[0x0][%#x]" % (int(ops[1][8:-1], 16) + 4)
+                r = _reg_index(dest)
+                _clobber(state, dest, 2)
+                for k, tok in enumerate((ops[1], hi)):
+                    if r and state.get(tok) is not None:
+                        state["%s%d" % (r[0], r[1] + k)] = state[tok]
+                return
+            val = state.get(ops[1])
+        elif base in ("S2R", "S2UR"):
+            val = SPECIAL.get(ops[1])
+        elif base in ("IADD3", "UIADD3") and ".X" not in op:
+            carry = [o for o in ops[1:] if re.fullmatch(r"U?P\d|U?PT", o)]
+            for c in carry:
+                _clobber(state, c)
+            a, b, c = (_value(state, o) for o in ops[1 + len(carry):4 + len(carry)])
+            val = None if None in (a, b, c) else (a + b + c) & M32
+        elif base == "VIADD":
+            a, b = _value(state, ops[1]), _value(state, ops[2])
+            val = None if None in (a, b) else (a + b) & M32
+        elif base in ("IMAD", "UIMAD") and not any(s in op for s in (".WIDE", ".HI", ".X")):
+            a, b, c = (_value(state, o) for o in ops[1:4])
+            val = None if None in (a, b, c) else (a * b + c) & M32
+        elif base in ("LEA", "ULEA") and ".X" not in op:
+            if ".HI" in op:
+                a, b, c, sh = (_value(state, o) for o in ops[1:5])
+                val = None if None in (a, b, c, sh) else ((((c << 32) | a) >> (32 - sh)) + b) & M32
+            else:
+                a, b, sh = (_value(state, o) for o in ops[-3:])
+                if len(ops) > 4:
+                    _clobber(state, ops[1])
+                val = None if None in (a, b, sh) else ((a << sh) + b) & M32
+        elif base in ("SHF", "USHF"):
+            lo, sh, hi = (_value(state, o) for o in ops[1:4])
+            if None not in (lo, sh, hi):
+                if ".R.S32.HI" in op and lo == 0:
+                    val = (_s32(hi) >> sh) & M32
+                elif ".R.U32.HI" in op and lo == 0:
+                    val = hi >> sh
+                elif ".L.U32" in op and ".HI" not in op:
+                    val = (lo << sh) & M32
+        elif base in ("LOP3", "ULOP3"):
+            if re.fullmatch(r"U?P\d|U?PT", dest):  # LOP3.LUT P0, RZ, a, b, c, lut, !PT
+                a, b, c, lut = (_value(state, o) for o in ops[2:6])
+            else:
+                a, b, c, lut = (_value(state, o) for o in ops[1:5])
+            if None not in (a, b, c, lut):
+                val = 0
+                for i in range(8):
+                    if lut >> i & 1:
+                        val |= (a if i & 4 else ~a) & (b if i & 2 else ~b) & (c if i & 1 else ~c)
+                val &= M32
+                if re.fullmatch(r"U?P\d|U?PT", dest):
+                    if dest not in ("PT", "UPT"):
+                        state[dest] = val != 0
+                    _clobber(state, ops[1])
+                    return
+        elif base in ("ISETP", "UISETP") and ".EX" not in op:
+            a, b, c = _value(state, ops[2]), _value(state, ops[3]), _pred(state, ops[4])
+            for p in ops[:2]:
+                _clobber(state, p)
+            if None in (a, b, c):
+                return
+            if ".U32" not in op:
+                a, b = _s32(a), _s32(b)
+            cmp = {"LT": a < b, "LE": a <= b, "GT": a > b, "GE": a >= b, "EQ": a == b, "NE": a != b}[op.split(".")[1]]
+            comb = op.split(".")[-1]
+            both = {"AND": lambda x: x and c, "OR": lambda x: x or c, "XOR": lambda x: x != c}[comb]
+            if ops[0] not in ("PT", "UPT"):
+                state[ops[0]] = both(cmp)
+            if ops[1] not in ("PT", "UPT"):
+                state[ops[1]] = both(not cmp)
+            return
+        elif base in ("SEL", "USEL"):
+            a, b, c = _value(state, ops[1]), _value(state, ops[2]), _pred(state, ops[3])
+            val = None if c is None else (a if c else b)
+        elif base in ("VIMNMX", "IMNMX", "UIMNMX"):
+            a, b, c = _value(state, ops[1]), _value(state, ops[2]), _pred(state, ops[3])
+            if None not in (a, b, c):
+                x, y = (a, b) if ".U32" in op else (_s32(a), _s32(b))
+                val = (min(x, y) if c else max(x, y)) & M32
+    except (IndexError, KeyError, ValueError):
+        val = None
+    if guard is None or val is None:
+        _clobber(state, dest, dest_width(op))
+        for o in ops[1:2]:
+            if re.fullmatch(r"U?P\d", o) and base in ("LOP3", "ULOP3", "PLOP3", "ISETP", "UISETP", "FSETP", "DSETP", "HSETP2"):
+                _clobber(state, o)
+        return
+    state[dest] = val
+
+
+def dest_width(op):
+    """Registers an instruction writes from its first operand on, erring high (a value forgotten only
+    costs a branch decided by the rule)."""
+    if op.startswith("HMMA") or ".128" in op or op.endswith(".X4") or ".X4." in op:
+        return 4
+    if any(s in op for s in (".WIDE", ".64", ".X2")):
+        return 2
+    return 1
+
+
+def branch_taken(state, block_end):
+    """Whether the branch ending a block is taken: True, False, or None (unknown)."""
+    p = block_end["pred"]
+    if not p or p == "@PT":
+        return True
+    return _pred(state, p.lstrip("@"))
+
+
+def common_path(instrs, blocks, loops, head, body, cold, params=None, limit=200000):
+    """One iteration of the loop (head, body) as it runs on the common path: {block: times}, plus the
+    inner loops' trip counts {header: trips or None}. A branch whose condition the evaluator knows is
+    followed; otherwise the successor that leads back to `head` through the fewest cold (mask)
+    instructions, and on a tie the one with the most instructions (the copy of the next K/V tile,
+    which every tile but the last issues). Returns None when the walk does not come back to head."""
+    # Longest path to the back edge with the fewest cold instructions, on the body without its back
+    # edges (an inner loop's body counted once): the rule for branches the evaluator cannot decide.
+    inner = {h: loops[h] & body for h in loops if h in body and h != head}
+    best = {}
+    for b in sorted(body, reverse=True):
+        x = blocks[b]
+        size = x["end"] - x["start"]
+        n_cold = sum(1 for i in range(x["start"], x["end"]) if instrs[i]["chain"] & cold)
+        options = [(0, 0) if s == head else best.get(s) for s in x["succ"] if s in body and (s == head or s > b)]
+        options = [o for o in options if o is not None]
+        if options:
+            c, n = min(options, key=lambda o: (o[0], -o[1]))
+            best[b] = (c + n_cold, n + size)
+    state = dict(params or {})
+    # The state at the loop head: the function from its entry to the head along the same rule, then
+    # whatever the loop writes forgotten (its value at the head depends on the iteration).
+    b, steps = 0, 0
+    reach = {head}
+    for x in sorted(range(len(blocks)), reverse=True):
+        if any(s in reach for s in blocks[x]["succ"] if s > x or s == head):
+            reach.add(x)
+    while b != head and steps < limit:
+        x = blocks[b]
+        for i in range(x["start"], x["end"]):
+            execute(state, instrs[i])
+            steps += 1
+        succ = [s for s in x["succ"] if s in reach and (s > b or s == head)]
+        if not succ:
+            state = dict(params or {})
+            break
+        t = branch_taken(state, instrs[x["end"] - 1]) if len(x["succ"]) == 2 else None
+        b = x["succ"][0] if t is True and x["succ"][0] in succ else (x["succ"][1] if t is False and x["succ"][1] in succ else succ[0])
+    for blk in body:
+        for i in range(blocks[blk]["start"], blocks[blk]["end"]):
+            ops = _operands(instrs[i]["args"])
+            if ops:
+                _clobber(state, ops[0])
+                if instrs[i]["op"].startswith(("IADD3", "LEA", "LOP3", "ISETP", "UISETP", "PLOP3", "FSETP")):
+                    _clobber(state, ops[1], 1)
+    times, trips, b, steps = {}, {h: 0 for h in inner}, head, 0
+    undecided = set()
+    while True:
+        times[b] = times.get(b, 0) + 1
+        if b in trips:
+            trips[b] += 1
+        x = blocks[b]
+        for i in range(x["start"], x["end"]):
+            execute(state, instrs[i])
+        steps += x["end"] - x["start"]
+        if steps > limit:
+            return None
+        succ = x["succ"]
+        t = branch_taken(state, instrs[x["end"] - 1]) if len(succ) == 2 else (True if len(succ) == 1 else None)
+        if t is None or (len(succ) == 2 and succ[0 if t else 1] not in body and succ[1 if t else 0] in body):
+            # Unknown, or known to leave the loop (the last tile): the rule picks, and a loop whose
+            # back edge the rule had to take or leave has no derived trip count.
+            options = [(s, (0, 0) if s == head else best.get(s)) for s in succ if s in body and (s == head or s > b)]
+            options = [o for o in options if o[1] is not None]
+            if not options:
+                return None
+            nxt = min(options, key=lambda o: (o[1][0], -o[1][1]))[0]
+            undecided |= {h for h in inner if h in succ and b in inner[h]}
+        else:
+            nxt = succ[0] if t else succ[1]
+        if nxt == head:
+            break
+        if nxt not in body:
+            return None
+        b = nxt
+    return times, {h: (None if h in undecided else n) for h, n in trips.items()}
+
+
+def tile_loop(instrs, cold, params=None):
+    """The loop with the most HMMA (the K/V tile loop): its instruction mix on the common path of one
+    iteration (`hot`) and over every block once (`all`), and its inner loops' trip counts."""
+    if not instrs:
+        return None
+    blocks = basic_blocks(instrs)
+    loops = find_loops(blocks)
+
+    def hmma(body):
+        return sum(1 for b in body for i in range(blocks[b]["start"], blocks[b]["end"]) if instrs[i]["op"].startswith("HMMA"))
+
+    ranked = sorted(loops.items(), key=lambda hb: (-hmma(hb[1]), len(hb[1])))
+    if not ranked or hmma(ranked[0][1]) == 0:
+        return None
+    head, body = ranked[0]
+    walk = common_path(instrs, blocks, loops, head, body, cold, params)
+
+    def mix(weights):
+        counts = {"total": 0, "wavefronts": 0}
+        for b, n in weights.items():
+            for i in range(blocks[b]["start"], blocks[b]["end"]):
+                x = instrs[i]
+                c = classify(x["op"])
+                counts[c] = counts.get(c, 0) + n
+                counts["total"] += n
+                counts["wavefronts"] += 0 if x["never"] else n * wavefronts(x["op"])
         return counts
 
-    hot = [x for x in body if not (x[4] & cold)]
-    return {"all": mix(body), "hot": mix(hot), "inner_loops": inner_loops}
+    out = {"all": mix({b: 1 for b in body}), "hot": None, "inner": []}
+    if walk:
+        times, trips = walk
+        out["hot"] = mix(times)
+        for h in sorted(trips):
+            size = sum(blocks[b]["end"] - blocks[b]["start"] for b in loops[h] & body)
+            out["inner"].append((trips[h], size))
+    else:
+        out["inner"] = [(None, 0) for h in loops if h in body and h != head]
+    return out
+
+
+def inner_trips(loop):
+    """'trips x instructions' per inner loop; '?' where the trip count was not derived."""
+    return " ".join("%sx%d" % ("?" if t is None else t, n) for t, n in loop["inner"])
 
 
 def ceilings(m):
@@ -359,17 +721,21 @@ def main():
             for (mangled, _), k in kernels.items():
                 rows.append(dict(k, mangled=mangled, source=os.path.relpath(src, ROOT)))
     names = demangle([r["mangled"] for r in rows])
-    cold, mask_only = cold_lines(), attn_mask_lines()
+    cold, mask_only = cold_lines(), mask_lines()
     steps = {"split_k", "split_q", "tensor_cores", "cp_async", "swizzle", "ldmatrix_x4", "rows_32", "lean_loop"}
     for r in rows:
         r["kernel"], r["dtype"], r["d"], r["policy"] = describe(names[r["mangled"]]) or (names[r["mangled"]], "", 0, "")
     smem = smem_table(sorted({(r["kernel"], r["d"], 4 if r["dtype"] == "fp32" else 2) for r in rows if r["kernel"] in steps}))
+    # The common path's problem: no is_causal, no attn_mask. Kernel parameters sit from c[0x0][0x210]
+    # on in the constant bank (sm_80 and sm_90 with CUDA 12 and 13).
+    p = smem.pop("params", None)
+    params = {"c[0x0][%#x]" % (0x210 + p[0]): p[1], "c[0x0][%#x]" % (0x210 + p[2]): p[3]} if p else {}
     for r in rows:
         elem = 4 if r["dtype"] == "fp32" else 2
         dyn, r["threads"] = smem.get((r["kernel"], r["d"], elem), (0, 128))
         r["smem"] = r["static_smem"] + dyn
         r["blocks_per_sm"] = blocks_per_sm(r.get("registers", 0), r["threads"], r["smem"]) if (r["kernel"], r["d"], elem) in smem else ""
-        loop = tile_loop(sass[r["mangled"]], cold if r["kernel"] == "lean_loop" else mask_only) if r["mangled"] in sass else None
+        loop = tile_loop(sass[r["mangled"]], cold if r["kernel"] == "lean_loop" else mask_only, params) if r["mangled"] in sass else None
         r["loop"] = loop
     rows.sort(key=lambda r: (r["source"], r["kernel"], r["policy"], r["dtype"], r["d"]))
 
@@ -428,14 +794,14 @@ def write_out(out, rows, version, arch, nvdisasm):
     cols = ["source", "kernel", "policy", "dtype", "d", "registers", "spill_st", "spill_ld", "stack", "smem", "threads", "blocks_per_sm",
             "loop_instructions", "loop_hmma", "loop_ldsm", "loop_ldgsts", "loop_mufu", "loop_fp32", "loop_convert", "loop_integer",
             "loop_bar", "loop_shfl", "loop_other", "loop_wavefronts", "instructions_per_hmma", "issue_ceiling", "shared_ceiling",
-            "loop_all_paths_instructions", "inner_loops"]
+            "loop_all_paths_instructions", "inner_loops", "inner_trips"]
     with open(os.path.join(out, "kernels.csv"), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(cols)
         for r in rows:
             loop = r["loop"]
-            hot = loop["hot"] if loop else {}
-            issue, shared = ceilings(hot) if loop else (None, None)
+            hot = (loop["hot"] if loop else None) or {}
+            issue, shared = ceilings(hot) if hot else (None, None)
             other = sum(v for k, v in hot.items() if k in ("shared", "global", "branch", "other"))
             w.writerow([r["source"], r["kernel"], r["policy"], r["dtype"], r["d"], r.get("registers", ""), r["spill_st"], r["spill_ld"],
                         r["stack"], r["smem"], r["threads"], r["blocks_per_sm"]] +
@@ -443,8 +809,9 @@ def write_out(out, rows, version, arch, nvdisasm):
                          hot.get("FP32", 0), hot.get("convert", 0), hot.get("integer", 0), hot.get("BAR", 0), hot.get("SHFL", 0),
                          other, hot["wavefronts"],
                          "%.2f" % (hot["total"] / hot["HMMA"]) if hot.get("HMMA") else "",
-                         "%.3f" % issue if issue is not None else "", "%.3f" % shared if shared is not None else "",
-                         loop["all"]["total"], loop["inner_loops"]] if loop else [""] * 17))
+                         "%.3f" % issue if issue is not None else "", "%.3f" % shared if shared is not None else ""]
+                        if hot else [""] * 15) +
+                       ([loop["all"]["total"], len(loop["inner"]), inner_trips(loop)] if loop else [""] * 3))
     fp16 = [r for r in rows if r["dtype"] == "fp16" and r["d"] in (64, 128)]
     lines = ["# What the compiler made of chapters 05 and 06 (%s)" % arch, "",
              "Written by `tools/kernel_resources.py --out results/static-sm90` at commit %s on %s." % (commit_of_tree(), datetime.date.today()),
@@ -453,21 +820,31 @@ def write_out(out, rows, version, arch, nvdisasm):
                                                             if "release" in l), "version unknown") + ")"
                                                if nvdisasm else "; no nvdisasm: no instruction mix"),
              "A compiler report, not a measurement: nothing here ran on a GPU.", "",
-             "`kernels.csv` has every instantiation (fp16, bf16; every head dim). The loop columns count the SASS of the",
-             "K/V tile loop (the loop with the most HMMA) per warp and tile, on the path of a problem without attn_mask (the",
-             "attn_mask code of `mask_score` excluded); for `lean_loop` the path of a whole, unmasked tile (`scale_and_mask`",
-             "and the last tile's zero-filling copy excluded too). `loop_all_paths_instructions` counts every path.",
-             "Loops nested in the tile loop (`inner_loops`: the copy loops of steps c to g) are counted once, not per trip.",
-             "Ceilings, as fractions of one HMMA per clock per SM: issue = 4 x HMMA / instructions; shared = HMMA /",
-             "shared-memory wavefronts (ldmatrix.x4 and a warp's 16-byte cp.async: 4 each; bank conflicts not counted; the",
-             "never-executed `@!PT LDS` that ptxas places near cp.async count for issue only).", "",
+             "`kernels.csv` has every instantiation (fp16, bf16; every head dim). The loop columns count, per warp, what one",
+             "iteration of the K/V tile loop (the loop with the most HMMA, found by its back edge in nvdisasm's basic",
+             "blocks) executes on the common path: a whole K/V tile, not the last, of a problem without is_causal or",
+             "attn_mask. Each basic block on that path counts once, an inner loop (the copy loops of steps c to g) times",
+             "its trip count; ptxas's never-executed `@!PT` placeholders count as instructions (they take issue slots).",
+             "The path is the one thread 0 takes: branches whose conditions come from threadIdx, compile-time constants",
+             "and `causal` = `mask_kind` = none are evaluated (this gives the copy loops' trip counts and their unrolled",
+             "remainders); any other branch takes the successor that returns to the loop head through the fewest",
+             "instructions of the mask code (attn_mask, the causal test, the -inf of keys past Lk; for `lean_loop` all of",
+             "`scale_and_mask` and the last tile's zero-filling copy), and on a tie the longer one (the copy of the next",
+             "tile). `inner_trips`: trips x instructions of each inner loop, `?` where no trip count could be derived",
+             "(the loop is then counted once). `loop_all_paths_instructions`: every block of the tile loop once.",
+             "Three ceilings, as fractions of the 989 TFLOP/s dense fp16/bf16 peak, which is one m16n8k16 HMMA per clock",
+             "per SM: issue = 4 x HMMA / instructions (4 schedulers, one instruction per clock each); shared = HMMA /",
+             "shared-memory wavefronts (128 bytes per clock; ldmatrix.x4 and a warp's 16-byte cp.async: 4 each; bank",
+             "conflicts not counted; `@!PT LDS` moves nothing); and mma.sync's own rate, reported at about 63-65 % of the",
+             "peak on Hopper (a second-hand figure, not from this report). Each bounds the loop alone: the least of the",
+             "three applies, none is a discount on another.", "",
              "fp16 at d = 64 and 128:", "",
              "| kernel | policy | d | registers | spills (st/ld B) | stack B | smem KiB | blocks/SM | instr/HMMA | issue | shared |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in fp16:
         loop = r["loop"]
-        hot = loop["hot"] if loop else {}
-        issue, shared = ceilings(hot) if loop else (None, None)
+        hot = (loop["hot"] if loop else None) or {}
+        issue, shared = ceilings(hot) if hot else (None, None)
         lines.append("| %s | %s | %d | %s | %d/%d | %d | %.1f | %s | %s | %s | %s |" % (
             r["kernel"], r["policy"] or "-", r["d"], r.get("registers", ""), r["spill_st"], r["spill_ld"], r["stack"], r["smem"] / 1024,
             r["blocks_per_sm"], "%.2f" % (hot["total"] / hot["HMMA"]) if hot.get("HMMA") else "-",
