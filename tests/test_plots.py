@@ -67,8 +67,9 @@ def main():
     for name in PNGS:
         check(is_png(work / "png" / SLUG / name), f"{name} written, a non-empty PNG")
         check(not (work / "png" / f"{SLUG}-modelled" / name).exists(), f"no {name} from the modelled rows")
-    check(is_png(work / "png" / f"{SLUG}-modelled" / "modelled_speedup.png"),
-          "modelled_speedup.png written from the modelled rows, in a folder of their own")
+    for name in ("modelled_speedup.png", "modelled_tflops_vs_n.png", "modelled_time_vs_n.png"):
+        check(is_png(work / "png" / f"{SLUG}-modelled" / name),
+              f"{name} written from the modelled rows, in a folder of their own")
     check(not (work / "png" / SLUG / "modelled_speedup.png").exists(), "no modelled figure among the measured ones")
     text = readme.read_text()
     table = text[text.find(BEGIN):text.find(END)]
@@ -98,6 +99,16 @@ def main():
     check(r.returncode == 2 and "header" in r.stderr, "a CSV in another schema is refused (exit 2, says why)")
 
     sys.path.insert(0, str(SCRIPT.parent))
+    # The published reference comes from its one home, common/model/published.h: 24 rates, every
+    # N of 512 ... 16k for d = 64 and 128, causal and not, causal slower than non-causal.
+    ps = importlib.import_module("plot_speedups")
+    fa2 = ps.published_fa2()
+    check(sorted({k[0] for k in fa2}) == [512, 1024, 2048, 4096, 8192, 16384] and len(fa2) == 24,
+          f"published.h's 24 FlashAttention-2 rates parsed (got {len(fa2)})")
+    check(all(fa2[(n, d, True)] < fa2[(n, d, False)] for n, d, _ in fa2), "causal rates below non-causal ones")
+    paper = {"dtype": "fp16", "mask": "none", "Lq": 1024, "Lk": 1024, "B": 16, "H": 32, "d": 64, "causal": "none"}
+    check(ps.published_matches(paper) and not ps.published_matches(dict(paper, B=8)),
+          "the reference is drawn at the papers' shapes only (B·N = 16k)")
     sys.dont_write_bytecode = True  # no __pycache__ in the source tree
     import plot_speedups
     check(plot_speedups.device_limits("NVIDIA H100 80GB HBM3") == (989.0, 3.35)
@@ -125,8 +136,8 @@ def main():
     r = subprocess.run([sys.executable, str(SCRIPT), str(SAMPLE)], capture_output=True, text=True, timeout=300)
     written = [Path(line) for line in r.stdout.split()]
     modelled = default.parent / (default.name + "-modelled")  # the sample's modelled rows: a folder of their own
-    check(r.returncode == 0 and len(written) == 5 and all(p.is_file() for p in written)
-          and sorted(p.parent for p in written) == [default] * 4 + [modelled],
+    check(r.returncode == 0 and len(written) == 7 and all(p.is_file() for p in written)
+          and sorted(p.parent for p in written) == [default] * 4 + [modelled] * 3,
           f"by default the PNGs go to {default.relative_to(ROOT)}/ (and -modelled/)" + ("" if r.returncode == 0 else r.stderr))
     shutil.rmtree(default, ignore_errors=True)
 

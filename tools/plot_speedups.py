@@ -14,6 +14,9 @@ per modelled GPU, in a folder of its own (<gpu-slug>-modelled):
 
   modelled_speedup.png    every variant's modelled speedup over chapter 01's naive variant, with
                           what bounds its time
+  modelled_tflops_vs_n.png  modelled TFLOP/s against N, one panel per (dtype, d, causal), beside
+                          FlashAttention-2's published H100 rate where the shape is the paper's
+  modelled_time_vs_n.png  modelled time against N, the same panels and reference
 
   tools/plot_speedups.py results/nvidia-h100-80gb-hbm3/*.csv                  # PNGs in build/plots/<device>/
   tools/plot_speedups.py results/nvidia-h100-80gb-hbm3/*.csv --out results/nvidia-h100-80gb-hbm3 --readme README.md
@@ -50,7 +53,8 @@ DTYPE_ORDER = ["fp16", "bf16", "fp32"]
 CAUSAL_ORDER = ["none", "top-left", "bottom-right"]
 MASK_ORDER = ["none", "bool", "additive"]
 FILES = ("speedup_over_naive.png", "tflops_vs_n.png", "extra_memory_vs_n.png", "roofline.png")
-MODELLED_FILES = ("modelled_speedup.png",)
+MODELLED_FILES = ("modelled_speedup.png", "modelled_tflops_vs_n.png", "modelled_time_vs_n.png")
+PUBLISHED = REPO / "common" / "model" / "published.h"
 
 
 def warn(msg):
@@ -76,6 +80,27 @@ def device_limits(name):
     if "A100" in n:
         return 312.0, 2.0  # the 80 GB part's bandwidth, the top of the 1.5-2.0 TB/s range
     return None, None
+
+
+def published_fa2():
+    """{(N, d, causal): TFLOP/s} of FlashAttention-2 on an H100 SXM5, fp16, at B·N = 16k and H·d = 2048,
+    as common/model/published.h has them (its one home; measured by the FlashAttention-3 paper's
+    authors, not here)."""
+    try:
+        text = PUBLISHED.read_text()
+    except OSError:
+        return {}
+    body = text[text.find("kFlashAttention2H100[]"):]
+    body = body[:body.find("};")]
+    return {(int(n), int(d), c == "true"): float(t)
+            for n, d, c, t in re.findall(r"\{(\d+), (\d+), (true|false), ([\d.]+)\}", body)}
+
+
+def published_matches(r):
+    """Whether a row's shape is the FlashAttention papers' (B·N = 16k, H·d = 2048, fp16, no mask,
+    top-left causal or none, Lq = Lk)."""
+    return (r["dtype"] == "fp16" and r["mask"] == "none" and r["Lq"] == r["Lk"] and r["B"] * r["Lq"] == 16384 and
+            r["H"] * r["d"] == 2048 and r["causal"] in ("none", "top-left"))
 
 
 def slug(name):
@@ -314,6 +339,39 @@ class Figures:
             ax.set_title(self.titles[g], fontsize=10)
         self.save(fig, path)
 
+    def modelled_vs_n(self, path, time):
+        """Modelled TFLOP/s (or time) of every variant against N, log scale, with FlashAttention-2's
+        published H100 figure at the papers' shapes as a reference line."""
+        what = "time, ms" if time else "TFLOP/s (4·B·H·d per visible (query, key) pair)"
+        fig, axes = self.panels(len(self.group_keys), f"Modelled {what}, every chapter's best, against N\n"
+                                "(a model from the CPU emulator's counters, notes/performance_model.md: not a measurement)")
+        fa2 = published_fa2()
+        for ax, g in zip(axes, self.group_keys):
+            ns, ref = set(), {}
+            for lab in self.labels:
+                pts = self.groups[g].get(lab)
+                if not pts:
+                    continue
+                xs = sorted(pts)
+                ns.update(xs)
+                ax.plot(xs, [pts[n]["median_ms"] if time else pts[n]["tflops"] for n in xs], label=lab, **self.style(lab))
+                for n in xs:
+                    r = pts[n]
+                    t = fa2.get((n, r["d"], r["causal"] != "none")) if published_matches(r) else None
+                    if t:  # the rate, or the time of this shape's FLOP at that rate
+                        ref[n] = r["median_ms"] * r["tflops"] / t if time else t
+            if ref:
+                xs = sorted(ref)
+                ax.plot(xs, [ref[n] for n in xs], color="black", linestyle="--", marker="x", markersize=5,
+                        label="FlashAttention-2, H100 SXM5: published (FlashAttention-3 paper, Fig. 5), measured by "
+                              "its authors")
+            if ns:
+                self.n_axis(ax, sorted(ns), "N (Lq = Lk)" if not g[4] else "Lk")
+            ax.set_yscale("log")
+            ax.set_ylabel("modelled ms" if time else "modelled TFLOP/s")
+            ax.set_title(self.titles[g], fontsize=10)
+        self.save(fig, path)
+
     def memory(self, path):
         # Per (batch, head): the sweep keeps B*N fixed, so the total would grow like N even for
         # the N x N buffers; per plane, S and P grow like N^2 and a row statistic like N.
@@ -391,11 +449,13 @@ class Figures:
     def write_all(self, folder):
         folder.mkdir(parents=True, exist_ok=True)
         if self.kind == "modelled":
-            path = folder / MODELLED_FILES[0]
-            self.speedups(path, "Modelled speedup over chapter 01's naive variant, and what bounds each time\n"
-                                "(a model from the CPU emulator's counters, notes/performance_model.md: not a measurement)",
+            paths = [folder / name for name in MODELLED_FILES]
+            self.speedups(paths[0], "Modelled speedup over chapter 01's naive variant, and what bounds each time\n"
+                                    "(a model from the CPU emulator's counters, notes/performance_model.md: not a measurement)",
                           show_bound=True)
-            return [path]
+            self.modelled_vs_n(paths[1], time=False)
+            self.modelled_vs_n(paths[2], time=True)
+            return paths
         paths = [folder / name for name in FILES]
         self.speedups(paths[0])
         self.tflops(paths[1])
