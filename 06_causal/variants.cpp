@@ -42,7 +42,6 @@ Variant causal_variant(const char* name, const char* description, bool skip,
   v.cpu_flops_per_second = 8e8;
   v.hbm_bytes = [skip](const Problem& p) { return causal_bytes(p, skip); };
   if (skip) v.plan = tiles_plan;
-  v.skips_masked_tiles = skip;
   v.run = [kernel, stage = std::string(stage)](const AttentionParams& p, Stages& st) {
     st.run(stage, [&] { return kernel(p); });
   };

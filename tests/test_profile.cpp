@@ -117,6 +117,9 @@ TEST_CASE("profile: a wrong option is refused before any work", "[profile]") {
   CHECK_THAT(out, Contains("--emulated-heads must be 0"));
   CHECK(flashsteps("profile --row-groups some", out) == 2);
   CHECK_THAT(out, Contains("--row-groups takes auto, always or never"));
+  CHECK(flashsteps("backward --profile --emulated-heads 2 -n 64", out) == 2);  // the backward is not sampled
+  CHECK_THAT(out, Contains("backward --profile emulates every block"));
+  CHECK_THAT(out, !Contains("checked:"));
   CHECK(flashsteps("profile --chapter 99", out) == 2);
   CHECK_THAT(out, Contains("no chapter starts with"));
   CHECK(flashsteps("tour --profile --emulator-times /nonexistent/times.csv", out) == 2);

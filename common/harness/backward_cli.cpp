@@ -118,6 +118,9 @@ int backward_main(int argc, char** argv, const std::string& chapter) {
   return guarded([&] {
     std::optional<Profiler> profiler;
     if (profile.on) profiler.emplace(profile);  // refuses before any work
+    if (profile.emulated_heads != 0 || profile.row_groups != "auto")
+      throw UsageError("--emulated-heads and --row-groups sample a forward profile; backward --profile emulates "
+                       "every block of its problem (choose a smaller one)");
     if (list) {
       print_list();
       return 0;

@@ -193,6 +193,7 @@ std::vector<Result> run_all(const std::vector<const Variant*>& chosen, bool name
         if (const std::string why = chosen[i]->unsupported(p); !why.empty()) throw UsageError(why);
         plans[i] = profiler->plan(*chosen[i], p);
         for (const Problem& e : emulated_problems(p, plans[i])) check_runnable(*chosen[i], e, checks);
+        profiler->check_plan(*chosen[i], p, plans[i]);
       } else {
         check_runnable(*chosen[i], p, o);
       }

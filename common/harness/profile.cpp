@@ -33,7 +33,7 @@ void add_profile_options(CLI::App& app, ProfileOptions& o, bool flag) {
       ->capture_default_str();
   app.add_option("--emulated-heads", o.emulated_heads,
                  "with --profile: emulate every block of this many (batch, head) pairs and scale their counts up to "
-                 "all B*H (0: every head, unless the emulation would take long; then the fewest that keep it short)")
+                 "all B*H (0: every head, unless the emulation would take long; then as many as fit in about 20 s)")
       ->capture_default_str();
   app.add_option("--row-groups", o.row_groups,
                  "with --profile: emulate 1, 2 (and 3) groups of 256 query rows and extrapolate the counts to all of "
@@ -195,7 +195,23 @@ std::vector<std::vector<simt::LaunchCounters>> dry_launches(const Variant& v, co
 #endif
   return out;
 }
+// Stages, and launches per stage: what the runs of a plan must share with the whole problem.
+std::vector<size_t> shape_of(const std::vector<std::vector<simt::LaunchCounters>>& launches) {
+  std::vector<size_t> shape;
+  for (const auto& stage : launches) shape.push_back(stage.size());
+  return shape;
+}
 }  // namespace
+
+void Profiler::check_plan(const Variant& v, const Problem& p, const SamplePlan& plan) const {
+  if (!plan.sampled()) return;
+  const std::vector<size_t> whole = shape_of(dry_launches(v, p));
+  for (const Problem& e : emulated_problems(p, plan))
+    if (shape_of(dry_launches(v, e)) != whole)
+      throw UsageError("variant " + v.name + " launches other kernels for " + p.describe() + " than for " +
+                       e.describe() + ", the part of it a profile would emulate: it cannot be sampled (--emulated-heads " +
+                       std::to_string(p.heads()) + " --row-groups never emulates it whole)");
+}
 
 std::string SamplePlan::describe(const Problem& p) const {
   if (!sampled()) return "";
@@ -311,19 +327,14 @@ const Profile& Profiler::run(const Variant& v, const Problem& p, const SamplePla
   }
   std::vector<std::vector<simt::Counters>> launches = runs.front();
   if (plan.sampled()) {
-    // The whole problem's launches, from a dry run: their grids, and the shape the runs must share.
+    // The whole problem's launches, from a dry run: their grids. check_plan() made sure before
+    // the runs that they share its stages and launches; a kernel that still did not is an error.
     const auto dry = dry_launches(v, p);
-    auto same_shape = [&](const std::vector<std::vector<simt::Counters>>& run) {
-      if (run.size() != dry.size()) return false;
-      for (size_t s = 0; s < dry.size(); ++s)
-        if (run[s].size() != dry[s].size()) return false;
-      return true;
-    };
-    for (const auto& run : runs)
-      if (!same_shape(run))
-        throw UsageError("variant " + v.name + " launches other kernels for " + p.describe() +
-                         " than for the part of it emulated: it cannot be sampled (--emulated-heads " +
-                         std::to_string(p.heads()) + " --row-groups never emulates it whole)");
+    for (const auto& run : runs) {
+      bool same = run.size() == dry.size();
+      for (size_t s = 0; same && s < dry.size(); ++s) same = run[s].size() == dry[s].size();
+      if (!same) throw std::runtime_error("variant " + v.name + ": the runs of a sampled profile launched other kernels");
+    }
     std::vector<double> xs;
     for (size_t i = 1; i <= plan.rows.size(); ++i) xs.push_back(static_cast<double>(i));
     for (size_t s = 0; s < dry.size(); ++s)
@@ -334,7 +345,9 @@ const Profile& Profiler::run(const Variant& v, const Problem& p, const SamplePla
           for (const auto& run : runs) at.push_back(run[s][l]);
           c = extrapolate(at, xs, p.Lq / kRowGroup);
         }
-        c.blocks = dry[s][l].counters.blocks;  // exact, where the counts are estimates
+        // The whole problem's launch: its grid, block and shared memory, exact where the counts are estimates.
+        c.blocks = dry[s][l].counters.blocks;
+        c.threads_per_block = dry[s][l].counters.threads_per_block, c.smem_bytes = dry[s][l].counters.smem_bytes;
       }
   }
   return finish(std::move(prof), stages, launches, details);

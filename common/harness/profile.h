@@ -64,6 +64,9 @@ class Profiler {
   // What of p to emulate for v: all of it unless the emulation would take long (or
   // --emulated-heads, --row-groups say otherwise).
   SamplePlan plan(const Variant& v, const Problem& p) const;
+  // Throws UsageError when v launches other kernels for the plan's problems than for p (a dry run
+  // of each: no work), so that a profile that cannot be sampled is refused before it starts.
+  void check_plan(const Variant& v, const Problem& p, const SamplePlan& plan) const;
   // Runs v with the counters on, once per problem the plan emulates (each checked against its fp64
   // reference, `checks` choosing which rows), and prints what the counts say about p, stage by
   // stage when `details`. Throws UsageError when the plan's problems cannot run.

@@ -33,9 +33,6 @@ struct Variant {
   bool mask = true;         // boolean and additive attn_mask
   bool writes_lse = false;  // fills AttentionParams::lse
   long long max_heads = 0;  // B * H the grid can hold (a grid's y dimension: 65535); 0: any
-  // Under is_causal, a Q tile's work grows with its position (K/V tiles past the diagonal are
-  // skipped): a profile sampling its rows then fits a quadratic, not a line (model/sampling.h).
-  bool skips_masked_tiles = false;
   bool best = false;        // the chapter's best variant: the one the tour runs
   // Cost model: scratch memory (the N x N buffers of chapter 01...) and HBM bytes moved.
   std::function<size_t(const Problem&)> workspace_bytes = [](const Problem&) { return size_t{0}; };

@@ -3,8 +3,9 @@
 // modelled time from one emulated head (causal; Lq != Lk under a mask every head shares; d = 128
 // under a mask per head) and from two or three row groups (a causal head, whose counts are a
 // quadratic in the groups; Lq != Lk with a partial group under a mask) is within 3 % of the full
-// emulation's, and so are its DRAM bytes, the term where shared memory and K/V read once per head
-// are easiest to get wrong. Also: when sampling is chosen by itself.
+// emulation's, and so are its DRAM bytes (where shared memory and K/V read once per head are
+// easiest to get wrong) and each term of the model; the blocks are the whole problem's. Also:
+// when sampling is chosen by itself.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
@@ -18,7 +19,10 @@ namespace {
 struct Outcome {
   double us = 0, dram = 0;
   bool pass = false;
+  double blocks = 0;
+  double terms[5] = {};  // DRAM, L2, L1, MUFU, tensor, in us, summed over the stages
 };
+const char* const kTerms[] = {"DRAM", "L2", "L1", "MUFU", "tensor"};
 
 // Every chapter's best variant profiled on p, emulating `heads` of its heads (0: all of them), and
 // its rows in groups when `rows` (model/sampling.h).
@@ -38,7 +42,12 @@ std::vector<Outcome> profile_best(const Problem& p, long long heads, bool rows =
     REQUIRE(plan.rows.empty() == !rows);
     const Profile& pr = profiler.run(*v, p, plan, checks, false);
     Outcome m{pr.us, 0, pr.result.verdict.pass};
-    for (const StageProfile& s : pr.stages) m.dram += dram_bytes(s.counters);
+    for (const StageProfile& s : pr.stages) {
+      m.dram += dram_bytes(s.counters);
+      m.blocks += s.counters.blocks;
+      const double t[5] = {s.terms.dram, s.terms.l2, s.terms.l1, s.terms.mufu, s.terms.tensor};
+      for (int k = 0; k < 5; ++k) m.terms[k] += t[k];
+    }
     out.push_back(m);
   }
   return out;
@@ -65,6 +74,12 @@ void sampled_models_as_whole(const Problem& p, long long heads, bool rows) {
     CHECK(std::isfinite(part[i].us));
     CHECK(std::fabs(part[i].us - whole[i].us) <= 0.03 * whole[i].us);
     CHECK(std::fabs(part[i].dram - whole[i].dram) <= 0.03 * whole[i].dram);
+    CHECK(part[i].blocks == whole[i].blocks);  // the dry run's grids
+    // Every term, not only the one that bounds the time (all of them are L1-bound here).
+    for (int k = 0; k < 5; ++k) {
+      INFO(kTerms[k] << " term: whole " << whole[i].terms[k] << " us, sampled " << part[i].terms[k] << " us");
+      CHECK(std::fabs(part[i].terms[k] - whole[i].terms[k]) <= 0.03 * whole[i].terms[k]);
+    }
   }
 }
 
@@ -117,7 +132,7 @@ TEST_CASE("sampling is chosen by the problem's size", "[sampling]") {
   CHECK(large.heads.total == 512);
   CHECK(large.heads.sampled());
   CHECK(large.heads.emulated >= 1);
-  CHECK(large.heads.emulated <= 16);
+  CHECK(large.heads.emulated < large.heads.total / 4);  // a few: how many depends on the machine's workers
   CHECK(large.rows.empty());
   const std::vector<Problem> e = emulated_problems(shape(32, 16, 1024, 1024, 128), large);
   REQUIRE(e.size() == 1);
