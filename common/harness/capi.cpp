@@ -60,8 +60,7 @@ double fs_workspace_bytes(const char* variant, const fs_problem* p) {
 double fs_hbm_bytes(const char* variant, const fs_problem* p) {
   const Variant* v = find_variant(variant);
   if (!v) return -1;
-  const Problem q = problem_of(*p);
-  return v->hbm_bytes ? v->hbm_bytes(q) : q.qkvo_bytes();
+  return v->bytes_moved(problem_of(*p));
 }
 
 int fs_run(const char* variant, const fs_problem* p, const void* q, const void* k, const void* v, void* o,

@@ -196,7 +196,8 @@ std::vector<std::vector<simt::LaunchCounters>> dry_launches(const Variant& v, co
   return out;
 }
 // Stages, and launches per stage: what the runs of a plan must share with the whole problem.
-std::vector<size_t> shape_of(const std::vector<std::vector<simt::LaunchCounters>>& launches) {
+template <class Launch>
+std::vector<size_t> shape_of(const std::vector<std::vector<Launch>>& launches) {
   std::vector<size_t> shape;
   for (const auto& stage : launches) shape.push_back(stage.size());
   return shape;
@@ -330,11 +331,9 @@ const Profile& Profiler::run(const Variant& v, const Problem& p, const SamplePla
     // The whole problem's launches, from a dry run: their grids. check_plan() made sure before
     // the runs that they share its stages and launches; a kernel that still did not is an error.
     const auto dry = dry_launches(v, p);
-    for (const auto& run : runs) {
-      bool same = run.size() == dry.size();
-      for (size_t s = 0; same && s < dry.size(); ++s) same = run[s].size() == dry[s].size();
-      if (!same) throw std::runtime_error("variant " + v.name + ": the runs of a sampled profile launched other kernels");
-    }
+    for (const auto& run : runs)
+      if (shape_of(run) != shape_of(dry))
+        throw std::runtime_error("variant " + v.name + ": the runs of a sampled profile launched other kernels");
     std::vector<double> xs;
     for (size_t i = 1; i <= plan.rows.size(); ++i) xs.push_back(static_cast<double>(i));
     for (size_t s = 0; s < dry.size(); ++s)
@@ -528,7 +527,7 @@ void Profiler::write_csv(const std::string& results_csv) const {
       Result r = pr.result;  // its rate columns are the modelled problem's, not the heads emulated
       r.problem = pr.problem;
       r.flops = pr.problem.flops();
-      r.hbm_bytes = r.variant->hbm_bytes ? r.variant->hbm_bytes(pr.problem) : pr.problem.qkvo_bytes();
+      r.hbm_bytes = r.variant->bytes_moved(pr.problem);
       r.timing.reps = 1;
       r.timing.median_ms = r.timing.min_ms = pr.us / 1e3;
       const ModelledRow row{gpu_->name, pr.bound};

@@ -49,6 +49,8 @@ struct Variant {
   std::string unsupported(const Problem& p) const;
   std::string supports() const;  // "fp32, fp16, bf16; d 1..256; causal, masks"
   bool answers_to(const std::string& n) const;  // its name or a former one
+  // The bytes its cost model moves on p (hbm_bytes), or Q, K, V read and O written once without one.
+  double bytes_moved(const Problem& p) const { return hbm_bytes ? hbm_bytes(p) : p.qkvo_bytes(); }
 };
 
 std::vector<Variant>& registry();

@@ -171,7 +171,7 @@ Result run_variant(const Variant& v, const Problem& p, const DeviceInputs& in, c
   r.problem = p;
   r.workspace = v.workspace_bytes(p);
   r.flops = p.flops();
-  r.hbm_bytes = v.hbm_bytes ? v.hbm_bytes(p) : p.qkvo_bytes();
+  r.hbm_bytes = v.bytes_moved(p);
   if (v.plan) r.plan = v.plan(p);
 
   DeviceBuffer out(p.q_elems() * dtype_size(p.dtype)), lse(lse_bytes(v, p)), work(r.workspace);
