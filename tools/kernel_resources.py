@@ -333,8 +333,8 @@ def basic_blocks(instrs):
         last, nxt = instrs[e - 1], ([b + 1] if b + 1 < len(starts) else [])
         always = last["pred"] in ("", "@PT")
         target = re.search(r"`\((\.L_x_\d+)\)", last["args"])
-        if last["never"] or not last["op"].startswith(ENDS_BLOCK):
-            succ = nxt
+        if last["never"] or not last["op"].startswith(ENDS_BLOCK) or last["op"].startswith("BRA.DIV"):
+            succ = nxt  # BRA.DIV leaves for a warp collective's slow path only when the warp has diverged
         elif last["targets"] and all(t in label_block for t in last["targets"]):
             succ = list(dict.fromkeys(label_block[t] for t in last["targets"])) + ([] if always else nxt)
         elif last["op"].startswith("BRA") and target and target.group(1) in label_block:
@@ -347,10 +347,18 @@ def basic_blocks(instrs):
 
 def find_loops(blocks):
     """{header: set of blocks}: the natural loop of every back edge (an edge to a block at the same or
-    a lower address), back edges to one header merged."""
+    a lower address) that the entry reaches, back edges to one header merged."""
     preds = {b: [] for b in range(len(blocks))}
     latches = {}
+    reached, stack = set(), [0] if blocks else []
+    while stack:  # blocks no path from the entry reaches (ptxas's final `BRA` to itself) form no loop
+        b = stack.pop()
+        if b not in reached:
+            reached.add(b)
+            stack.extend(blocks[b]["succ"])
     for b, x in enumerate(blocks):
+        if b not in reached:
+            continue
         for s in x["succ"]:
             preds[s].append(b)
             if s <= b:
