@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""test_sass_issue.py: tools/sass_issue.py splits a kernel's SASS into what the model's issue term needs.
+
+  python3 tests/test_sass_issue.py      # exit 0 pass, 1 fail
+
+On a hand-written SASS listing (tests/data/issue_kernel.sass), so it needs neither nvcc nor nvdisasm:
+the blocks outside the loops (fixed), the tile loop found by its own BAR.SYNC (its inner loops apart),
+the inner loop unrolled by 4 kept and its remainder (the same source line) left out, and a BRA.DIV
+slow path after the EXIT that must make no loop. The expected counts are worked out by hand from
+the listing, not read from the script. Also: --check fails on a data file whose source hash is stale.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from checks import Checks
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import kernel_resources as kr  # noqa: E402
+import sass_issue as si  # noqa: E402
+
+
+def main():
+    check = Checks("sass_issue")
+    sass = kr.parse_sass((ROOT / "tests" / "data" / "issue_kernel.sass").read_text())
+    instrs = sass.get("_Z5naivev", [])
+    check(len(instrs) == 30, f"30 instructions parsed (got {len(instrs)})")
+    blocks = kr.basic_blocks(instrs)
+    loops = kr.find_loops(blocks)
+    # The inner loop, its remainder, the tile loop; not the slow path's BRA back to 0x40, nor 0x1d0.
+    check(sorted(len(b) for b in loops.values()) == [1, 1, 4], f"loops of 1, 1 and 4 blocks (got {sorted(len(b) for b in loops.values())})")
+    r = si.issue_profile(instrs, set())
+    names = [k for k, _ in si.KINDS]
+
+    def kinds(counts):
+        return {names[i]: n for i, n in enumerate(counts) if n}
+
+    # Outside the loops: 0x00-0x30 (4), BRA.DIV (1), SHFL (1), STG + EXIT (2); seen: LDG, SHFL, STG.
+    check(r["fixed"][0] == 8 and kinds(r["fixed"][1]) == {"ld": 1, "st": 1, "shfl": 1},
+          f"fixed: 8 instructions, seen an ld, an st and a shuffle (got {r['fixed'][0]}, {kinds(r['fixed'][1])})")
+    # The tile loop's own blocks: BAR + MOV, VIADD + ISETP + BRA.
+    check(r["tile"][0] == 5 and kinds(r["tile"][1]) == {"bar": 1},
+          f"tile: 5 instructions, its BAR.SYNC seen (got {r['tile'][0]}, {kinds(r['tile'][1])})")
+    # The unrolled body: 9 instructions, 4 LDS; the remainder (4 instructions, 1 LDS) left out.
+    check(r["inner"][0] == 9 and kinds(r["inner"][1]) == {"lds": 4},
+          f"inner: the unrolled body's 9 instructions, 4 LDS (got {r['inner'][0]}, {kinds(r['inner'][1])})")
+    check(si.row_text("k", dict(r, registers=32)) ==
+          '{"k", 32, {8, {0, 1, 1, 0, 0, 0, 0, 0, 0, 1}}, {5, {0, 0, 0, 0, 0, 0, 0, 0, 1, 0}}, {9, {0, 0, 0, 0, 0, 4, 0, 0, 0, 0}}},',
+          "the data file's row: registers, then each part's instructions and seen kinds in KINDS' order")
+    check(names == ["cp.async", "ld", "st", "atom", "ldsm", "lds", "sts", "mma", "bar", "shfl"],
+          "KINDS in the order common/model/sass.h reads them")
+
+    # --check: a data file whose hash no longer matches its source is stale (exit 1), one that
+    # matches is not (exit 0) unless a chapter's .cu is missing from it: the real file lists them all.
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "data.inc"
+        src = "tests/data/issue_kernel.sass"
+        good = si.file_hash(str(ROOT / src))
+        listed = "".join(f"// source {f} {si.file_hash(str(ROOT / f))}\n" for f in si.sources())
+        data.write_text(listed + f"// source {src} {good}\n" + '{"k", 1, {0, {}}, {0, {}}, {0, {}}},\n')
+        ok = subprocess.run([sys.executable, str(ROOT / "tools" / "sass_issue.py"), "--check", str(data)], capture_output=True, text=True)
+        check(ok.returncode == 0, f"--check passes a data file whose hashes match (exit {ok.returncode}: {ok.stdout.strip()[-200:]})")
+        data.write_text(listed + f"// source {src} {'0' * 16}\n" + '{"k", 1, {0, {}}, {0, {}}, {0, {}}},\n')
+        stale = subprocess.run([sys.executable, str(ROOT / "tools" / "sass_issue.py"), "--check", str(data)], capture_output=True, text=True)
+        check(stale.returncode == 1 and "STALE tests/data/issue_kernel.sass changed" in stale.stdout,
+              f"--check fails on a changed source (exit {stale.returncode}: {stale.stdout.strip()[-200:]})")
+        data.write_text(f"// source {src} {good}\n" + '{"k", 1, {0, {}}, {0, {}}, {0, {}}},\n')
+        missing = subprocess.run([sys.executable, str(ROOT / "tools" / "sass_issue.py"), "--check", str(data)], capture_output=True, text=True)
+        check(missing.returncode == 1 and "is new" in missing.stdout, f"--check fails when a chapter's source is not listed (exit {missing.returncode})")
+    return check.exit_code()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,281 @@
+#!/usr/bin/env python3
+"""sass_issue.py: what each kernel issues beside what the emulator sees, from the sm_90 SASS.
+
+The emulator counts the instructions a profiler would see move data or synchronise: global and
+shared-memory requests (ld, st, atom, cp.async, ldmatrix), mma.sync, barriers, shuffles and votes.
+It does not see the FP32, integer, conversion and branch instructions around them, which a GPU must
+issue too, at 4 per clock per SM. This tool compiles every kernel of chapters 01 to 07 for sm_90,
+cuts nvdisasm's listing into basic blocks, finds the loops by their back edges and splits each
+kernel in three parts (issue_profile): the blocks outside the loops, one iteration of the tile loop,
+one iteration of the other loops, each with its instructions and the seen instructions of each kind
+in it. common/model/sass.h weights them by the emulator's counts: every warp runs the first part
+once, the tile loop as often as the emulator's barriers say (or its seen instructions), the other
+loops as often as the seen instructions left over say, kind by kind (the fewest: an access the two
+compilers split or merge differently does not inflate it). With each kernel, ptxas's registers per
+thread, which occupancy needs.
+
+  tools/sass_issue.py --out common/model/sass_sm90.inc   # compile, count, write (needs nvcc and nvdisasm,
+                                                         # pip install nvidia-cuda-nvdisasm)
+  tools/sass_issue.py --check                            # exit 1 when a source changed since it was written
+
+The data file names every source file the kernels were compiled from (and this tool, and
+kernel_resources.py) with a hash of its contents; --check (CTest sass_data_fresh) recomputes them
+without a compiler. Exit 2 on bad input or a missing tool.
+"""
+import argparse
+import concurrent.futures
+import glob
+import hashlib
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kernel_resources as kr  # noqa: E402
+
+ROOT = kr.ROOT
+DEFAULT = os.path.join(ROOT, "common", "model", "sass_sm90.inc")
+SOURCES = "0[1-7]_*/*.cu"
+# The kinds of SASS instruction the emulator also counts, one for one (simt/counters.h), and their
+# opcodes, first match wins: global loads and stores (generic LD/ST too), atomics, cp.async (LDGSTS,
+# counted once, on its global side), shared-memory loads, stores and ldmatrix, HMMA (mma.sync),
+# BAR.SYNC (__syncthreads), SHFL and VOTE. common/model/sass.h takes the same kinds from the counters.
+KINDS = [("cp.async", ("LDGSTS",)), ("ld", ("LDG", "LD.")), ("st", ("STG", "ST.")), ("atom", ("ATOMG", "ATOMS", "ATOM.", "RED.")),
+         ("ldsm", ("LDSM",)), ("lds", ("LDS",)), ("sts", ("STS",)), ("mma", ("HMMA",)), ("bar", ("BAR.SYNC",)),
+         ("shfl", ("SHFL", "VOTE."))]
+
+
+def kind(x):
+    """The index in KINDS of the instruction's kind, or None for one the emulator does not see."""
+    if x["never"]:
+        return None
+    for k, (_, ops) in enumerate(KINDS):
+        if x["op"].startswith(ops):
+            return k
+    return None
+
+
+def mix(instrs, blocks, times):
+    """(instructions, [seen instructions of each kind]) of the blocks, each `times[block]` times."""
+    total, seen = 0, [0] * len(KINDS)
+    for b, n in times.items():
+        total += n * (blocks[b]["end"] - blocks[b]["start"])
+        for i in range(blocks[b]["start"], blocks[b]["end"]):
+            k = kind(instrs[i])
+            if k is not None:
+                seen[k] += n
+    return total, seen
+
+
+def reachable(blocks):
+    seen_, stack = set(), [0] if blocks else []
+    while stack:
+        b = stack.pop()
+        if b not in seen_:
+            seen_.add(b)
+            stack.extend(blocks[b]["succ"])
+    return seen_
+
+
+def issue_profile(instrs, cold, params=None):
+    """One kernel's issue data, per warp, in three parts, each (instructions, [seen of each kind]);
+    common/model/model.h's issue term (sass.h) weights them by the emulator's counts:
+      fixed: every block the entry reaches outside the loops, once, but mask code (blocks whose
+        instructions come mostly from `cold` source lines);
+      tile: one iteration of the tile loop. For a kernel with mma.sync, the loop with the most HMMA,
+        on its common path, inner loops times their trip counts (kernel_resources.tile_loop);
+        otherwise the outermost loop with a BAR.SYNC of its own, its own blocks once (its inner
+        loops and its mask code apart);
+      inner: one iteration of each of the other loops: the innermost loops (of an unrolled loop and
+        the remainder loops the compiler made of it, whose back edges come from one source line, the
+        unrolled body, which the remainder does not outrun), each on its common path, with the blocks
+        of the loops between them and the tile loop (mask code apart)."""
+    blocks = kr.basic_blocks(instrs)
+    loops = kr.find_loops(blocks)
+    none = (0, [0] * len(KINDS))
+
+    def count(body, ops):
+        return sum(1 for b in body for i in range(blocks[b]["start"], blocks[b]["end"])
+                   if instrs[i]["op"].startswith(ops) and not instrs[i]["never"])
+
+    def warm(bs):  # without the blocks of mask code (most of their instructions from `cold` lines)
+        return {b for b in bs if 2 * sum(1 for i in range(blocks[b]["start"], blocks[b]["end"]) if instrs[i]["chain"] & cold)
+                <= blocks[b]["end"] - blocks[b]["start"]}
+
+    def inner_of(h):
+        return set().union(*(loops[g] for g in loops if g != h and g in loops[h]), set())
+
+    out, described, tile_blocks = {"tile": none}, [], set()
+    if any(count(body, "HMMA") for body in loops.values()):
+        head = min(loops.items(), key=lambda hb: (-count(hb[1], "HMMA"), len(hb[1])))[0]
+        walk = kr.common_path(instrs, blocks, loops, head, loops[head], cold, params)
+        tile_blocks = loops[head]
+        out["tile"] = mix(instrs, blocks, walk[0] if walk else {b: 1 for b in tile_blocks})
+        described.append("tile %d/%d%s" % (out["tile"][0], sum(out["tile"][1]), "" if walk else " (every block once)"))
+    else:
+        outer = [h for h in loops if not any(g != h and h in loops[g] for g in loops)]
+        with_bar = [h for h in sorted(outer) if count(loops[h] - inner_of(h), "BAR.SYNC")]
+        if with_bar:
+            head = with_bar[0]
+            tile_blocks = loops[head] - inner_of(head)
+            out["tile"] = mix(instrs, blocks, {b: 1 for b in warm(tile_blocks)})
+            described.append("tile %d/%d" % (out["tile"][0], sum(out["tile"][1])))
+    groups, between = {}, set()
+    for h in loops:
+        if h in tile_blocks or loops[h] <= tile_blocks:
+            continue
+        if any(g != h and g in loops[h] for g in loops):
+            between |= loops[h] - inner_of(h) - tile_blocks
+            continue
+        latch = max(b for b in loops[h] if h in blocks[b]["succ"])
+        key = frozenset(instrs[blocks[latch]["end"] - 1]["chain"])
+        weight = (sum(mix(instrs, blocks, {b: 1 for b in loops[h]})[1]), len(loops[h]))
+        if key not in groups or weight > groups[key][0]:
+            groups[key] = (weight, h)
+    total, seen = mix(instrs, blocks, {b: 1 for b in warm(between)})
+    for _, h in sorted(groups.values()):
+        walk = kr.common_path(instrs, blocks, loops, h, loops[h], cold, params)
+        n, v = mix(instrs, blocks, walk[0] if walk else {b: 1 for b in loops[h]})
+        total, seen = total + n, [x + y for x, y in zip(seen, v)]
+        described.append("%d/%d" % (n, sum(v)))
+    out["inner"] = (total, seen)
+    out["fixed"] = mix(instrs, blocks, {b: 1 for b in warm(reachable(blocks) - set().union(*loops.values(), set()))})
+    out["loops"] = " ".join(described)
+    return out
+
+
+# ---- the data file ----------------------------------------------------------------------------------
+def file_hash(path):
+    return hashlib.sha256(open(path, "rb").read()).hexdigest()[:16]
+
+
+def dependencies(nvcc, src):
+    """The repository's files that nvcc reads to compile src (nvcc -MM)."""
+    r = subprocess.run([nvcc, "-std=c++20", "-MM", "-arch=sm_90", "-I" + ROOT, "-I" + os.path.join(ROOT, "common"),
+                        "-I" + os.path.join(ROOT, "common/simt/include"), src], capture_output=True, text=True)
+    if r.returncode != 0:
+        kr.fail("nvcc -MM failed on %s:\n%s" % (src, r.stderr[-2000:]), 1)
+    deps = set()
+    for tok in r.stdout.replace("\\\n", " ").split(":", 1)[-1].split():  # what follows "target:"
+        path = os.path.realpath(tok if os.path.isabs(tok) else os.path.join(ROOT, tok))
+        if path.startswith(ROOT + os.sep):
+            deps.add(os.path.relpath(path, ROOT))
+    return deps
+
+
+def sources():
+    return sorted(os.path.relpath(f, ROOT) for f in glob.glob(os.path.join(ROOT, SOURCES)))
+
+
+PARTS = ["fixed", "tile", "inner"]
+
+
+def row_text(name, r):
+    parts = ", ".join("{%d, {%s}}" % (r[p][0], ", ".join(str(v) for v in r[p][1])) for p in PARTS)
+    return '{"%s", %d, %s},' % (name, r["registers"], parts)
+
+
+def write(out, rows, deps, version, nvdisasm_version):
+    lines = ["// %s: what each kernel issues per instruction the emulator sees, from the sm_90 SASS." % os.path.relpath(out, ROOT),
+             "// Written by tools/sass_issue.py (its docstring says how) from %s and nvdisasm %s." % (version, nvdisasm_version),
+             "// Do not edit: regenerate with tools/sass_issue.py --out %s after changing a source below;" % os.path.relpath(out, ROOT),
+             "// CTest sass_data_fresh fails until then. A compiler's report: nothing here ran on a GPU.",
+             "//"]
+    lines += ["// source %s %s" % (f, file_hash(os.path.join(ROOT, f))) for f in sorted(deps)]
+    lines += ["//", "// {kernel, registers, %s}: {instructions, {seen: %s}}" % (", ".join(PARTS), ", ".join(k for k, _ in KINDS))]
+    lines += [row_text(name, rows[name]) for name in sorted(rows)]
+    open(out, "w").write("\n".join(lines) + "\n")
+
+
+def check(path):
+    """Exit status: 0 when every source the data file names hashes as it did, 1 when not."""
+    if not os.path.exists(path):
+        kr.fail("%s does not exist: write it with tools/sass_issue.py --out %s" % (path, path))
+    listed = {}
+    kernels = 0
+    for line in open(path):
+        m = re.match(r"// source (\S+) ([0-9a-f]+)$", line.strip())
+        if m:
+            listed[m.group(1)] = m.group(2)
+        kernels += line.startswith('{"')
+    stale = []
+    for f, h in sorted(listed.items()):
+        p = os.path.join(ROOT, f)
+        if not os.path.exists(p):
+            stale.append("%s is gone" % f)
+        elif file_hash(p) != h:
+            stale.append("%s changed" % f)
+    for f in sources():
+        if f not in listed:
+            stale.append("%s is new" % f)
+    for s in stale:
+        print("STALE " + s)
+    print("%s: %d kernels from %d source files; %s" % (os.path.relpath(path, ROOT), kernels, len(listed),
+                                                      "stale: regenerate with tools/sass_issue.py --out " + os.path.relpath(path, ROOT)
+                                                      if stale else "up to date"))
+    if not kernels or not listed:
+        print("no kernels or no sources listed")
+        return 1
+    return 1 if stale else 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog=__doc__[__doc__.index("\n"):])
+    ap.add_argument("--out", help="the data file to write (common/model/sass_sm90.inc)")
+    ap.add_argument("--check", nargs="?", const=DEFAULT, metavar="FILE", help="check that FILE (default %(const)s) is up to date")
+    ap.add_argument("--nvcc", help="nvcc to use (default: on PATH or /usr/local/cuda/bin)")
+    ap.add_argument("--nvdisasm", help="nvdisasm to use (default: on PATH, the CUDA toolkit or the PyPI package)")
+    ap.add_argument("--jobs", type=int, default=2)
+    a = ap.parse_args()
+    if bool(a.out) == bool(a.check):
+        kr.fail("give one of --out FILE or --check")
+    if a.check:
+        sys.exit(check(a.check))
+    if not os.path.isdir(os.path.dirname(os.path.abspath(a.out))):
+        kr.fail("--out %s: no such folder" % a.out)
+    nvcc, nvdisasm = kr.find_tool("nvcc", a.nvcc), kr.find_tool("nvdisasm", a.nvdisasm)
+    if not nvcc:
+        kr.fail("nvcc not found (give --nvcc)")
+    if not nvdisasm:
+        kr.fail("nvdisasm not found: pip install nvidia-cuda-nvdisasm, or give --nvdisasm")
+    srcs = [os.path.join(ROOT, f) for f in sources()]
+    version = next((l for l in subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout.splitlines() if "release" in l), "nvcc")
+    nd_version = next((l for l in subprocess.run([nvdisasm, "--version"], capture_output=True, text=True).stdout.splitlines() if "release" in l), "?")
+    p = kr.smem_table([]).get("params")  # the common path's problem: no is_causal, no attn_mask
+    params = {"c[0x0][%#x]" % (0x210 + p[0]): p[1], "c[0x0][%#x]" % (0x210 + p[2]): p[3]} if p else {}
+    cold, mask_only = kr.cold_lines(), kr.mask_lines()
+    rows, deps = {}, set()
+    with tempfile.TemporaryDirectory() as tmp:
+        def one(src):
+            where = os.path.join(tmp, re.sub(r"\W", "_", os.path.relpath(src, ROOT)))  # two files may share a name
+            os.makedirs(where)
+            cubin, log = kr.compile_one(nvcc, src, "sm_90", where)
+            r = subprocess.run([nvdisasm, "-c", "-gi", cubin], capture_output=True, text=True)
+            if r.returncode != 0:
+                kr.fail("nvdisasm failed on %s: %s" % (cubin, r.stderr[-1000:]), 1)
+            return src, kr.parse_ptxas(log), kr.parse_sass(r.stdout), dependencies(nvcc, src)
+
+        with concurrent.futures.ThreadPoolExecutor(max(1, a.jobs)) as pool:
+            results = list(pool.map(one, srcs))
+    mangled = sorted({m for _, _, sass, _ in results for m in sass})
+    names = kr.demangle(mangled)
+    for src, ptxas, sass, dep in results:
+        deps |= dep | {os.path.relpath(src, ROOT)}
+        for m, instrs in sass.items():
+            name = names[m]
+            data = issue_profile(instrs, cold if "lean_loop_kernel" in name else mask_only, params)
+            data["registers"] = ptxas.get((m, "sm_90"), {}).get("registers", 0)
+            if name in rows and rows[name] != data:
+                kr.fail("two kernels named %s differ (%s)" % (name, src), 1)
+            rows[name] = data
+            print("%-100s %s" % (name[:100], data["loops"]))
+    deps |= {"tools/sass_issue.py", "tools/kernel_resources.py"}  # how the data is counted is a source too
+    write(a.out, rows, deps, version, nd_version)
+    print("wrote %s: %d kernels from %d source files" % (a.out, len(rows), len(deps)))
+
+
+if __name__ == "__main__":
+    main()
