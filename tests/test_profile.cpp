@@ -12,7 +12,9 @@
 #include <vector>
 
 #include "harness/profile.h"
+#include "harness/registry.h"
 #include "harness/report.h"
+#include "model/model.h"
 
 using Catch::Matchers::Contains;
 
@@ -35,7 +37,113 @@ std::vector<std::string> lines(const std::string& path) {
 std::string scratch(const char* name) { return "flashsteps-profile-test-" + std::to_string(getpid()) + "-" + name; }
 }  // namespace
 
+TEST_CASE("the issue term: a kernel's SASS data weighted by the emulator's counts", "[profile]") {
+  using namespace attn;
+  // 4 blocks of 64 threads: 8 warps. Each runs the fixed part (10 instructions; an LDS and a
+  // barrier seen) and 5 tiles (100 instructions; 18 LDS and 2 barriers); the copy loop (6
+  // instructions; an LDG and an STS) runs 30 times in all.
+  SassKernel k{"k", 64, {10, {}}, {100, {}}, {6, {}}};
+  k.fixed.seen[kSeenLds] = 1, k.fixed.seen[kSeenBar] = 1;
+  k.tile.seen[kSeenLds] = 18, k.tile.seen[kSeenBar] = 2;
+  k.inner.seen[kSeenLd] = 1, k.inner.seen[kSeenSts] = 1;
+  simt::Counters c;
+  c.launches = 1, c.blocks = 4, c.threads_per_block = 64;
+  c.barriers = 8 * 1 + 40 * 2;
+  c.shared[simt::kSharedLoad32].requests = 8 * 1 + 40 * 18;
+  c.global[simt::kGlobalLoad].requests = 30;
+  c.shared[simt::kSharedStore32].requests = 30;
+  c.shared[simt::kCpAsyncDestination].requests = 1000;  // cp.async: seen once, on its global side
+  CHECK(issued_instructions(c, k) == 8 * 10 + 40 * 100 + 30 * 6);
+  // A kind the emulator counts more of than the SASS has (two compilers splitting an access
+  // differently) does not inflate a part: the kind allowing the fewest trips decides.
+  simt::Counters more = c;
+  more.shared[simt::kSharedStore32].requests += 50;  // the copy loop: its LDG still says 30
+  more.shared[simt::kSharedLoad32].requests += 500;  // the tiles: the barriers still say 40
+  CHECK(issued_instructions(more, k) == 8 * 10 + 40 * 100 + 30 * 6);
+  // Without a barrier in the tile loop, its seen kinds give the tiles.
+  SassKernel no_bar = k;
+  no_bar.fixed.seen[kSeenBar] = no_bar.tile.seen[kSeenBar] = 0;
+  CHECK(issued_instructions(c, no_bar) == Approx(8 * 10 + 40 * 100 + 30 * 6));
+  // The term: instructions over 4 per clock per SM, on the SMs the grid keeps busy.
+  const GpuSpec& g = kGpus[0];
+  const Modelled m = model(c, g, &k);
+  CHECK(m.sass_known);
+  CHECK(m.instructions == issued_instructions(c, k));
+  const double warps_per_sm = 2;  // one block of 2 warps on each of 4 SMs: 2 of 4 schedulers issue
+  CHECK(m.issue == Approx(m.instructions / (4 * g.clock_ghz * 1e9 * 4 * (warps_per_sm / 4)) * 1e6));
+  CHECK(model(c, g).issue == 0);  // a kernel the data does not know: no term
+  // A loop that issues more instructions for the same seen ones models slower when issue-bound.
+  SassKernel heavier = k;
+  heavier.tile.instructions = 200;
+  CHECK(model(c, g, &heavier).issue > 1.8 * m.issue);
+  CHECK(model(c, g, &heavier).total() > m.total());
+}
+
+TEST_CASE("occupancy counts registers: 255 per thread leave room for 2 blocks of 128 threads", "[profile]") {
+  using namespace attn;
+  const GpuSpec& g = kGpus[0];
+  // 255 registers: 8160 per warp, allocated as 8192; 4 warps take 32768 of the 65536.
+  CHECK(blocks_per_sm(128, 0, 255, g) == 2);
+  CHECK(blocks_per_sm(128, 0, 0, g) == 16);     // registers unknown: threads decide (2048 / 128)
+  CHECK(blocks_per_sm(128, 0, 32, g) == 16);    // 32 registers: 16 blocks x 4 warps x 1024 = 65536
+  CHECK(blocks_per_sm(128, 0, 40, g) == 12);    // 40 -> 1280 per warp: 65536 / 5120 = 12.8
+  CHECK(blocks_per_sm(256, 100 * 1024, 64, g) == 2);  // shared memory: 228 KB / 101 KB
+}
+
 #if SIMT_COUNTERS
+TEST_CASE("every kernel a chapter launches has SASS data: the issue term and registers apply", "[profile]") {
+  using namespace attn;
+  std::vector<std::string> missing;
+  size_t launches = 0;
+  for (const Variant& v : registry())
+    for (DType t : {DType::fp16, DType::bf16, DType::fp32})
+      for (int d : {32, 64, 96, 128, 256}) {
+        Problem p;
+        p.B = 1, p.H = 2, p.Lq = p.Lk = 128, p.d = d, p.dtype = t;
+        if (!v.unsupported(p).empty()) continue;
+        for (const auto& stage : dry_launches(v, p))
+          for (const simt::LaunchCounters& l : stage) {
+            ++launches;
+            if (!find_sass(l.kernel)) missing.push_back(v.name + " " + p.describe() + ": \"" + l.kernel + "\"");
+          }
+      }
+  CHECK(launches > 100);
+  for (const std::string& m : missing) UNSCOPED_INFO(m);
+  CHECK(missing.empty());
+}
+
+TEST_CASE("rows_32's tile loop issues more than lean_loop's: it models more issue time", "[profile]") {
+  // Chapter 05's steps g and h see the same instructions (ldmatrix, cp.async, mma.sync); the SASS
+  // of step g's tile loop issues far more around them (results/static-sm90: 1327 against 729 per
+  // tile at d = 64).
+  const std::string counters = scratch("issue.csv");
+  std::string out;
+  REQUIRE(flashsteps("profile -v rows_32 -v lean_loop -n 512 --counters-csv " + counters, out) == 0);
+  INFO(out);
+  const std::vector<std::string> rows = lines(counters);
+  REQUIRE(rows.size() == 3);
+  auto column = [&](const std::string& row, const std::string& name) {
+    std::vector<std::string> names, fields;
+    std::string f;
+    bool quoted = false;
+    for (char ch : rows[0] + ",") (ch == ',' ? (names.push_back(f), f.clear()) : f.push_back(ch));
+    for (char ch : row + ",") {
+      if (ch == '"') quoted = !quoted;
+      else if (ch == ',' && !quoted) fields.push_back(f), f.clear();
+      else f.push_back(ch);
+    }
+    for (size_t i = 0; i < names.size(); ++i)
+      if (names[i] == name) return std::atof(fields.at(i).c_str());
+    FAIL("no column " << name);
+    return 0.0;
+  };
+  CHECK(column(rows[1], "mma") == column(rows[2], "mma"));
+  CHECK(column(rows[1], "instructions") > 1.4 * column(rows[2], "instructions"));
+  CHECK(column(rows[1], "issue_us") > 1.4 * column(rows[2], "issue_us"));
+  CHECK_THAT(out, Contains("warp instructions"));
+  std::remove(counters.c_str());
+}
+
 TEST_CASE("profile prints each stage's counters and modelled time, and appends modelled rows", "[profile]") {
   const std::string csv = scratch("rows.csv"), counters = scratch("counters.csv");
   std::string out;

@@ -19,8 +19,8 @@ const char* const kCountersCsvHeader =
     "threads_per_block,ld_requests,ld_sectors_per_request,st_requests,st_sectors_per_request,cp_async_requests,"
     "cp_async_sectors_per_request,atom_requests,atom_sectors_per_request,dram_read_bytes,dram_write_bytes,l2_bytes,"
     "shared_requests,shared_wavefronts,shared_conflicts,ldmatrix_requests,ldmatrix_conflicts,"
-    "cp_async_dst_conflicts,l1_wavefronts,mma,mma_flop,mufu,barriers,shuffles,gpu,modelled_us,bound,dram_us,l2_us,"
-    "l1_us,mufu_us,tensor_us,launch_us,sm_share,blocks_per_sm,waves,beyond_l2";
+    "cp_async_dst_conflicts,l1_wavefronts,mma,mma_flop,mufu,barriers,shuffles,instructions,gpu,modelled_us,bound,dram_us,"
+    "l2_us,l1_us,issue_us,mufu_us,tensor_us,launch_us,sm_share,blocks_per_sm,waves,beyond_l2";
 
 void add_profile_options(CLI::App& app, ProfileOptions& o, bool flag) {
   if (flag)
@@ -141,12 +141,18 @@ void print_stage(const StageProfile& s, const GpuSpec& g, int sample) {
   std::printf("    ops       mma.sync %s (%s FLOP) | MUFU %s | barriers %s | shuffles %s\n", count(c.mma).c_str(),
               count(c.mma_flop).c_str(), count(c.mufu).c_str(), count(c.barriers).c_str(), count(c.shuffles).c_str());
   const Modelled& m = s.terms;
-  std::printf("    modelled  %.2f us on %s, %s-bound: DRAM %.2f, L2 %.2f, L1 %.2f, MUFU %.2f, tensor %.2f us "
+  std::printf("    modelled  %.2f us on %s, %s-bound: DRAM %.2f, L2 %.2f, L1 %.2f, issue %.2f, MUFU %.2f, tensor %.2f us "
               "(%.0f%% of the SMs' time busy) + launch %.2f us\n",
-              s.us, g.name, s.bound.c_str(), m.dram, m.l2, m.l1, m.mufu, m.tensor, 100 * m.share, m.launch);
-  std::printf("    occupancy %.0f block%s per SM by threads and dynamic shared memory (registers not known here): "
-              "%.0f wave%s\n",
-              m.blocks_per_sm, m.blocks_per_sm == 1 ? "" : "s", m.waves, m.waves == 1 ? "" : "s");
+              s.us, g.name, s.bound.c_str(), m.dram, m.l2, m.l1, m.issue, m.mufu, m.tensor, 100 * m.share, m.launch);
+  if (m.sass_known)
+    std::printf("    issue     %s warp instructions (the sm_90 SASS's, weighted by the counts above: model/sass.h)\n",
+                count(m.instructions).c_str());
+  else
+    std::printf("    issue     not modelled: the SASS data (model/sass_sm90.inc) does not know kernel \"%s\"\n",
+                s.unknown_kernel.c_str());
+  std::printf("    occupancy %.0f block%s per SM by threads, %sdynamic shared memory: %.0f wave%s\n", m.blocks_per_sm,
+              m.blocks_per_sm == 1 ? "" : "s", m.sass_known ? "registers and " : "(registers not known) ", m.waves,
+              m.waves == 1 ? "" : "s");
 }
 
 // The Lq of each problem a row-group sample emulated, "256;512", or "" for every row.
@@ -173,8 +179,16 @@ namespace {
 constexpr double kCountersSlowdown = 10;
 constexpr double kWholeProblemUpTo = 20;
 
-// Every launch of v on p, with its grid, block and shared memory, and none of its blocks run: the
-// emulator's dry run. The kernels' addresses point at nothing they would read.
+// Stages, and launches per stage: what the runs of a plan must share with the whole problem.
+template <class Launch>
+std::vector<size_t> shape_of(const std::vector<std::vector<Launch>>& launches) {
+  std::vector<size_t> shape;
+  for (const auto& stage : launches) shape.push_back(stage.size());
+  return shape;
+}
+}  // namespace
+
+// The kernels' addresses point at nothing they would read.
 std::vector<std::vector<simt::LaunchCounters>> dry_launches(const Variant& v, const Problem& p) {
   static const char nothing[64] = {};
   AttentionParams a = attention_params(p, nothing, nothing, nothing, nothing);
@@ -195,14 +209,6 @@ std::vector<std::vector<simt::LaunchCounters>> dry_launches(const Variant& v, co
 #endif
   return out;
 }
-// Stages, and launches per stage: what the runs of a plan must share with the whole problem.
-template <class Launch>
-std::vector<size_t> shape_of(const std::vector<std::vector<Launch>>& launches) {
-  std::vector<size_t> shape;
-  for (const auto& stage : launches) shape.push_back(stage.size());
-  return shape;
-}
-}  // namespace
 
 void Profiler::check_plan(const Variant& v, const Problem& p, const SamplePlan& plan) const {
   if (!plan.sampled()) return;
@@ -302,6 +308,7 @@ const Profile& Profiler::run(const Variant& v, const Problem& p, const SamplePla
                 plan.describe(p).c_str());
   }
   std::vector<std::string> stages;
+  std::vector<std::vector<std::string>> kernels;  // [stage][launch]
   std::vector<std::vector<std::vector<simt::Counters>>> runs;  // [problem emulated][stage][launch]
   for (const Problem& e : emulated_problems(p, plan)) {
     if (plan.sampled()) std::printf("  emulating %s\n", e.describe().c_str());
@@ -317,11 +324,12 @@ const Profile& Profiler::run(const Variant& v, const Problem& p, const SamplePla
     std::vector<const void*> shared;
     if (e.mask != MaskKind::none && !e.mask_per_head) shared.push_back(in.inputs.mask.get());
     std::vector<std::vector<simt::Counters>> counts;
-    stages.clear();
+    stages.clear(), kernels.clear();
     for (const Stages::Time& t : r.timing.stages) {
       stages.push_back(t.stage);
-      counts.emplace_back();
-      for (const simt::LaunchCounters& l : t.counters) counts.back().push_back(scaled(l, plan.heads, shared));
+      counts.emplace_back(), kernels.emplace_back();
+      for (const simt::LaunchCounters& l : t.counters)
+        counts.back().push_back(scaled(l, plan.heads, shared)), kernels.back().push_back(l.kernel);
     }
     runs.push_back(std::move(counts));
     if (runs.size() == 1 || (!r.verdict.pass && prof.result.verdict.pass)) prof.result = std::move(r);
@@ -349,7 +357,7 @@ const Profile& Profiler::run(const Variant& v, const Problem& p, const SamplePla
         c.threads_per_block = dry[s][l].counters.threads_per_block, c.smem_bytes = dry[s][l].counters.smem_bytes;
       }
   }
-  return finish(std::move(prof), stages, launches, details);
+  return finish(std::move(prof), stages, launches, kernels, details);
 }
 
 const Profile& Profiler::run(const std::function<Result()>& counted, bool details) {
@@ -363,26 +371,32 @@ const Profile& Profiler::run(const std::function<Result()>& counted, bool detail
   prof.plan.heads = {heads, heads};
   std::vector<std::string> stages;
   std::vector<std::vector<simt::Counters>> launches;
+  std::vector<std::vector<std::string>> kernels;
   for (const Stages::Time& t : prof.result.timing.stages) {
     stages.push_back(t.stage);
-    launches.emplace_back();
-    for (const simt::LaunchCounters& l : t.counters) launches.back().push_back(l.counters);
+    launches.emplace_back(), kernels.emplace_back();
+    for (const simt::LaunchCounters& l : t.counters) launches.back().push_back(l.counters), kernels.back().push_back(l.kernel);
   }
-  return finish(std::move(prof), stages, launches, details);
+  return finish(std::move(prof), stages, launches, kernels, details);
 }
 
 const Profile& Profiler::finish(Profile prof, const std::vector<std::string>& stages,
-                                const std::vector<std::vector<simt::Counters>>& launches, bool details) {
+                                const std::vector<std::vector<simt::Counters>>& launches,
+                                const std::vector<std::vector<std::string>>& kernels, bool details) {
   const Variant& v = *prof.result.variant;
   double longest = -1;
   for (size_t i = 0; i < stages.size(); ++i) {
     StageProfile s;
     s.stage = stages[i];
     double launch_longest = -1;
-    for (const simt::Counters& c : launches[i]) {
+    s.terms.sass_known = true;
+    for (size_t l = 0; l < launches[i].size(); ++l) {
+      const simt::Counters& c = launches[i][l];
       s.counters += c;
-      const Modelled m = model(c, *gpu_);
+      const Modelled m = model(c, *gpu_, find_sass(kernels[i][l]));
       s.terms.dram += m.dram, s.terms.l2 += m.l2, s.terms.l1 += m.l1, s.terms.mufu += m.mufu, s.terms.tensor += m.tensor;
+      s.terms.issue += m.issue, s.terms.instructions += m.instructions, s.terms.sass_known &= m.sass_known;
+      if (!m.sass_known) s.unknown_kernel = kernels[i][l];
       s.terms.launch += m.launch, s.terms.share = std::max(s.terms.share, m.share);
       s.terms.beyond_l2 |= m.beyond_l2;
       s.us += m.total();
@@ -510,7 +524,7 @@ void Profiler::print_summary() const {
                 "us: an %s's time from the counters, and what bounds it\n",
                 gpu_->name);
   std::printf("TFLOP/s: 4*B*H*d per visible (query, key) pair over the modelled time; %% peak: of the %.1f TFLOP/s dense "
-              "fp16 tensor-core peak; blocks/SM: occupancy of the longest stage (threads and dynamic shared memory)\n",
+              "fp16 tensor-core peak; blocks/SM: occupancy of the longest stage (threads, registers and dynamic shared memory)\n",
               gpu_->tensor_tflops);
   for (const Profile& pr : profiles_)
     if (pr.plan.sampled())
@@ -565,8 +579,10 @@ void Profiler::write_csv(const std::string& results_csv) const {
           << c.shared_requests() << ',' << c.shared_wavefronts() << ',' << c.shared_conflicts() << ',' << ldsm_req << ','
           << ldsm_conf << ',' << c.shared[simt::kCpAsyncDestination].conflicts() << ',' << l1_wavefronts(c) << ','
           << c.mma << ',' << c.mma_flop
-          << ',' << c.mufu << ',' << c.barriers << ',' << c.shuffles << ",\"" << gpu_->name << "\"," << s.us << ','
-          << s.bound << ',' << s.terms.dram << ',' << s.terms.l2 << ',' << s.terms.l1 << ',' << s.terms.mufu << ','
+          << ',' << c.mufu << ',' << c.barriers << ',' << c.shuffles << ',';
+      if (s.terms.sass_known) row << s.terms.instructions;  // empty: a kernel the SASS data does not know
+      row << ",\"" << gpu_->name << "\"," << s.us << ',' << s.bound << ',' << s.terms.dram << ',' << s.terms.l2 << ','
+          << s.terms.l1 << ',' << s.terms.issue << ',' << s.terms.mufu << ','
           << s.terms.tensor << ',' << s.terms.launch << ',' << s.terms.share << ',' << s.terms.blocks_per_sm << ','
           << s.terms.waves << ',' << (s.terms.beyond_l2 ? 1 : 0);
       out << row.str() << '\n';

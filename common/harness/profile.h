@@ -36,6 +36,7 @@ struct StageProfile {
   Modelled terms;      // summed over the launches
   double us = 0;       // modelled: the launches' times summed
   std::string bound;   // of its longest launch
+  std::string unknown_kernel;  // a kernel of the stage that the SASS data does not know ("" when none)
 };
 // What a profile emulates of a problem (model/sampling.h): every head or a few, every row or a
 // few row groups.
@@ -88,9 +89,11 @@ class Profiler {
  private:
   // The inputs and reference of a problem emulated, kept for the next variants (the last few).
   const Prepared& prepared(const Problem& p, const RunOptions& checks);
-  // Models and prints the stages' counters (one per launch, each for the whole problem).
+  // Models and prints the stages' counters (one per launch, each for the whole problem, with its
+  // kernel's name).
   const Profile& finish(Profile prof, const std::vector<std::string>& stages,
-                        const std::vector<std::vector<simt::Counters>>& launches, bool details);
+                        const std::vector<std::vector<simt::Counters>>& launches,
+                        const std::vector<std::vector<std::string>>& kernels, bool details);
   ProfileOptions o_;
   const GpuSpec* gpu_;
   std::vector<Profile> profiles_;
@@ -99,6 +102,10 @@ class Profiler {
 
 // The problems the emulator runs for p under a plan, one per run (p itself when not sampled).
 std::vector<Problem> emulated_problems(const Problem& p, const SamplePlan& plan);
+
+// Every launch of v on p ([stage][launch]: its kernel, grid, block and shared memory) from the
+// emulator's dry run, which runs none of its blocks; empty outside a counters build.
+std::vector<std::vector<simt::LaunchCounters>> dry_launches(const Variant& v, const Problem& p);
 
 // The header of --counters-csv files (results/README.md).
 extern const char* const kCountersCsvHeader;

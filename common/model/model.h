@@ -7,6 +7,7 @@
 //   t = max( DRAM bytes        / DRAM bandwidth,
 //            L2 bytes          / L2 bandwidth,
 //            L1 wavefronts     / (1 per clock per SM),      shared-memory and global-load passes
+//            instructions      / (4 per clock per SM),      every warp instruction issued (sass.h)
 //            MUFU operations   / (16 per clock per SM),     exponentials and friends
 //            mma.sync FLOP     / mma.sync peak )
 //       / busy  +  launch
@@ -15,39 +16,44 @@
 // given the most runs ceil(blocks / SMs) of them while the launch lasts: busy = blocks / (SMs x
 // ceil(blocks / SMs)). A grid of 8 blocks keeps 8 of 132 SMs working (busy 0.06); one of 133
 // blocks runs 2 on one SM while 131 run 1 (busy 0.50), the tail of wave quantization. How many
-// blocks an SM holds at once (occupancy) does not change a throughput: it gives the waves,
-// printed, and the warps an SM has to issue from. A warp lives in one of the SM's 4 schedulers,
-// each with its own tensor core and MUFU, so an SM holding fewer than 4 warps leaves some of them
-// idle: those two terms are divided by min(1, warps resident / 4) as well.
+// blocks an SM holds at once (occupancy: threads, registers and shared memory) does not change a
+// throughput: it gives the waves, printed, and the warps an SM has to issue from. A warp lives in
+// one of the SM's 4 schedulers, each with its own issue slot, tensor core and MUFU, so an SM
+// holding fewer than 4 warps leaves some of them idle: those three terms are divided by
+// min(1, warps resident / 4) as well.
 //
-// The model is a roofline: every unit at its peak, with perfect overlap. It does not count FP32
-// and integer instructions, latency (a kernel with few warps waits instead of streaming), registers
-// (the CPU build does not know them: occupancy is from threads and dynamic shared memory only), or
-// DRAM traffic beyond one read of each sector per launch (a footprint larger than L2 is flagged).
-// So it says which kernel should be faster and why, within a factor, not the time to 10%.
+// The instructions issued come from the compiler's sm_90 SASS, counted by control flow and weighted
+// by what the emulator counted (sass.h); a kernel the SASS data does not know has no issue term, and
+// its occupancy ignores registers. The model is a roofline: every unit at its peak, with perfect
+// overlap. It does not count latency (a kernel with few warps waits instead of streaming), or DRAM
+// traffic beyond one read of each sector per launch (a footprint larger than L2 is flagged). So it
+// says which kernel should be faster and why, within a factor, not the time to 10%.
 #pragma once
 #include <algorithm>
 #include <cmath>
 
 #include "gpu.h"
+#include "sass.h"
 #include "simt/counters.h"
 
 namespace attn {
 
 // One launch's modelled time, term by term, in microseconds.
 struct Modelled {
-  double dram = 0, l2 = 0, l1 = 0, mufu = 0, tensor = 0;  // each at the share of the GPU the grid keeps busy
+  double dram = 0, l2 = 0, l1 = 0, issue = 0, mufu = 0, tensor = 0;  // each at the share of the GPU the grid keeps busy
   double launch = 0;
   double share = 0;          // busy: blocks / (SMs x ceil(blocks / SMs))
-  double blocks_per_sm = 0;  // occupancy, from threads and dynamic shared memory
+  double blocks_per_sm = 0;  // occupancy, from threads, registers (when known) and dynamic shared memory
   double waves = 0;          // ceil(blocks / (SMs x blocks_per_sm))
+  double instructions = 0;   // warp instructions issued (0 when the SASS data does not know the kernel)
+  bool sass_known = false;   // the issue term and the registers come from the SASS data
   bool beyond_l2 = false;    // the launch touches more than L2 holds: DRAM bytes are a lower bound
-  double total() const { return std::max({dram, l2, l1, mufu, tensor}) + launch; }
-  // "DRAM", "L2", "L1", "MUFU", "tensor", or "launch" when the launch costs more than all of them.
+  double total() const { return std::max({dram, l2, l1, issue, mufu, tensor}) + launch; }
+  // "DRAM", "L2", "L1", "issue", "MUFU", "tensor", or "launch" when the launch costs more than all of them.
   const char* bound() const {
-    const double t = std::max({dram, l2, l1, mufu, tensor});
+    const double t = std::max({dram, l2, l1, issue, mufu, tensor});
     if (launch > t) return "launch";
-    return t == dram ? "DRAM" : t == l2 ? "L2" : t == l1 ? "L1" : t == mufu ? "MUFU" : "tensor";
+    return t == dram ? "DRAM" : t == l2 ? "L2" : t == l1 ? "L1" : t == issue ? "issue" : t == mufu ? "MUFU" : "tensor";
   }
 };
 
@@ -63,26 +69,34 @@ inline double l2_bytes(const simt::Counters& c) {
 // a global load or store touches.
 inline double l1_wavefronts(const simt::Counters& c) { return c.shared_wavefronts() + c.global_lines(); }
 
-// Blocks one SM holds at once: the fewest that its threads, its blocks and its shared memory allow.
-inline double blocks_per_sm(double threads_per_block, double smem_bytes, const GpuSpec& g) {
+// Blocks one SM holds at once: the fewest that its threads, its blocks, its registers (registers
+// per thread; 0: not known) and its shared memory allow. Registers are allocated per warp in units
+// of 256.
+inline double blocks_per_sm(double threads_per_block, double smem_bytes, int registers, const GpuSpec& g) {
+  const double warps = std::ceil(std::max(1.0, threads_per_block) / 32);
   const double by_threads = std::floor(g.max_threads_per_sm / std::max(1.0, threads_per_block));
   const double by_smem = std::floor(g.smem_per_sm_kb * 1024 / (smem_bytes + 1024));  // 1 KB per block reserved
-  return std::max(1.0, std::min({by_threads, by_smem, static_cast<double>(g.max_blocks_per_sm)}));
+  const double by_regs =
+      registers > 0 ? std::floor(g.registers_per_sm / (std::ceil(registers * 32 / 256.0) * 256 * warps)) : g.max_blocks_per_sm;
+  return std::max(1.0, std::min({by_threads, by_smem, by_regs, static_cast<double>(g.max_blocks_per_sm)}));
 }
 
-// c: the counters of one launch.
-inline Modelled model(const simt::Counters& c, const GpuSpec& g) {
+// c: the counters of one launch; k: its kernel's SASS data (sass.h), or nullptr.
+inline Modelled model(const simt::Counters& c, const GpuSpec& g, const SassKernel* k = nullptr) {
   Modelled m;
   const double blocks = std::max(1.0, c.blocks), per_sm = std::ceil(blocks / g.sms);
   m.share = blocks / (g.sms * per_sm);
-  m.blocks_per_sm = blocks_per_sm(c.threads_per_block, c.smem_bytes, g);
+  m.sass_known = k != nullptr;
+  m.blocks_per_sm = blocks_per_sm(c.threads_per_block, c.smem_bytes, k ? k->registers : 0, g);
   m.waves = std::ceil(blocks / (g.sms * m.blocks_per_sm));
   const double warps = std::min(per_sm, m.blocks_per_sm) * std::ceil(c.threads_per_block / 32);
-  const double schedulers = std::min(1.0, warps / g.warp_schedulers);  // of each SM's tensor cores and MUFUs
+  const double schedulers = std::min(1.0, warps / g.warp_schedulers);  // of each SM's issue slots, tensor cores and MUFUs
   const double clock = g.clock_ghz * 1e9 * g.sms * m.share;  // SM-clocks per second of the busy SMs
   m.dram = dram_bytes(c) / (g.dram_tb_s * 1e12 * m.share) * 1e6;
   m.l2 = l2_bytes(c) / (g.l2_tb_s * 1e12 * m.share) * 1e6;
   m.l1 = l1_wavefronts(c) / (g.l1_wavefronts_per_clk * clock) * 1e6;
+  m.instructions = k ? issued_instructions(c, *k) : 0;
+  m.issue = m.instructions / (g.warp_schedulers * clock * schedulers) * 1e6;
   m.mufu = c.mufu / (g.mufu_per_clk * clock * schedulers) * 1e6;
   m.tensor = c.mma_flop / (g.tensor_tflops * 1e12 * g.mma_sync_fraction * m.share * schedulers) * 1e6;
   m.launch = g.launch_us * c.launches;

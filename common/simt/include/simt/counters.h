@@ -136,7 +136,7 @@ struct AllocationSectors {
   double bytes, read_sectors, written_sectors;
 };
 
-// One kernel launch's counters, with the kernel's name (when the executable exports it) and the
+// One kernel launch's counters, with the kernel's name (from its file's symbols; "" when stripped) and the
 // allocations it read or wrote.
 struct LaunchCounters {
   std::string kernel;
