@@ -126,7 +126,7 @@ def atomics(r):
 
 # The columns of each kind of table: (header, cell of a row). "stages" for every chapter, a row
 # per stage; "steps" for chapters 05 and 06, one kernel per step, with what the tensor-core steps
-# add (ldmatrix per mma, the model's L1 and tensor terms); "backward" for chapter 07, with dQ's
+# add (ldmatrix per mma, the model's L1, issue and tensor terms); "backward" for chapter 07, with dQ's
 # atomics. Every table ends with the modelled time and its bound.
 LAYOUTS = {
     "stages": [
@@ -145,6 +145,7 @@ LAYOUTS = {
         ("mma FLOP", lambda r: count(r["mma_flop"])),
         ("MUFU ops", lambda r: count(r["mufu"])),
         ("L1 µs", lambda r: f"{num(r['l1_us']):.2f}"),
+        ("issue µs", lambda r: f"{num(r['issue_us']):.2f}"),
         ("tensor µs", lambda r: f"{num(r['tensor_us']):.2f}"),
     ],
     "backward": [
