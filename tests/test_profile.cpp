@@ -123,15 +123,7 @@ TEST_CASE("rows_32's tile loop issues more than lean_loop's: it models more issu
   const std::vector<std::string> rows = lines(counters);
   REQUIRE(rows.size() == 3);
   auto column = [&](const std::string& row, const std::string& name) {
-    std::vector<std::string> names, fields;
-    std::string f;
-    bool quoted = false;
-    for (char ch : rows[0] + ",") (ch == ',' ? (names.push_back(f), f.clear()) : f.push_back(ch));
-    for (char ch : row + ",") {
-      if (ch == '"') quoted = !quoted;
-      else if (ch == ',' && !quoted) fields.push_back(f), f.clear();
-      else f.push_back(ch);
-    }
+    const std::vector<std::string> names = attn::split_csv(rows[0]), fields = attn::split_csv(row);
     for (size_t i = 0; i < names.size(); ++i)
       if (names[i] == name) return std::atof(fields.at(i).c_str());
     FAIL("no column " << name);

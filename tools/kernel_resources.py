@@ -345,17 +345,24 @@ def basic_blocks(instrs):
     return out
 
 
+def reachable(blocks):
+    """The blocks some path from the entry reaches (not ptxas's final `BRA` to itself, nor a warp
+    collective's slow path after the EXIT, which only a BRA.DIV leads to)."""
+    reached, stack = set(), [0] if blocks else []
+    while stack:
+        b = stack.pop()
+        if b not in reached:
+            reached.add(b)
+            stack.extend(blocks[b]["succ"])
+    return reached
+
+
 def find_loops(blocks):
     """{header: set of blocks}: the natural loop of every back edge (an edge to a block at the same or
     a lower address) that the entry reaches, back edges to one header merged."""
     preds = {b: [] for b in range(len(blocks))}
     latches = {}
-    reached, stack = set(), [0] if blocks else []
-    while stack:  # blocks no path from the entry reaches (ptxas's final `BRA` to itself) form no loop
-        b = stack.pop()
-        if b not in reached:
-            reached.add(b)
-            stack.extend(blocks[b]["succ"])
+    reached = reachable(blocks)
     for b, x in enumerate(blocks):
         if b not in reached:
             continue
@@ -632,6 +639,24 @@ def common_path(instrs, blocks, loops, head, body, cold, params=None, limit=2000
     return times, {h: (None if h in undecided else n) for h, n in trips.items()}
 
 
+def tile_loop_head(instrs, blocks, loops):
+    """The header of the K/V tile loop: the loop with the most HMMA (of two with as many, the smaller),
+    or None for a kernel without mma.sync in a loop."""
+    def hmma(body):
+        return sum(1 for b in body for i in range(blocks[b]["start"], blocks[b]["end"]) if instrs[i]["op"].startswith("HMMA"))
+
+    ranked = sorted(loops.items(), key=lambda hb: (-hmma(hb[1]), len(hb[1])))
+    return ranked[0][0] if ranked and hmma(ranked[0][1]) else None
+
+
+def common_params(smem):
+    """The kernel parameters of the common path's problem (no is_causal, no attn_mask) as the SASS reads
+    them, from smem_table's "params" entry: kernel parameters sit from c[0x0][0x210] on in the constant
+    bank (sm_80 and sm_90 with CUDA 12 and 13)."""
+    p = smem.get("params")
+    return {"c[0x0][%#x]" % (0x210 + p[0]): p[1], "c[0x0][%#x]" % (0x210 + p[2]): p[3]} if p else {}
+
+
 def tile_loop(instrs, cold, params=None):
     """The loop with the most HMMA (the K/V tile loop): its instruction mix on the common path of one
     iteration (`hot`) and over every block once (`all`), and its inner loops' trip counts."""
@@ -639,14 +664,10 @@ def tile_loop(instrs, cold, params=None):
         return None
     blocks = basic_blocks(instrs)
     loops = find_loops(blocks)
-
-    def hmma(body):
-        return sum(1 for b in body for i in range(blocks[b]["start"], blocks[b]["end"]) if instrs[i]["op"].startswith("HMMA"))
-
-    ranked = sorted(loops.items(), key=lambda hb: (-hmma(hb[1]), len(hb[1])))
-    if not ranked or hmma(ranked[0][1]) == 0:
+    head = tile_loop_head(instrs, blocks, loops)
+    if head is None:
         return None
-    head, body = ranked[0]
+    body = loops[head]
     walk = common_path(instrs, blocks, loops, head, body, cold, params)
 
     def mix(weights):
@@ -734,10 +755,8 @@ def main():
     for r in rows:
         r["kernel"], r["dtype"], r["d"], r["policy"] = describe(names[r["mangled"]]) or (names[r["mangled"]], "", 0, "")
     smem = smem_table(sorted({(r["kernel"], r["d"], 4 if r["dtype"] == "fp32" else 2) for r in rows if r["kernel"] in steps}))
-    # The common path's problem: no is_causal, no attn_mask. Kernel parameters sit from c[0x0][0x210]
-    # on in the constant bank (sm_80 and sm_90 with CUDA 12 and 13).
-    p = smem.pop("params", None)
-    params = {"c[0x0][%#x]" % (0x210 + p[0]): p[1], "c[0x0][%#x]" % (0x210 + p[2]): p[3]} if p else {}
+    params = common_params(smem)
+    smem.pop("params", None)
     for r in rows:
         elem = 4 if r["dtype"] == "fp32" else 2
         dyn, r["threads"] = smem.get((r["kernel"], r["d"], elem), (0, 128))

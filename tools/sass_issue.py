@@ -69,16 +69,6 @@ def mix(instrs, blocks, times):
     return total, seen
 
 
-def reachable(blocks):
-    seen_, stack = set(), [0] if blocks else []
-    while stack:
-        b = stack.pop()
-        if b not in seen_:
-            seen_.add(b)
-            stack.extend(blocks[b]["succ"])
-    return seen_
-
-
 def issue_profile(instrs, cold, params=None):
     """One kernel's issue data, per warp, in three parts, each (instructions, [seen of each kind]);
     common/model/model.h's issue term (sass.h) weights them by the emulator's counts:
@@ -108,8 +98,8 @@ def issue_profile(instrs, cold, params=None):
         return set().union(*(loops[g] for g in loops if g != h and g in loops[h]), set())
 
     out, described, tile_blocks = {"tile": none}, [], set()
-    if any(count(body, "HMMA") for body in loops.values()):
-        head = min(loops.items(), key=lambda hb: (-count(hb[1], "HMMA"), len(hb[1])))[0]
+    head = kr.tile_loop_head(instrs, blocks, loops)
+    if head is not None:
         walk = kr.common_path(instrs, blocks, loops, head, loops[head], cold, params)
         tile_blocks = loops[head]
         out["tile"] = mix(instrs, blocks, walk[0] if walk else {b: 1 for b in tile_blocks})
@@ -141,7 +131,7 @@ def issue_profile(instrs, cold, params=None):
         total, seen = total + n, [x + y for x, y in zip(seen, v)]
         described.append("%d/%d" % (n, sum(v)))
     out["inner"] = (total, seen)
-    out["fixed"] = mix(instrs, blocks, {b: 1 for b in warm(reachable(blocks) - set().union(*loops.values(), set()))})
+    out["fixed"] = mix(instrs, blocks, {b: 1 for b in warm(kr.reachable(blocks) - set().union(*loops.values(), set()))})
     out["loops"] = " ".join(described)
     return out
 
@@ -244,8 +234,7 @@ def main():
     srcs = [os.path.join(ROOT, f) for f in sources()]
     version = next((l for l in subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout.splitlines() if "release" in l), "nvcc")
     nd_version = next((l for l in subprocess.run([nvdisasm, "--version"], capture_output=True, text=True).stdout.splitlines() if "release" in l), "?")
-    p = kr.smem_table([]).get("params")  # the common path's problem: no is_causal, no attn_mask
-    params = {"c[0x0][%#x]" % (0x210 + p[0]): p[1], "c[0x0][%#x]" % (0x210 + p[2]): p[3]} if p else {}
+    params = kr.common_params(kr.smem_table([]))
     cold, mask_only = kr.cold_lines(), kr.mask_lines()
     rows, deps = {}, set()
     with tempfile.TemporaryDirectory() as tmp:

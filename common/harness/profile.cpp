@@ -421,21 +421,6 @@ const Profile& Profiler::finish(Profile prof, const std::vector<std::string>& st
 
 namespace {
 
-// The fields of one CSV line (double quotes protect commas).
-std::vector<std::string> split_csv(const std::string& line) {
-  std::vector<std::string> f(1);
-  bool quoted = false;
-  for (char ch : line) {
-    if (ch == '"')
-      quoted = !quoted;
-    else if (ch == ',' && !quoted)
-      f.emplace_back();
-    else
-      f.back() += ch;
-  }
-  return f;
-}
-
 // The emulator's median time of `chapter/variant` on problem p in a results CSV (0: none).
 double emulated_ms(const std::string& path, const Problem& p, const Variant& v) {
   std::ifstream in(path);

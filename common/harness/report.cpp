@@ -93,6 +93,20 @@ const char* const kCsvHeader =
     "device,driver,cuda,commit,timestamp,chapter,variant,dtype,B,H,Lq,Lk,d,causal,mask,median_ms,min_ms,tflops,gbps,"
     "extra_bytes,max_err,pass,kind,bound";
 
+std::vector<std::string> split_csv(const std::string& line) {
+  std::vector<std::string> f(1);
+  bool quoted = false;
+  for (char ch : line) {
+    if (ch == '"')
+      quoted = !quoted;
+    else if (ch == ',' && !quoted)
+      f.emplace_back();
+    else
+      f.back() += ch;
+  }
+  return f;
+}
+
 std::string csv_row(const Result& r, const ModelledRow* modelled) {
   const DeviceInfo& dev = device();
   const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());

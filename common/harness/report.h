@@ -28,6 +28,8 @@ struct ModelledRow {
   std::string bound;  // what bounds its time (the bound column)
 };
 std::string csv_row(const Result& r, const ModelledRow* modelled = nullptr);
+// The fields of one CSV line of these files (double quotes protect commas).
+std::vector<std::string> split_csv(const std::string& line);
 // Throws UsageError unless rows can be appended to `path`: a name is given, it is no folder, its
 // folder exists, it can be written, and it is new, empty or starts with kCsvHeader (a file that
 // is not the project's, or is of another schema, is refused, not appended to). Creates nothing.
