@@ -9,23 +9,36 @@ using cost::nn;
 float* S_of(const AttentionParams& p) { return static_cast<float*>(p.workspace); }
 void* P_of(const AttentionParams& p) { return S_of(p) + static_cast<size_t>(p.B) * p.H * p.Lq * p.Lk; }
 
-const Register naive({
-    .chapter = "01_naive_attention",
-    .name = "naive",
-    .description = "three kernels: S = scale*QK^T, a three-pass softmax per row, O = PV; S and P in global memory",
-    .best = true,
-    .workspace_bytes = [](const Problem& p) { return static_cast<size_t>(nn(p)) * 2 * sizeof(float); },
-    // S written once and read three times by the softmax, P written once and read once.
-    .hbm_bytes = [](const Problem& p) { return p.qkvo_bytes() + nn(p) * sizeof(float) * 6; },
-    .cpu_flops_per_second = 6e8,
-    .run =
-        [](const AttentionParams& p, Stages& st) {
-          // Each stage with the bytes it must move: S read three times by the softmax.
-          st.run("S = scale*QK^T", [&] { return ch01::scores(p, S_of(p)); }, cost::gemm1_bytes(p));
-          st.run("P = softmax(S)", [&] { return ch01::softmax_rows(p, S_of(p), P_of(p), false); }, 4 * nn(p) * 4);
-          st.run("O = PV", [&] { return ch01::pv(p, static_cast<const float*>(P_of(p))); }, cost::gemm2_bytes(p));
-        },
-});
+// The three steps share the softmax (chapter 02's subject) and differ in the two products.
+using Product = cudaError_t (*)(const AttentionParams&, float*);
+using ProductPV = cudaError_t (*)(const AttentionParams&, const float*);
+Variant step(const char* name, const char* description, Product scores, ProductPV pv, bool best = false) {
+  Variant v;
+  v.chapter = "01_naive_attention";
+  v.name = name;
+  v.description = description;
+  v.best = best;
+  v.workspace_bytes = [](const Problem& p) { return static_cast<size_t>(nn(p)) * 2 * sizeof(float); };
+  // S written once and read three times by the softmax, P written once and read once.
+  v.hbm_bytes = [](const Problem& p) { return p.qkvo_bytes() + nn(p) * sizeof(float) * 6; };
+  v.cpu_flops_per_second = 6e8;
+  v.run = [scores, pv](const AttentionParams& p, Stages& st) {
+    // Each stage with the bytes it must move: S read three times by the softmax.
+    st.run("S = scale*QK^T", [&] { return scores(p, S_of(p)); }, cost::gemm1_bytes(p));
+    st.run("P = softmax(S)", [&] { return ch01::softmax_rows(p, S_of(p), P_of(p), false); }, 4 * nn(p) * 4);
+    st.run("O = PV", [&] { return pv(p, static_cast<const float*>(P_of(p))); }, cost::gemm2_bytes(p));
+  };
+  return v;
+}
+
+const Register naive(step("naive",
+                          "three kernels: S = scale*QK^T, a three-pass softmax per row, O = PV; S and P in global memory",
+                          ch01::scores, ch01::pv));
+const Register smem_tiles(step("smem_tiles", "both products from 32 x 32 tiles in shared memory: inputs read once per tile",
+                               ch01::tiled_scores, ch01::tiled_pv));
+const Register register_blocked(step("register_blocked",
+                                     "both products register-blocked: 8 x 8 outputs per thread, 128-bit shared loads",
+                                     ch01::blocked_scores, ch01::blocked_pv, true));
 
 #if FLASHSTEPS_GPU
 const Register math_path({

@@ -20,7 +20,6 @@ namespace {
 
 constexpr int kWarps = 4;  // query rows per block
 constexpr int kBc = 64;    // keys per tile: two per lane
-constexpr float kLn2 = 0.6931471805599453f;
 
 template <class T, int kCols>  // kCols = ceil(d / 32): the output columns a lane owns
 __global__ void fused_softmax_pv_kernel(const attn::AttentionParams p, const float* S) {
@@ -75,7 +74,7 @@ __global__ void fused_softmax_pv_kernel(const attn::AttentionParams p, const flo
   #pragma unroll
   for (int k = 0; k < kCols; ++k)
     if (lane + 32 * k < p.d) attn::store(O + lane + 32 * k, o[k] * inv_l);
-  if (lane == 0 && p.lse) p.lse[static_cast<size_t>(bh) * p.Lq + i] = l > 0.f ? (m + log2f(l)) * kLn2 : -INFINITY;
+  if (lane == 0 && p.lse) p.lse[static_cast<size_t>(bh) * p.Lq + i] = l > 0.f ? (m + log2f(l)) * attn::kLn2 : -INFINITY;
 }
 
 template <class T, int kCols>

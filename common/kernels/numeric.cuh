@@ -75,5 +75,7 @@ __device__ __forceinline__ float mask_score(const AttentionParams& p, int b, int
 
 // log2(e): exp(x) = exp2(x * log2(e)), and exp2 is the GPU's native exponential.
 constexpr float kLog2e = 1.4426950408889634f;
+// ln(2): a log-sum-exp found in base 2 is multiplied by it to be torch's natural one.
+constexpr float kLn2 = 0.6931471805599453f;
 
 }  // namespace attn

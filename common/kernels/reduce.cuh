@@ -15,6 +15,18 @@ __device__ __forceinline__ float warp_sum(float v) {
   for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
   return v;
 }
+// The same within each aligned group of Lanes consecutive lanes (Lanes a power of 2, at most 32):
+// log2(Lanes) exchanges, every lane of the warp taking part.
+template <int Lanes>
+__device__ __forceinline__ float group_max(float v) {
+  for (int offset = Lanes / 2; offset > 0; offset /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
+template <int Lanes>
+__device__ __forceinline__ float group_sum(float v) {
+  for (int offset = Lanes / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
 
 // Across a block of blockDim.x threads (a multiple of 32, at most 1024): each warp reduces its
 // lanes, warp leaders meet in shared memory, the first warp reduces their results and shares the
