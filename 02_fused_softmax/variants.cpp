@@ -1,5 +1,5 @@
-// variants.cpp: chapter 02 in the registry. Every variant runs chapter 01's two GEMM kernels
-// (the first with scale 1: the softmax now scales) around one of this chapter's softmax kernels,
+// variants.cpp: chapter 02 in the registry. Every variant runs chapter 01's register-blocked GEMMs
+// (step c; the first with scale 1: the softmax now scales) around one of this chapter's softmax kernels,
 // so the steps differ only in the softmax, and the per-kernel breakdown shows its share fall.
 #include "01_naive_attention/cost_model.h"
 #include "01_naive_attention/naive.h"
@@ -37,9 +37,9 @@ Variant step(const char* name, const char* description, Softmax softmax, bool ke
     AttentionParams unscaled = p;
     unscaled.scale = 1.f;
     const int reads = keeps_row && ch02::row_fits_on_chip(p.Lk) ? 1 : 3;
-    st.run("S = QK^T", [&] { return ch01::scores(unscaled, S); }, gemm1_bytes(p));
+    st.run("S = QK^T", [&] { return ch01::blocked_scores(unscaled, S); }, gemm1_bytes(p));
     st.run("P = softmax(scale*S)", [&] { return softmax(p, S, P); }, softmax_bytes(reads, p));
-    st.run("O = PV", [&] { return ch01::pv(p, P); }, gemm2_bytes(p));
+    st.run("O = PV", [&] { return ch01::blocked_pv(p, P); }, gemm2_bytes(p));
   };
   return v;
 }
