@@ -63,7 +63,6 @@ const Register row_per_thread({
     .name = "row_per_thread",
     .description = "FA1's kernel structure (a block per (batch, head), K/V tiles outer), a row of Q per thread",
     .writes_lse = true,
-    .best = true,
     .workspace_bytes = workspace,
     .hbm_bytes = [](const Problem& p) { return flash_v1_bytes(p, ch04::kTile); },
     .cpu_flops_per_second = 6e8,
@@ -71,6 +70,42 @@ const Register row_per_thread({
         [](const AttentionParams& p, Stages& st) {
           const State s = state(p);
           st.run("FlashAttention, a row per thread", [&] { return ch04::row_per_thread(p, s.O, s.l, s.m); });
+        },
+});
+
+const Register register_tiles({
+    .chapter = "04_flash_v1",
+    .name = "register_tiles",
+    .description = "the same structure with chapter 01's register-blocked tiles: 8 x 8 of S_ij and O_i per thread",
+    .head_dims = {.max = ch04::kRegisterTilesMaxD},
+    .writes_lse = true,
+    .workspace_bytes = [](const Problem& p) { return ch04::register_tiles_state_bytes(p.heads(), p.Lq, p.d); },
+    .hbm_bytes = [](const Problem& p) { return flash_v1_bytes(p, p.d <= 64 ? 64 : 128); },
+    .cpu_flops_per_second = 8e8,
+    .run =
+        [](const AttentionParams& p, Stages& st) {
+          st.run("FlashAttention, register tiles", [&] { return ch04::register_tiles(p, p.workspace); });
+        },
+});
+
+// Q, K and V read, O and the lse written: K and V once per Q tile of 128 rows.
+double o_in_registers_bytes(const Problem& p) {
+  const double t = dtype_size(p.dtype), heads = static_cast<double>(p.heads()), Tr = (p.Lq + 127) / 128;
+  return heads * (p.Lq * p.d * t * 2 + Tr * 2.0 * p.Lk * p.d * t + 4.0 * p.Lq);
+}
+
+const Register o_in_registers({
+    .chapter = "04_flash_v1",
+    .name = "o_in_registers",
+    .description = "step c with the loops swapped inside the block: Q tiles outer, O_i, l and m stay in registers",
+    .head_dims = {.max = ch04::kRegisterTilesMaxD},
+    .writes_lse = true,
+    .best = true,
+    .hbm_bytes = o_in_registers_bytes,
+    .cpu_flops_per_second = 8e8,
+    .run =
+        [](const AttentionParams& p, Stages& st) {
+          st.run("FlashAttention, O in registers", [&] { return ch04::o_in_registers(p); });
         },
 });
 
