@@ -60,6 +60,15 @@ TEST_CASE("the issue term: a kernel's SASS data weighted by the emulator's count
   more.shared[simt::kSharedStore32].requests += 50;  // the copy loop: its LDG still says 30
   more.shared[simt::kSharedLoad32].requests += 500;  // the tiles: the barriers still say 40
   CHECK(issued_instructions(more, k) == 8 * 10 + 40 * 100 + 30 * 6);
+  // A loop around the tile loop (chapter 04's K/V tiles around its Q tiles): its own blocks (50
+  // instructions; a barrier and 4 LDG) run 3 times in all, after the copy loop's 30 LDG are taken.
+  SassKernel outer = k;
+  outer.outer = {50, {}};
+  outer.outer.seen[kSeenBar] = 1, outer.outer.seen[kSeenLd] = 4;
+  simt::Counters around = c;
+  around.barriers += 3;
+  around.global[simt::kGlobalLoad].requests += 3 * 4;
+  CHECK(issued_instructions(around, outer) == Approx(8 * 10 + (40 + 1.5) * 100 + 30 * 6 + 3 * 50));
   // Without a barrier in the tile loop, its seen kinds give the tiles.
   SassKernel no_bar = k;
   no_bar.fixed.seen[kSeenBar] = no_bar.tile.seen[kSeenBar] = 0;

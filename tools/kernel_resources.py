@@ -221,8 +221,8 @@ def function_ranges(path, names):
 
 def mask_lines():
     """Source lines that a whole K/V tile of a problem without is_causal or attn_mask never executes,
-    in every step: the attn_mask part of mask_score and the causal test (numeric.cuh), and
-    scale_and_mask's -inf for a key past Lk or a row past Lq. They decide branches only: an
+    in every step: the attn_mask part of mask_score and the causal test (numeric.cuh),
+    scale_and_mask's -inf for a key past Lk or a row past Lq, and chapter 04's mask_tile. They decide branches only: an
     instruction of theirs that the common path runs anyway (a hoisted or predicated test) is counted."""
     out = set()
     path = os.path.join(ROOT, "common/kernels/numeric.cuh")
@@ -239,6 +239,10 @@ def mask_lines():
     lines = open(fa2).read().splitlines()
     for lo, hi in function_ranges(fa2, ["scale_and_mask"]).values():
         out |= {("fa2_tile.cuh", n) for n in range(lo, hi + 1) if "= -INFINITY" in lines[n - 1]}
+    # Chapter 04's steps c and d mask a tile only where it needs it: mask_tile, whole.
+    tiles = os.path.join(ROOT, "04_flash_v1/register_tiles.cuh")
+    for lo, hi in function_ranges(tiles, ["mask_tile"]).values():
+        out |= {("register_tiles.cuh", n) for n in range(lo, hi + 1)}
     return out
 
 

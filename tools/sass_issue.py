@@ -76,12 +76,15 @@ def issue_profile(instrs, cold, params=None):
         instructions come mostly from `cold` source lines);
       tile: one iteration of the tile loop. For a kernel with mma.sync, the loop with the most HMMA,
         on its common path, inner loops times their trip counts (kernel_resources.tile_loop);
-        otherwise the outermost loop with a BAR.SYNC of its own, its own blocks once (its inner
-        loops and its mask code apart);
+        otherwise the innermost loop with a BAR.SYNC of its own (where loops with barriers nest,
+        chapter 04's Q tiles inside its K/V tiles, the one that runs most), its own blocks once
+        (its inner loops and its mask code apart);
       inner: one iteration of each of the other loops: the innermost loops (of an unrolled loop and
         the remainder loops the compiler made of it, whose back edges come from one source line, the
         unrolled body, which the remainder does not outrun), each on its common path, with the blocks
-        of the loops between them and the tile loop (mask code apart)."""
+        of the loops between them and the tile loop (mask code apart);
+      outer: one iteration of the loops around the tile loop, their own blocks (chapter 04's K/V
+        tiles around its Q tiles), mask code apart."""
     blocks = kr.basic_blocks(instrs)
     loops = kr.find_loops(blocks)
     none = (0, [0] * len(KINDS))
@@ -105,19 +108,23 @@ def issue_profile(instrs, cold, params=None):
         out["tile"] = mix(instrs, blocks, walk[0] if walk else {b: 1 for b in tile_blocks})
         described.append("tile %d/%d%s" % (out["tile"][0], sum(out["tile"][1]), "" if walk else " (every block once)"))
     else:
-        outer = [h for h in loops if not any(g != h and h in loops[g] for g in loops)]
-        with_bar = [h for h in sorted(outer) if count(loops[h] - inner_of(h), "BAR.SYNC")]
-        if with_bar:
-            head = with_bar[0]
+        with_bar = [h for h in sorted(loops) if count(loops[h] - inner_of(h), "BAR.SYNC")]
+        deepest = [h for h in with_bar if not any(g != h and g in loops[h] for g in with_bar)]
+        if deepest:
+            head = deepest[0]
             tile_blocks = loops[head] - inner_of(head)
             out["tile"] = mix(instrs, blocks, {b: 1 for b in warm(tile_blocks)})
             described.append("tile %d/%d" % (out["tile"][0], sum(out["tile"][1])))
-    groups, between = {}, set()
+    groups, between, outer = {}, set(), set()
     for h in loops:
         if h in tile_blocks or loops[h] <= tile_blocks:
             continue
         if any(g != h and g in loops[h] for g in loops):
-            between |= loops[h] - inner_of(h) - tile_blocks
+            own = loops[h] - inner_of(h) - tile_blocks
+            if head is not None and head in loops[h]:
+                outer |= own  # a loop around the tile loop: its own blocks run once per trip of it
+            else:
+                between |= own
             continue
         latch = max(b for b in loops[h] if h in blocks[b]["succ"])
         key = frozenset(instrs[blocks[latch]["end"] - 1]["chain"])
@@ -131,6 +138,9 @@ def issue_profile(instrs, cold, params=None):
         total, seen = total + n, [x + y for x, y in zip(seen, v)]
         described.append("%d/%d" % (n, sum(v)))
     out["inner"] = (total, seen)
+    out["outer"] = mix(instrs, blocks, {b: 1 for b in warm(outer)})
+    if outer:
+        described.append("outer %d/%d" % (out["outer"][0], sum(out["outer"][1])))
     out["fixed"] = mix(instrs, blocks, {b: 1 for b in warm(kr.reachable(blocks) - set().union(*loops.values(), set()))})
     out["loops"] = " ".join(described)
     return out
@@ -159,7 +169,7 @@ def sources():
     return sorted(os.path.relpath(f, ROOT) for f in glob.glob(os.path.join(ROOT, SOURCES)))
 
 
-PARTS = ["fixed", "tile", "inner"]
+PARTS = ["fixed", "tile", "inner", "outer"]
 
 
 def row_text(name, r):

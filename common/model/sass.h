@@ -14,6 +14,8 @@
 //                           fewest that any kind seen in an iteration allows
 //   + trips x inner         the other loops: the fewest trips that any kind seen in them allows,
 //                           from what the emulator counted beyond the first two parts
+//   + trips x outer         the loops around the tile loop, their own blocks: the same, from what
+//                           is left beyond the first three (barriers apart: the tiles took them)
 //
 // "The fewest": the CPU compiler and nvcc may split or merge an access differently (a float4 read
 // as one load or four), which inflates one kind's count; the kind that allows the fewest trips is
@@ -41,6 +43,7 @@ struct SassKernel {
   const char* name;  // demangled, as the emulator names a launch's kernel
   int registers;     // per thread (ptxas)
   SassPart fixed, tile, inner;  // per warp: outside the loops; one tile iteration; one trip of the other loops
+  SassPart outer;               // one trip of the loops around the tile loop (their own blocks)
 };
 
 inline constexpr SassKernel kSassSm90[] = {
@@ -88,7 +91,14 @@ inline double issued_instructions(const simt::Counters& c, const SassKernel& k) 
   for (int i = 0; i < kSeenKinds; ++i) left[i] = std::max(0.0, left[i] - warps * k.fixed.seen[i]);
   const double tiles = k.tile.seen[kSeenBar] > 0 ? left[kSeenBar] / k.tile.seen[kSeenBar] : trips(left, k.tile);
   for (int i = 0; i < kSeenKinds; ++i) left[i] = std::max(0.0, left[i] - tiles * k.tile.seen[i]);
-  return warps * k.fixed.instructions + tiles * k.tile.instructions + trips(left, k.inner) * k.inner.instructions;
+  const double inner = trips(left, k.inner);
+  for (int i = 0; i < kSeenKinds; ++i) left[i] = std::max(0.0, left[i] - inner * k.inner.seen[i]);
+  // A barrier of a loop around the tile loop was counted as the tiles' (a fraction of a tile too
+  // many per trip of it): its other kinds give its trips.
+  SassPart outer = k.outer;
+  outer.seen[kSeenBar] = 0;
+  return warps * k.fixed.instructions + tiles * k.tile.instructions + inner * k.inner.instructions +
+         trips(left, outer) * k.outer.instructions;
 }
 
 }  // namespace attn
