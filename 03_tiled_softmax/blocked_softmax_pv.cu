@@ -83,7 +83,7 @@ __global__ void __launch_bounds__(Shape<BN>::threads) blocked_softmax_pv_kernel(
       #pragma unroll
       for (int j = 0; j < TN; ++j) acc[i][j] *= alpha;
     }
-    attn::gemm::multiply_kn<BN>(acc, Ps, Vs, tx, ty);
+    attn::gemm::multiply_kn<BN>(acc, Ps, Vs, tx, ty, p.Lq - m0, p.d - n0);
   }
   T* O = static_cast<T*>(p.o) + static_cast<size_t>(bh) * p.Lq * p.d;
   #pragma unroll

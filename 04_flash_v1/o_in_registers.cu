@@ -64,7 +64,7 @@ __global__ void __launch_bounds__(Shape<BN>::threads) o_in_registers_kernel(cons
       __syncthreads();
       float S[TM][TN] = {};
       #pragma unroll 1  // one copy of a slice's product, as in step c
-      for (int s = 0; s < kSlices; ++s) attn::gemm::multiply_bt<BN>(S, Qi[s], Kj[s], tx, ty);
+      for (int s = 0; s < kSlices; ++s) attn::gemm::multiply_bt<BN>(S, Qi[s], Kj[s], tx, ty, p.Lq - q0, p.Lk - k0);
       softmax_tile<BN>(p, scale_log2, b, h, q0, k0, S, m, l, o, Pij, tx, ty);
       __syncthreads();  // P_ij is complete; every thread is done with K_j: the buffer takes V_j
       #pragma unroll
@@ -72,7 +72,7 @@ __global__ void __launch_bounds__(Shape<BN>::threads) o_in_registers_kernel(cons
       __syncthreads();
       #pragma unroll 1
       for (int s = 0; s < BN / BK; ++s)
-        attn::gemm::multiply_kn<BN>(o, reinterpret_cast<const float(*)[kRowP<BN>]>(&Pij[0][BK * s]), Vj[s], tx, ty);
+        attn::gemm::multiply_kn<BN>(o, reinterpret_cast<const float(*)[kRowP<BN>]>(&Pij[0][BK * s]), Vj[s], tx, ty, p.Lq - q0, d);
     }
     T* out = static_cast<T*>(p.o) + static_cast<size_t>(bh) * p.Lq * d;
     #pragma unroll

@@ -80,7 +80,7 @@ __global__ void __launch_bounds__(Shape<BN>::threads) register_tiles_kernel(cons
       // instructions each, not d/32 and Bc/32 copies, so that the loop fits the instruction cache.
       float S[TM][TN] = {};
       #pragma unroll 1
-      for (int s = 0; s < kSlices; ++s) attn::gemm::multiply_bt<BN>(S, Qi[s], Kj[s], tx, ty);
+      for (int s = 0; s < kSlices; ++s) attn::gemm::multiply_bt<BN>(S, Qi[s], Kj[s], tx, ty, p.Lq - q0, p.Lk - k0);
       __syncthreads();  // every thread is done with Q_i: the buffer takes P_ij
       // This thread's part of O_i (normalized), m (in base 2) and l, as the previous K/V tiles left them.
       float o[TM][TN], m[TM], l[TM];
@@ -103,7 +103,7 @@ __global__ void __launch_bounds__(Shape<BN>::threads) register_tiles_kernel(cons
       __syncthreads();  // P_ij is complete
       #pragma unroll 1
       for (int s = 0; s < BN / BK; ++s)
-        attn::gemm::multiply_kn<BN>(o, reinterpret_cast<const float(*)[kRowP<BN>]>(&Pij[0][BK * s]), Vj[s], tx, ty);
+        attn::gemm::multiply_kn<BN>(o, reinterpret_cast<const float(*)[kRowP<BN>]>(&Pij[0][BK * s]), Vj[s], tx, ty, p.Lq - q0, d);
       #pragma unroll
       for (int i = 0; i < TM; ++i) {
         const float inv_l = l[i] > 0.f ? 1.f / l[i] : 0.f;  // no visible key: O = 0

@@ -11,12 +11,14 @@
 // Why it is fast, in three numbers. A block computes a BM x BN = 128 x BN tile of C, BK = 32 of
 // the K dimension at a time, from shared memory. Each thread computes TM x TN = 8 x 8 outputs, so
 // one value read from shared memory feeds 8 FMAs instead of 1 (step b's ratio): per 4 k, 8 + 8
-// 128-bit shared loads feed 256 FFMAs, which is 94 % FFMA among the inner loop's instructions.
+// 128-bit shared loads feed 256 FFMAs (in the compiled loop, sass_sm90.inc, most of the rest
+// stages the next slice).
 // A thread's rows are ty + 16 i and its columns tx + TX j (K^T) or 4-wide groups 4 TX apart (V):
 // a warp then reads each row of A at one address (a broadcast) and 8 or 16 distinct rows of B per
 // phase, which the padding below puts on distinct banks.
-// What it costs: 64 accumulators and 32 + 8 operand registers per thread (one or two blocks per
-// SM), and a tile that idles when M or N is much smaller than 128.
+// What it costs: 64 accumulators and 32 + 8 operand registers per thread (with addresses, 150 to
+// 220: one or two blocks per SM), and a tile that idles when M or N is much smaller than 128.
+// The copies into shared memory unroll by 8, not whole: whole, ptxas spills registers.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -37,28 +39,35 @@ struct Shape {
   static constexpr int TX = BN / TN, TY = BM / TM, threads = TX * TY;  // 256 threads at BN = 128
 };
 
-// Rows [row0, row0 + R) and columns [k0, k0 + BK) of a row-major matrix with `cols` columns into
-// s[R][kRow] as floats, zeros outside. The 32 lanes of a warp take 32 consecutive elements of one
-// row: one coalesced load, and a store to 32 distinct banks.
+// Rows [row0, row0 + R) and columns [k0, k0 + BK) of a row-major matrix with `rows` rows and
+// `cols` columns into s[R][kRow] as floats: zeros past the last column (they meet the other
+// operand in the sum over k), nothing past the last row (it only feeds outputs never stored). The
+// 32 lanes of a warp take 32 consecutive elements of one row: one coalesced load, and a store to
+// 32 distinct banks.
 template <int R, int Threads, class T>
 __device__ __forceinline__ void load_rows(float (*s)[kRow], const T* src, int rows, int cols, int row0, int k0) {
-  static_assert(R * BK % Threads == 0, "whole passes: the loop unrolls");
-  #pragma unroll
-  for (int pass = 0; pass < R * BK / Threads; ++pass) {
-    const int e = static_cast<int>(threadIdx.x) + pass * Threads, r = e / BK, k = e % BK;
-    s[r][k] = row0 + r < rows && k0 + k < cols ? load(src + static_cast<size_t>(row0 + r) * cols + k0 + k) : 0.f;
-  }
+  static_assert(Threads % BK == 0 && R % (Threads / BK) == 0, "whole passes");
+  const int k = static_cast<int>(threadIdx.x) % BK, r0 = static_cast<int>(threadIdx.x) / BK;
+  const bool in_k = k0 + k < cols;
+  const T* from = src + static_cast<size_t>(row0 + r0) * cols + k0 + k;
+  constexpr int step = Threads / BK;  // rows per pass
+  #pragma unroll 8
+  for (int pass = 0; pass < R / step; ++pass)
+    if (row0 + r0 + pass * step < rows) s[r0 + pass * step][k] = in_k ? load(from + static_cast<size_t>(pass) * step * cols) : 0.f;
 }
 
-// Rows [k0, k0 + BK) and columns [n0, n0 + BN) of a row-major [K][N] matrix into s[BK][BN]: the
-// lanes take consecutive columns, both in memory and in banks.
+// Rows [k0, k0 + BK) and columns [n0, n0 + BN) of a row-major [K][N] matrix into s[BK][BN]: zeros
+// past row K, nothing past column N (as above). The lanes take consecutive columns, both in
+// memory and in banks.
 template <int BN, class T>
 __device__ __forceinline__ void load_kn(float (*s)[BN], const T* src, int K, int N, int k0, int n0) {
-  #pragma unroll
-  for (int pass = 0; pass < BK * BN / Shape<BN>::threads; ++pass) {
-    const int e = static_cast<int>(threadIdx.x) + pass * Shape<BN>::threads, k = e / BN, n = e % BN;
-    s[k][n] = k0 + k < K && n0 + n < N ? load(src + static_cast<size_t>(k0 + k) * N + n0 + n) : 0.f;
-  }
+  constexpr int step = Shape<BN>::threads / BN;  // rows per pass
+  const int n = static_cast<int>(threadIdx.x) % BN, r0 = static_cast<int>(threadIdx.x) / BN;
+  if (n0 + n >= N) return;
+  const T* from = src + static_cast<size_t>(k0 + r0) * N + n0 + n;
+  #pragma unroll 8
+  for (int pass = 0; pass < BK / step; ++pass)
+    s[r0 + pass * step][n] = k0 + r0 + pass * step < K ? load(from + static_cast<size_t>(pass) * step * N) : 0.f;
 }
 
 __device__ __forceinline__ float component(const float4& v, int c) { return c == 0 ? v.x : c == 1 ? v.y : c == 2 ? v.z : v.w; }
@@ -71,10 +80,21 @@ __device__ __forceinline__ int col_of(int tx, int j) {
   return kBt ? tx + Shape<BN>::TX * j : 4 * tx + 4 * Shape<BN>::TX * (j / 4) + j % 4;
 }
 
+// Whether the thread has an output inside the first `rows` rows and `cols` columns of the tile:
+// one whose outputs all lie outside skips the products (an edge tile's idle threads, a small
+// problem's many, cost nothing; on a GPU the branch is uniform but at the edge).
+template <int BN, bool kBt>
+__device__ __forceinline__ bool has_outputs(int tx, int ty, int rows, int cols) {
+  return row_of<BN>(ty, 0) < rows && col_of<BN, kBt>(tx, 0) < cols;
+}
+
 // acc += As Bs^T over one BK slice: As [BM][RA] (RA >= BK, a multiple of 4: every lane of an
-// access phase reads the same row), Bs [BN][kRow] (K^T's layout).
+// access phase reads the same row), Bs [BN][kRow] (K^T's layout). Only the first `rows` x `cols`
+// outputs of the tile are wanted.
 template <int BN, int RA>
-__device__ __forceinline__ void multiply_bt(float (&acc)[TM][TN], const float (*As)[RA], const float (*Bs)[kRow], int tx, int ty) {
+__device__ __forceinline__ void multiply_bt(float (&acc)[TM][TN], const float (*As)[RA], const float (*Bs)[kRow], int tx, int ty,
+                                            int rows, int cols) {
+  if (!has_outputs<BN, true>(tx, ty, rows, cols)) return;
   #pragma unroll
   for (int k = 0; k < BK; k += 4) {
     float4 a[TM];
@@ -92,7 +112,9 @@ __device__ __forceinline__ void multiply_bt(float (&acc)[TM][TN], const float (*
 
 // acc += As Bs over one BK slice: As [BM][RA] as above, Bs [BK][BN] (V's layout).
 template <int BN, int RA>
-__device__ __forceinline__ void multiply_kn(float (&acc)[TM][TN], const float (*As)[RA], const float (*Bs)[BN], int tx, int ty) {
+__device__ __forceinline__ void multiply_kn(float (&acc)[TM][TN], const float (*As)[RA], const float (*Bs)[BN], int tx, int ty,
+                                            int rows, int cols) {
+  if (!has_outputs<BN, false>(tx, ty, rows, cols)) return;
   #pragma unroll
   for (int k = 0; k < BK; k += 4) {
     float4 a[TM];
@@ -135,8 +157,8 @@ __global__ void __launch_bounds__(Shape<BN>::threads) gemm_kernel(int M, int N, 
     if constexpr (kBt) load_rows<BN, Shape<BN>::threads>(Bs, b, N, K, n0, k0);
     else load_kn<BN>(Bs, b, K, N, k0, n0);
     __syncthreads();
-    if constexpr (kBt) multiply_bt<BN>(acc, As, Bs, tx, ty);
-    else multiply_kn<BN>(acc, As, Bs, tx, ty);
+    if constexpr (kBt) multiply_bt<BN>(acc, As, Bs, tx, ty, M - m0, N - n0);
+    else multiply_kn<BN>(acc, As, Bs, tx, ty, M - m0, N - n0);
   }
   TC* c = C + static_cast<size_t>(bh) * M * N;
   #pragma unroll

@@ -18,6 +18,7 @@ struct GpuSpec {
   double l1_wavefronts_per_clk; // per SM: 32 banks x 4 bytes = 128 bytes per clock
   double mufu_per_clk;          // per SM: special-function results per clock
   double tensor_tflops;         // dense fp16/bf16 tensor-core peak (the datasheet's figure without sparsity)
+  double fp32_tflops;           // CUDA-core fp32 peak, the datasheet's figure (at its boost clock)
   double mma_sync_fraction;     // the share of that peak mma.sync can reach (wgmma reaches more)
   double launch_us;             // a kernel launch, back to back on a stream
   // What one SM holds at once (CUDA C++ Programming Guide, compute capability 9.0): blocks per SM
@@ -29,7 +30,7 @@ struct GpuSpec {
 
 // Sources: NVIDIA H100 datasheet and "NVIDIA H100 Tensor Core GPU Architecture" whitepaper (SXM5:
 // 132 SMs, 3.35 TB/s HBM3, 50 MB L2, 989.4 dense fp16 TFLOP/s = 132 SMs x 4096 FLOP/clock x
-// 1.83 GHz, 4 sub-partitions per SM); NVIDIA H200 datasheet (same GH100 compute, 4.8 TB/s HBM3e);
+// 1.83 GHz, 4 sub-partitions per SM; 67 fp32 TFLOP/s on the CUDA cores); NVIDIA H200 datasheet (same GH100 compute, 4.8 TB/s HBM3e);
 // CUDA C++ Programming Guide (shared memory: 32 banks of 4 bytes per clock; arithmetic instruction
 // throughput, compute capability 9.0: 16 exp2/log2/rsqrt/sin/cos per clock per SM; technical
 // specifications: 2048 threads, 32 blocks, 64K 32-bit registers and 228 KB of shared memory per SM;
@@ -37,14 +38,14 @@ struct GpuSpec {
 inline constexpr GpuSpec kGpus[] = {
     {"h100", "H100 SXM5", 132, 1.83, 3.35,
      7.0,   // ASSUMPTION: no official figure; microbenchmarks put it well above DRAM
-     50, 1, 16, 989.4,
+     50, 1, 16, 989.4, 67,
      0.63,  // ASSUMPTION: second-hand figure for mma.sync m16n8k16 on Hopper (measure it)
      2.5,   // ASSUMPTION
      2048, 32, 65536, 228, 4},
     {"h200", "H200 SXM", 132, 1.83, 4.8,
      7.0,   // ASSUMPTION, as for the H100
      50,    // ASSUMPTION: some reports say 60 MB
-     1, 16, 989.4,
+     1, 16, 989.4, 67,
      0.63,  // ASSUMPTION
      2.5,   // ASSUMPTION
      2048, 32, 65536, 228, 4},

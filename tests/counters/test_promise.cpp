@@ -9,13 +9,15 @@
 // At P1 and P2 each chapter must model faster than the one before, 06 against 05 under is_causal.
 // At P3, 02 < 01 and 03 < 02, and chapter 05 must beat every earlier chapter; chapter 04 may
 // lose to chapter 03 there (notes/04_flash_v1.md shows the numbers: the parallelism chapter 05
-// adds). Every table is printed, and a failure prints it again with the order that broke.
+// adds), and chapter 01's register-blocked GEMM must reach half the CUDA cores' fp32 peak in each
+// product. Every table is printed, and a failure prints it again with the order that broke.
 // Fp16, as the FlashAttention papers measure.
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <map>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "harness/profile.h"
 
@@ -33,6 +35,8 @@ Problem shape(int B, int H, int N, int d, bool causal) {
 struct Table {
   std::string table;                  // chapter, variant, modelled us, bound
   std::map<std::string, double> us;   // by chapter number: "01" ... "06"
+  std::vector<StageProfile> first;    // chapter 01's stages: S = scale*QK^T, the softmax, O = PV
+  double fp32_tflops = 0;             // the modelled GPU's CUDA-core peak
 };
 
 // Every chapter's best variant but chapter 07 (the backward pass) modelled on p from one head.
@@ -43,6 +47,7 @@ Table model_chapters(const Problem& p) {
   RunOptions checks;
   checks.sample = false;
   Table m;
+  m.fp32_tflops = profiler.gpu().fp32_tflops;
   std::ostringstream t;
   t << p.describe() << ", modelled on " << profiler.gpu().name << " from one emulated head:\n";
   for (const std::string& c : chapters()) {
@@ -54,6 +59,7 @@ Table model_chapters(const Problem& p) {
     REQUIRE(pr.result.verdict.pass);  // what was emulated is checked against the fp64 reference
     REQUIRE(pr.us > 0);
     m.us[c.substr(0, 2)] = pr.us;
+    if (m.first.empty()) m.first = pr.stages;
     char line[160];
     std::snprintf(line, sizeof line, "  %-20s %-20s %12.2f us  %s-bound in \"%s\"\n", c.c_str(), v->name.c_str(), pr.us,
                   pr.bound.c_str(), pr.bound_stage.c_str());
@@ -97,6 +103,17 @@ TEST_CASE("P3, B=1 H=16 N=4096 d=128: 02 < 01, 03 < 02, and 05 beats every earli
   faster(m, "02", "01");
   faster(m, "03", "02");
   for (const char* earlier : {"01", "02", "03", "04"}) faster(m, "05", earlier);
+  // Chapter 01's register-blocked GEMM, at N = 4096: at least half the CUDA cores' fp32 peak for
+  // each product (2 B H N^2 d FLOP each).
+  REQUIRE(m.first.size() == 3);
+  const double flop = 2.0 * 16 * 4096.0 * 4096 * 128;
+  for (int stage : {0, 2}) {
+    const double tflops = flop / m.first[stage].us / 1e6;
+    std::printf("P3: chapter 01's %s at %.1f TFLOP/s, %.0f %% of the %.0f TFLOP/s fp32 peak\n", m.first[stage].stage.c_str(),
+                tflops, 100 * tflops / m.fp32_tflops, m.fp32_tflops);
+    INFO(m.table << m.first[stage].stage << ": " << tflops << " TFLOP/s modelled");
+    CHECK(tflops >= 0.5 * m.fp32_tflops);
+  }
   // Chapter 04 against 03 is what the note explains, whichever way it goes: printed, not checked.
   std::printf("P3: chapter 04 / chapter 03 = %.2f (16 blocks of FlashAttention-1's grid on 132 SMs)\n",
               m.us.at("04") / m.us.at("03"));
