@@ -28,9 +28,9 @@ using attn::gemm::Shape;
 using attn::gemm::TM;
 using attn::gemm::TN;
 
-// Shared memory, in floats, for Bc = BN: K_j in d/32 slices [Bc][kRow], V_j in Bc/32 slices
-// [BK][BN], and one buffer that holds Q_i (d/32 slices [Br][kRow]) while S_ij is computed and then
-// P_ij (the two take the same room: d/32 x 36 = Bc + TX floats per row at d = 64 and 128).
+// Shared memory, in floats, for Bc = BN: K_j in Bc/32 slices [Bc][kRow], V_j in Bc/32 slices
+// [BK][BN], and one buffer that holds Q_i (Bc/32 slices [Br][kRow]) while S_ij is computed and then
+// P_ij (the two take the same room: Bc/32 x 36 = Bc + TX floats per row).
 template <int BN, int kSlices>
 constexpr size_t kSmemFloats = static_cast<size_t>(kSlices) * BN * kRow + static_cast<size_t>(BN) * BN + static_cast<size_t>(BM) * kRowP<BN>;
 static_assert(4 * kRow <= kRowP<128> && 2 * kRow <= kRowP<64>, "Q_i fits where P_ij goes");
@@ -45,7 +45,7 @@ __host__ __device__ constexpr size_t state_float4s(int Lq) {
   return static_cast<size_t>((Lq + BM - 1) / BM) * kState * Shape<BN>::threads;  // per head
 }
 
-// kSlices = ceil(d / 32): the slices of 32 columns of Q_i and K_j, unrolled.
+// kSlices = Bc / 32: the slices of 32 columns of Q_i and K_j (zeros past d), unrolled.
 template <class T, int BN, int kSlices>
 __global__ void __launch_bounds__(Shape<BN>::threads) register_tiles_kernel(const attn::AttentionParams p, float4* state) {
   constexpr int TX = Shape<BN>::TX, threads = Shape<BN>::threads;
@@ -152,12 +152,8 @@ cudaError_t register_tiles(const attn::AttentionParams& p, void* state) {
   return attn::dispatch_dtype(p.dtype, [&](auto t) {
     using T = decltype(t);
     float4* s = static_cast<float4*>(state);
-    switch ((p.d + BK - 1) / BK) {
-      case 1: return launch<T, 64, 1>(p, s);
-      case 2: return launch<T, 64, 2>(p, s);
-      case 3: return launch<T, 128, 3>(p, s);
-      default: return launch<T, 128, 4>(p, s);
-    }
+    // Bc = 64 keys and 2 slices of 32 columns up to d = 64, else 128 and 4 (as step d).
+    return p.d <= 64 ? launch<T, 64, 2>(p, s) : launch<T, 128, 4>(p, s);
   });
 }
 
