@@ -22,6 +22,8 @@ int bench_main(int argc, char** argv);
 // `flashsteps backward` and chapter 07's binary: the fastest forward, then the backward variants
 // (backward_cli.cpp).
 int backward_main(int argc, char** argv, const std::string& chapter);
+// `flashsteps decode` and chapter 08's binary: the decoding variants on one problem (decode_cli.cpp).
+int decode_main(int argc, char** argv, const std::string& chapter);
 
 // The problem options every command shares (sizes, dtype, is_causal, mask, scale, seed, --reps,
 // --warmup, --full-check, --cpu-budget, --csv), for a command defined in another file: declared

@@ -5,6 +5,7 @@
 //   flashsteps profile [options]  every variant once with the emulator's counters on: what a GPU
 //                                 profiler would count, and a modelled GPU time (a counters build)
 //   flashsteps backward [options] the fastest forward, then every backward variant (chapter 07)
+//   flashsteps decode [options]   every decoding variant on one KV-cache problem (chapter 08)
 #include <cstdio>
 #include <cstring>
 
@@ -19,6 +20,7 @@ struct Command {
 int run_main(int argc, char** argv) { return attn::chapter_main(argc, argv, ""); }
 int profile_main(int argc, char** argv) { return attn::chapter_main(argc, argv, "", true); }
 int backward_cmd(int argc, char** argv) { return attn::backward_main(argc, argv, ""); }
+int decode_cmd(int argc, char** argv) { return attn::decode_main(argc, argv, ""); }
 
 // One line per command: `flashsteps --help` lists them from here.
 const Command kCommands[] = {
@@ -28,6 +30,7 @@ const Command kCommands[] = {
     {"profile", profile_main, "every variant once with the emulator's counters: what a profiler would count, and a "
                               "modelled GPU time (a counters build)"},
     {"backward", backward_cmd, "chapter 07: the fastest forward, then every backward variant (dQ, dK, dV)"},
+    {"decode", decode_cmd, "chapter 08: new tokens against a KV cache (GQA, split-KV, pages), every decoding variant"},
 };
 
 int usage() {

@@ -1,0 +1,224 @@
+// decode.cuh: the decoding kernel of steps b to e, one template whose flags are the steps' ideas.
+//
+// A block of 128 threads owns up to R query rows that read the same KV head, and streams that
+// head's keys. A key row of d elements is d / E lanes of 16 bytes (E = 8 fp16 or bf16 values): a
+// *group* of lanes. The block's G = 128 / lanes groups take keys in turn, U at a time, so that each
+// lane has U 16-byte loads in flight before it needs the first. Each group keeps its own online
+// softmax (m, l and its slice of O, for each row); at the end the G groups' states are merged in
+// shared memory, by the same rescaling as the combine of the splits.
+//
+//   R      rows per block: 1 (step b: every query row reads the cache for itself), or the KV head's
+//          g x Lq query rows, up to 8 (step c: each K and V load serves all of them).
+//   Split  the keys cut into p.splits ranges along blockIdx.y (step d); each block writes its
+//          rows' O normalised by its own sum, and their log-sum-exp, for the combine.
+//   Paged  key j of sequence b found through the block table (step e), not at b * capacity + j.
+//
+// The scores are in base 2 (Q pre-multiplied by scale * log2 e): exp2 is the GPU's exponential.
+#pragma once
+#include <cstring>
+
+#include "decoding.h"
+#include "kernels/decode_params.h"
+#include "kernels/numeric.cuh"
+#include "kernels/reduce.cuh"
+#include "simt/simt.h"
+
+namespace ch08 {
+
+constexpr int kThreads = kDecodeThreads;
+constexpr int kKeysPerStep = 4;  // U: 16-byte loads each lane issues before it uses the first
+
+template <class T, int D>
+struct Shape {
+  static constexpr int E = 16 / static_cast<int>(sizeof(T));  // elements per 16-byte load
+  static constexpr int lanes = D / E;                          // lanes per key row
+  static constexpr int groups = kThreads / lanes;              // keys the block reads side by side
+  static_assert(lanes >= 1 && lanes <= 32 && 32 % lanes == 0, "a key row must be 1 to 32 lanes of a warp");
+};
+
+// 16 bytes from global memory in one load, as floats.
+template <class T>
+__device__ __forceinline__ void load16(const T* src, float* out) {
+  const float4 raw = *reinterpret_cast<const float4*>(src);
+  T v[16 / sizeof(T)];
+  memcpy(static_cast<void*>(v), &raw, sizeof raw);  // the 16 bytes as E values of T
+#pragma unroll
+  for (int e = 0; e < static_cast<int>(16 / sizeof(T)); ++e) out[e] = attn::load(v + e);
+}
+
+// The cache row of key j of sequence b.
+template <bool Paged>
+__device__ __forceinline__ long long key_row(const attn::DecodeParams& p, int b, int j) {
+  if constexpr (Paged) {
+    const int page = p.block_table[b * p.max_pages + j / p.page_size];
+    return static_cast<long long>(page) * p.page_size + j % p.page_size;
+  } else {
+    return static_cast<long long>(b) * p.page_size + j;  // unpaged: a page is the whole capacity
+  }
+}
+
+template <class T, int D, int R, bool Split, bool Paged>
+__global__ void __launch_bounds__(kThreads) decode_kernel(const attn::DecodeParams p, float* part_o, float* part_lse) {
+  using S = Shape<T, D>;
+  constexpr int E = S::E, Lanes = S::lanes, G = S::groups, U = kKeysPerStep;
+  __shared__ float merge_m[G][R], merge_l[G][R];
+  __shared__ float merge_o[G][R][D];
+
+  // Block: (sequence b, KV head hk, chunk of R of its g x Lq rows); row pr of the chunk is new
+  // token pr / g of query head hk * g + pr % g.
+  const int g = p.group(), rows = g * p.Lq, chunks = (rows + R - 1) / R;
+  const int chunk = static_cast<int>(blockIdx.x) % chunks;
+  const int hk = static_cast<int>(blockIdx.x) / chunks % p.Hkv, b = static_cast<int>(blockIdx.x) / chunks / p.Hkv;
+  const int lane = static_cast<int>(threadIdx.x) % Lanes, grp = static_cast<int>(threadIdx.x) / Lanes;
+  const int L = p.keys(p.cache_seqlens[b]);
+
+  float q[R][E];
+  int last[R];  // the last key each row sees (-1: none; rows past the chunk's end see none)
+  int hi = 0;   // one past the last key any row of the block sees
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const int pr = chunk * R + r, t = pr / g, hq = hk * g + pr % g;
+    last[r] = pr >= rows ? -1 : p.causal ? min(L - 1, t + L - p.Lq) : L - 1;
+    hi = max(hi, last[r] + 1);
+    if (pr < rows) {
+      load16(static_cast<const T*>(p.q) + ((static_cast<long long>(b) * p.Lq + t) * p.Hq + hq) * D + lane * E, q[r]);
+#pragma unroll
+      for (int e = 0; e < E; ++e) q[r][e] *= p.scale * attn::kLog2e;
+    } else {
+#pragma unroll
+      for (int e = 0; e < E; ++e) q[r][e] = 0.f;
+    }
+  }
+  int begin = 0, end = hi;
+  if constexpr (Split) {
+    const int per = (L + p.splits - 1) / p.splits;
+    begin = static_cast<int>(blockIdx.y) * per, end = min(hi, begin + per);
+  }
+
+  float m[R], l[R], acc[R][E];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    m[r] = -INFINITY, l[r] = 0.f;
+#pragma unroll
+    for (int e = 0; e < E; ++e) acc[r][e] = 0.f;
+  }
+  const T* K = static_cast<const T*>(p.k_cache);
+  const T* V = static_cast<const T*>(p.v_cache);
+  const long long head = static_cast<long long>(hk) * D + lane * E, row_stride = static_cast<long long>(p.Hkv) * D;
+  // Every group runs the same number of steps (the shuffles need every lane of a warp).
+  for (int base = begin; base < end; base += G * U) {
+    float s[R][U];
+    long long at[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int j = base + grp * U + u;
+      at[u] = j < end ? key_row<Paged>(p, b, j) * row_stride + head : -1;
+      float k[E];
+      if (at[u] >= 0) load16(K + at[u], k);
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        float dot = 0.f;
+        if (at[u] >= 0)
+#pragma unroll
+          for (int e = 0; e < E; ++e) dot += q[r][e] * k[e];
+        s[r][u] = dot;
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      float mx = m[r];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        s[r][u] = attn::group_sum<Lanes>(s[r][u]);
+        if (base + grp * U + u > min(end - 1, last[r])) s[r][u] = -INFINITY;
+        mx = fmaxf(mx, s[r][u]);
+      }
+      if (mx == -INFINITY) {  // nothing seen yet: nothing to add
+#pragma unroll
+        for (int u = 0; u < U; ++u) s[r][u] = 0.f;
+        continue;
+      }
+      const float correction = exp2f(m[r] - mx);  // 0 when m was -inf
+      l[r] *= correction;
+#pragma unroll
+      for (int e = 0; e < E; ++e) acc[r][e] *= correction;
+#pragma unroll
+      for (int u = 0; u < U; ++u) s[r][u] = exp2f(s[r][u] - mx), l[r] += s[r][u];
+      m[r] = mx;
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      if (at[u] < 0) continue;
+      float v[E];
+      load16(V + at[u], v);
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int e = 0; e < E; ++e) acc[r][e] += s[r][u] * v[e];
+    }
+  }
+
+  // The G groups' states merged: each row's m the largest, each group's l and O rescaled to it.
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    if (lane == 0) merge_m[grp][r] = m[r], merge_l[grp][r] = l[r];
+#pragma unroll
+    for (int e = 0; e < E; ++e) merge_o[grp][r][lane * E + e] = acc[r][e];
+  }
+  __syncthreads();
+  const long long total_rows = static_cast<long long>(p.B) * p.Lq * p.Hq;
+  for (int idx = static_cast<int>(threadIdx.x); idx < R * D; idx += kThreads) {
+    const int r = idx / D, c = idx % D, pr = chunk * R + r;
+    if (pr >= rows) continue;
+    float M = -INFINITY;
+    for (int k = 0; k < G; ++k) M = fmaxf(M, merge_m[k][r]);
+    float sum = 0.f, o = 0.f;
+    if (M != -INFINITY)
+      for (int k = 0; k < G; ++k) {
+        const float w = exp2f(merge_m[k][r] - M);
+        sum += w * merge_l[k][r], o += w * merge_o[k][r][c];
+      }
+    const long long out_row = (static_cast<long long>(b) * p.Lq + pr / g) * p.Hq + hk * g + pr % g;
+    const float value = sum > 0.f ? o / sum : 0.f;  // a row that sees no key: O = 0
+    if constexpr (Split) {
+      const long long at_row = static_cast<long long>(blockIdx.y) * total_rows + out_row;
+      part_o[at_row * D + c] = value;
+      if (c == 0) part_lse[at_row] = sum > 0.f ? M + log2f(sum) : -INFINITY;  // base 2
+    } else {
+      attn::store(static_cast<T*>(p.o) + out_row * D + c, value);
+    }
+  }
+}
+
+// The grid and the launch of one instantiation: a block per (sequence, KV head, chunk of R rows),
+// times the splits.
+template <int R, bool Split, bool Paged>
+cudaError_t launch_decode(const attn::DecodeParams& p, float* part_o, float* part_lse) {
+  if (p.dtype == attn::DType::fp32 || p.Hq % p.Hkv != 0) return cudaErrorInvalidValue;
+  const int chunks = (p.group() * p.Lq + R - 1) / R;
+  const dim3 grid(static_cast<unsigned>(static_cast<long long>(p.B) * p.Hkv * chunks),
+                  static_cast<unsigned>(Split ? p.splits : 1));
+  return attn::dispatch_dtype(p.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, float>) {
+      return cudaErrorInvalidValue;
+    } else {
+      return attn::dispatch_head_dim(DecodeDims{}, p.d, [&](auto dim) {
+        return simt::launch(decode_kernel<T, decltype(dim)::value, R, Split, Paged>, grid, dim3(kThreads), 0, p, part_o,
+                            part_lse);
+      });
+    }
+  });
+}
+
+// R chosen at run time among the compiled 1, 2, 4, 8: the fewest that hold the KV head's rows.
+template <bool Split, bool Paged>
+cudaError_t launch_packed(const attn::DecodeParams& p, float* part_o, float* part_lse) {
+  const int rows = p.group() * p.Lq;
+  if (rows <= 1) return launch_decode<1, Split, Paged>(p, part_o, part_lse);
+  if (rows <= 2) return launch_decode<2, Split, Paged>(p, part_o, part_lse);
+  if (rows <= 4) return launch_decode<4, Split, Paged>(p, part_o, part_lse);
+  return launch_decode<8, Split, Paged>(p, part_o, part_lse);
+}
+
+}  // namespace ch08

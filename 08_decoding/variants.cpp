@@ -1,0 +1,145 @@
+// variants.cpp: chapter 08 in the decoding registry (harness/decode.h): its five steps, the kernels
+// each launches, and their cost models.
+//
+// Bytes, with t the dtype's size, C the cache's K and V of every key attended once
+// (DecodeProblem::cache_bytes), X = B Lq Hq d t (Q read, O written), A the append (the new K and V
+// read and written once):
+//   a  A + gather (Q, and g C read, as much written) + chapter 05's kernel (Q and g C read, O
+//      written) + scatter (O read and written): A + 3 g C + 6 X
+//   b  A + g C + 2 X            every query head reads its KV head's keys
+//   c  A + ceil(g Lq / R) C + 2 X   every block of R rows reads them once
+//   d  c + the splits' partial O and lse written and read back: 2 S B Lq Hq (d + 1) 4
+//   e  d + each block's page numbers (4 bytes per page)
+#include <cmath>
+#include <string>
+
+#include "decoding.h"
+#include "harness/decode.h"
+
+namespace {
+using namespace attn;
+
+double t_of(const DecodeProblem& p) { return static_cast<double>(dtype_size(p.dtype)); }
+double qo_bytes(const DecodeProblem& p) { return 2.0 * p.B * p.Lq * p.Hq * p.d * t_of(p); }
+double append_bytes(const DecodeProblem& p) { return p.append ? 4.0 * p.B * p.Lq * p.Hkv * p.d * t_of(p) : 0; }
+int chunks(const DecodeProblem& p) {
+  const int rows = p.group() * p.Lq, R = ch08::rows_per_block(p.group(), p.Lq);
+  return (rows + R - 1) / R;
+}
+double partial_bytes(const DecodeProblem& p, int splits) {
+  return splits > 1 ? 2.0 * splits * p.B * p.Lq * p.Hq * (p.d + 1) * 4.0 : 0;
+}
+double table_bytes(const DecodeProblem& p, int splits) {
+  double pages = 0;
+  for (int b = 0; b < p.B; ++b) pages += (p.keys(b) + p.page() - 1) / p.page();
+  (void)splits;  // a split reads only its own pages: the blocks of a (sequence, KV head) read each once
+  return 4.0 * pages * p.Hkv * chunks(p);
+}
+
+Variant info(const char* name, const char* description, bool best = false) {
+  Variant v;
+  v.chapter = "08_decoding";
+  v.name = name;
+  v.description = description;
+  v.dtypes = {DType::fp16, DType::bf16};
+  v.head_dims.list = as_vector(ch08::DecodeDims{});
+  v.mask = false;
+  v.best = best;
+  v.cpu_flops_per_second = 1e8;
+  return v;
+}
+
+std::string grid_plan(const DecodeProblem& p, int R, int splits) {
+  const long long blocks = static_cast<long long>(p.B) * p.Hkv * ((p.group() * p.Lq + R - 1) / R) * splits;
+  return std::to_string(R) + (R == 1 ? " row" : " rows") + " per block, " + std::to_string(splits) +
+         (splits == 1 ? " split" : " splits") + ": " + std::to_string(blocks) + " blocks of " +
+         std::to_string(ch08::kDecodeThreads) + " threads on " + std::to_string(decode_sms()) + " SMs";
+}
+
+// The stages every step shares: the append first, and after a split attention the combine.
+void append_stage(const DecodeParams& a, Stages& st) {
+  st.run("append K, V", [&] { return ch08::append_kv(a); });
+}
+
+const RegisterDecode prefill({
+    .info = info("prefill_kernel", "chapter 05's best on each sequence, the cache copied to its layout with heads repeated"),
+    .paged = true,  // its copy reads through the block table
+    .workspace_bytes =
+        [](const DecodeProblem& p, int) {
+          return ch08::prefill_workspace(p.Hq, p.Lq, p.max_keys(), p.d, static_cast<int>(dtype_size(p.dtype)));
+        },
+    .hbm_bytes =
+        [](const DecodeProblem& p, int) {
+          return append_bytes(p) + 3.0 * p.group() * p.cache_bytes() + 3 * qo_bytes(p);
+        },
+    .plan = [](const DecodeProblem& p, int) { return std::to_string(p.B) + " x (gather, chapter 05's lean_loop on " +
+                                                     std::to_string(p.Hq) + " heads, scatter)"; },
+    .run =
+        [](const DecodeParams& a, Stages& st) {
+          append_stage(a, st);
+          st.run("gather, lean_loop, scatter (per sequence)", [&] { return ch08::prefill_kernel(a); });
+        },
+});
+
+const RegisterDecode decode({
+    .info = info("decode_kernel", "a block per query row streams its KV head's keys: 16-byte loads, softmax online"),
+    .hbm_bytes = [](const DecodeProblem& p, int) { return append_bytes(p) + p.group() * p.cache_bytes() + qo_bytes(p); },
+    .plan = [](const DecodeProblem& p, int) { return grid_plan(p, 1, 1); },
+    .run =
+        [](const DecodeParams& a, Stages& st) {
+          append_stage(a, st);
+          st.run("attention", [&] { return ch08::decode_kernel(a); });
+        },
+});
+
+const RegisterDecode gqa({
+    .info = info("gqa_packed", "the query rows of one KV head in one block: each K, V load serves all of them"),
+    .hbm_bytes = [](const DecodeProblem& p, int) { return append_bytes(p) + chunks(p) * p.cache_bytes() + qo_bytes(p); },
+    .plan = [](const DecodeProblem& p, int) { return grid_plan(p, ch08::rows_per_block(p.group(), p.Lq), 1); },
+    .run =
+        [](const DecodeParams& a, Stages& st) {
+          append_stage(a, st);
+          st.run("attention", [&] { return ch08::gqa_packed(a); });
+        },
+});
+
+size_t split_bytes(const DecodeProblem& p, int splits) {
+  return splits > 1 ? ch08::split_workspace(p.B, p.Lq, p.Hq, p.d, splits) : 0;
+}
+
+const RegisterDecode split({
+    .info = info("split_kv", "Flash-Decoding: each sequence's keys split across blocks, the parts combined by their lse"),
+    .splits = true,
+    .workspace_bytes = split_bytes,
+    .hbm_bytes =
+        [](const DecodeProblem& p, int s) {
+          return append_bytes(p) + chunks(p) * p.cache_bytes() + qo_bytes(p) + partial_bytes(p, s);
+        },
+    .plan = [](const DecodeProblem& p, int s) { return grid_plan(p, ch08::rows_per_block(p.group(), p.Lq), s); },
+    .run =
+        [](const DecodeParams& a, Stages& st) {
+          append_stage(a, st);
+          st.run(a.splits > 1 ? "attention, per split" : "attention", [&] { return ch08::split_kv(a); });
+          if (a.splits > 1) st.run("combine", [&] { return ch08::combine(a); });
+        },
+});
+
+const RegisterDecode paged_step({
+    .info = info("paged", "the cache in pages of any size, found through a block table per sequence", true),
+    .paged = true,
+    .splits = true,
+    .workspace_bytes = split_bytes,
+    .hbm_bytes =
+        [](const DecodeProblem& p, int s) {
+          return append_bytes(p) + chunks(p) * p.cache_bytes() + qo_bytes(p) + partial_bytes(p, s) + table_bytes(p, s);
+        },
+    .plan = [](const DecodeProblem& p, int s) { return grid_plan(p, ch08::rows_per_block(p.group(), p.Lq), s); },
+    .run =
+        [](const DecodeParams& a, Stages& st) {
+          append_stage(a, st);
+          st.run(a.splits > 1 ? "attention, per split" : "attention", [&] { return ch08::paged(a); });
+          if (a.splits > 1) st.run("combine", [&] { return ch08::combine(a); });
+        },
+});
+
+}  // namespace

@@ -1,0 +1,171 @@
+// decode_cli.cpp: `flashsteps decode` and chapter 08's binary. One decoding problem: each variant
+// appends the new tokens' K and V to the cache and attends, checked against the fp64 reference
+// (each sequence as a forward problem, heads repeated) and timed. With --profile, each runs once
+// with the counters on instead, through the forward's profiler (profile.h).
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <optional>
+
+#include "cli.h"
+#include "command.h"
+#include "decode.h"
+#include "errors.h"
+#include "profile.h"
+#include "report.h"
+
+namespace attn {
+namespace {
+
+void print_list() {
+  std::string chapter;
+  for (const DecodeVariant& d : decode_registry()) {
+    const Variant& v = d.info;
+    if (v.chapter != chapter) std::printf("%s%s (decoding)\n", chapter.empty() ? "" : "\n", (chapter = v.chapter).c_str());
+    std::printf("  %-20s %s%s\n  %-20s supports %s; d %s%s%s\n", v.name.c_str(), v.description.c_str(),
+                v.best ? " (best)" : "", "", v.supports().substr(0, v.supports().find(';')).c_str(),
+                v.head_dims.describe().c_str(), d.paged ? "; paged" : "", d.splits ? "; splits" : "");
+  }
+}
+
+std::vector<const DecodeVariant*> select(const std::vector<std::string>& names) {
+  std::vector<const DecodeVariant*> chosen;
+  if (names.empty())
+    for (const DecodeVariant& v : decode_registry()) chosen.push_back(&v);
+  for (const std::string& n : names) {
+    const DecodeVariant* v = find_decode(n);
+    if (!v) {
+      std::string known;
+      for (const DecodeVariant& d : decode_registry()) known += (known.empty() ? "" : ", ") + d.info.name;
+      throw UsageError("unknown decoding variant \"" + n + "\" (known: " + known + ")");
+    }
+    chosen.push_back(v);
+  }
+  return chosen;
+}
+
+}  // namespace
+
+int decode_main(int argc, char** argv, const std::string& chapter) {
+  CLI::App app{"Decoding (chapter 08): new query tokens against a KV cache, paged or not, with fewer KV heads than "
+               "query heads (GQA). Each variant appends the new tokens' K and V to the cache in place, then attends; "
+               "each is checked against the fp64 reference (every sequence as a forward problem with the KV heads "
+               "repeated) and its cache against the expected one, bit for bit, and timed."};
+  app.name(chapter.empty() ? "flashsteps decode" : chapter);
+  DecodeProblem p;
+  std::vector<int> lens;
+  int cache_len = 1024, page_size = 0;
+  std::string dtype = "fp16", csv;
+  std::optional<double> scale;
+  bool no_append = false, list = false, full_check = false;
+  RunOptions o;
+  std::vector<std::string> names;
+  app.add_option("-b,--batch", p.B, "sequences (B)")->capture_default_str();
+  app.add_option("-H,--heads", p.Hq, "query heads (Hq)")->capture_default_str();
+  app.add_option("--kv-heads", p.Hkv, "KV heads (Hkv; Hq must be a multiple: query head h reads KV head h / (Hq/Hkv))")
+      ->capture_default_str();
+  app.add_option("-d,--head-dim", p.d, "head dim")->capture_default_str();
+  app.add_option("--new-tokens", p.Lq, "new query tokens per sequence (1: decoding; 2 to 16: speculative verification)")
+      ->capture_default_str();
+  app.add_option("--cache-len", cache_len, "keys in every sequence's cache before the new tokens")->capture_default_str();
+  app.add_option("--cache-lens", lens, "one cache length per sequence (replaces --cache-len)")->delimiter(',');
+  app.add_option("--capacity", p.capacity, "keys a sequence's cache can hold (default: the longest sequence's, in whole pages)");
+  app.add_option("--page-size", page_size, "a paged cache: pages of this many keys (any size >= 1) and a block table");
+  app.add_flag("--no-append", no_append, "the new tokens' K and V are not appended: attend over the cache as it is");
+  app.add_flag("--causal", p.causal, "causal among the new tokens, aligned bottom-right (FlashAttention's alignment)");
+  app.add_option("--splits", p.splits, "split each sequence's keys in this many parts (0: the heuristic; split variants)")
+      ->capture_default_str();
+  app.add_option("--dtype", dtype, "fp16 or bf16")->capture_default_str();
+  app.add_option("--scale", scale, "the softmax scale (default 1/sqrt(d))");
+  app.add_option("--seed", p.seed, "seed of the inputs")->capture_default_str();
+  app.add_option("-v,--variant", names, "run only this variant (repeatable)");
+  app.add_flag("--list", list, "list the decoding variants and what they support");
+  app.add_option("--reps", o.reps, "timed repetitions (0: run once, untimed)")->capture_default_str();
+  app.add_option("--warmup", o.warmup, "untimed runs first")->capture_default_str();
+  app.add_flag("--full-check", full_check, "check every sequence and head, however large");
+  app.add_option("--cpu-budget", o.cpu_budget_s, "cpu backend: refuse problems the emulator would take longer on (s; 0: no limit)")
+      ->capture_default_str();
+  app.add_option("--csv", csv, "append one row per variant to this CSV file");
+  ProfileOptions profile;
+  add_profile_options(app, profile, true);
+  if (const int rc = parse_command_line(app, argc, argv); rc >= 0) return rc;
+  return guarded([&] {
+    std::optional<Profiler> profiler;
+    if (profile.on) profiler.emplace(profile);  // refuses before any work
+    if (profile.emulated_heads != 0 || profile.row_groups != "auto")
+      throw UsageError("--emulated-heads and --row-groups sample a forward profile; decode --profile emulates every "
+                       "block of its problem (choose a smaller one)");
+    if (list) {
+      print_list();
+      return 0;
+    }
+    const auto t = parse_dtype(dtype);
+    if (!t) throw UsageError("unknown dtype \"" + dtype + "\" (fp16, bf16)");
+    p.dtype = *t;
+    p.scale_override = scale;
+    p.append = !no_append;
+    p.cache_lens = lens.empty() ? std::vector<int>{cache_len} : lens;
+    if (app.count("--page-size")) p.paged = true, p.page_size = page_size;
+    if (o.reps < 0 || o.warmup < 0) throw UsageError("--reps and --warmup must be at least 0");
+    o.sample = !full_check;
+    p.validate();
+    if (!csv.empty()) check_csv_target(csv);
+    const auto chosen = select(names);
+    std::vector<const DecodeVariant*> runnable;
+    for (const DecodeVariant* v : chosen) {
+      try {
+        check_decode_runnable(*v, p, o);
+        runnable.push_back(v);
+      } catch (const UsageError& e) {
+        if (!names.empty() || chosen.size() == 1) throw;
+        print_skip(v->info.name, e.what());
+      }
+    }
+    if (runnable.empty()) throw UsageError("no decoding variant runs " + p.describe() + " (--list shows what each supports)");
+
+    std::printf("device:  %s\nproblem: %s, scale %.6g, seed %llu\n", device().summary().c_str(), p.describe().c_str(),
+                p.scale(), static_cast<unsigned long long>(p.seed));
+    std::printf("         the cache read once is %s (K and V of %d keys at most per sequence); %d query heads per KV head\n",
+                human_bytes(p.cache_bytes()).c_str(), p.max_keys(), p.group());
+    const DecodeInputs in = DecodeInputs::generate(p);
+    check_decode_inputs(p, in);
+    const DecodeChecker checker(p, in, o);
+    DecodeDevice dev(p, in);
+    std::printf("checked: %zu of %d sequences, %zu of %d query heads, every new token, against the fp64 reference; the "
+                "whole cache bit for bit\n",
+                checker.sequences_checked(), p.B, checker.heads_checked().size(), p.Hq);
+    if (!chapter.empty()) std::printf("chapter: %s\n", chapter.c_str());
+
+    bool pass = true;
+    if (profiler) {
+      for (const DecodeVariant* v : runnable)
+        pass = profiler
+                   ->run([&] {
+                     RunOptions once = o;
+                     once.reps = 1, once.warmup = 0;
+                     return run_decode(*v, p, dev, in, checker, once);
+                   })
+                   .result.verdict.pass &&
+               pass;
+      profiler->print_summary();
+      profiler->write_csv(csv);
+      return pass ? 0 : 1;
+    }
+    std::printf("\n");
+    print_table_header();
+    std::vector<Result> rows;
+    for (const DecodeVariant* v : runnable) {
+      rows.push_back(run_decode(*v, p, dev, in, checker, o));
+      const Result& r = rows.back();
+      print_row(r);
+      print_stages(r);
+      if (!r.verdict.pass) std::printf("    FAILED: %s\n", r.verdict.why.c_str());
+      std::fflush(stdout);
+      pass = pass && r.verdict.pass;
+    }
+    if (device().emulated) std::printf("\n(CPU emulation: these times measure the emulator, not a GPU)\n");
+    if (!csv.empty() && o.reps > 0) append_csv(csv, rows);
+    return pass ? 0 : 1;
+  });
+}
+
+}  // namespace attn
