@@ -421,7 +421,7 @@ void check_decode_runnable(const DecodeVariant& v, const DecodeProblem& p, const
 }
 
 Result run_decode(const DecodeVariant& v, const DecodeProblem& p, DecodeDevice& dev, const DecodeInputs& in,
-                  const DecodeChecker& checker, const RunOptions& o) {
+                  const DecodeChecker& checker, const RunOptions& o, std::vector<float>* output) {
   const int splits = v.splits_for(p);
   Result row;
   row.variant = &v.info;
@@ -451,8 +451,10 @@ Result run_decode(const DecodeVariant& v, const DecodeProblem& p, DecodeDevice& 
   row.timing = time_variant(poison, launch, o.reps > 0 ? o.warmup : 0, std::max(o.reps, 1));
   if (o.reps == 0) row.timing = Timing{};
 
-  row.verdict = checker.check(download_as(p.dtype, out, out_elems), download_as(p.dtype, dev.k_pool, in.k_pool.size()),
+  std::vector<float> o_host = download_as(p.dtype, out, out_elems);
+  row.verdict = checker.check(o_host, download_as(p.dtype, dev.k_pool, in.k_pool.size()),
                               download_as(p.dtype, dev.v_pool, in.v_pool.size()));
+  if (output) *output = std::move(o_host);
   return row;
 }
 

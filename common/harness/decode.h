@@ -140,8 +140,9 @@ DecodeParams decode_params(const DecodeProblem& p, const DecodeDevice& dev, cons
 // Throws UsageError when v cannot run p (naming why), needs more memory than is free, or would take
 // the emulator longer than its budget.
 void check_decode_runnable(const DecodeVariant& v, const DecodeProblem& p, const RunOptions& o);
-// Runs v with poisoned output and workspace (NaN), times it, checks O and the cache.
+// Runs v with poisoned output and workspace (NaN), times it, checks O and the cache; `output`, when
+// given, receives O [B, Lq, Hq, d].
 Result run_decode(const DecodeVariant& v, const DecodeProblem& p, DecodeDevice& dev, const DecodeInputs& in,
-                  const DecodeChecker& checker, const RunOptions& o);
+                  const DecodeChecker& checker, const RunOptions& o, std::vector<float>* output = nullptr);
 
 }  // namespace attn
