@@ -7,13 +7,15 @@
 // softmax (m, l and its slice of O, for each row); at the end the G groups' states are merged in
 // shared memory, by the same rescaling as the combine of the splits.
 //
-//   R      rows per block: 1 (step b: every query row reads the cache for itself), or the KV head's
-//          g x Lq query rows, up to 8 (step c: each K and V load serves all of them).
-//   Split  the keys cut into p.splits ranges along blockIdx.y (step d); each block writes its
+//   Split  the keys cut into p.splits ranges along blockIdx.y (step c); each block writes its
 //          rows' O normalised by its own sum, and their log-sum-exp, for the combine.
+//   R      rows per block: 1 (steps b, c: every query row reads the cache for itself), or the KV
+//          head's g x Lq query rows, up to 8 (step d: each K and V load serves all of them).
 //   Paged  key j of sequence b found through the block table (step e), not at b * capacity + j.
 //
 // The scores are in base 2 (Q pre-multiplied by scale * log2 e): exp2 is the GPU's exponential.
+// The new tokens' keys and values are read from k_new, v_new, and written into the cache by the
+// kernel itself (as flash_attn_with_kvcache does): no launch of its own.
 #pragma once
 #include <cstring>
 
@@ -62,7 +64,9 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const attn::DecodePara
   using S = Shape<T, D>;
   constexpr int E = S::E, Lanes = S::lanes, G = S::groups, U = kKeysPerStep;
   __shared__ float merge_m[G][R], merge_l[G][R];
-  __shared__ float merge_o[G][R][D];
+  // A lane's E values at lane * (E + 1): lanes 9 words apart on the stores, so no two of a warp's
+  // lanes share a bank; the readers' neighbouring columns stay neighbours but once per E.
+  __shared__ float merge_o[G][R][Lanes * (E + 1)];
 
   // Block: (sequence b, KV head hk, chunk of R of its g x Lq rows); row pr of the chunk is new
   // token pr / g of query head hk * g + pr % g.
@@ -102,23 +106,43 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const attn::DecodePara
 #pragma unroll
     for (int e = 0; e < E; ++e) acc[r][e] = 0.f;
   }
-  const T* K = static_cast<const T*>(p.k_cache);
-  const T* V = static_cast<const T*>(p.v_cache);
+  T* K = static_cast<T*>(p.k_cache);
+  T* V = static_cast<T*>(p.v_cache);
+  const T* K_new = static_cast<const T*>(p.k_new);
+  const T* V_new = static_cast<const T*>(p.v_new);
+  const int cached = p.cache_seqlens[b];  // keys in the cache; the new tokens' come after them
   const long long head = static_cast<long long>(hk) * D + lane * E, row_stride = static_cast<long long>(p.Hkv) * D;
+  // The append, fused: the new tokens' K and V are read where they are given, and one block of each
+  // (sequence, KV head) writes them into the cache, which no block reads at those rows.
+  if (K_new != nullptr && chunk == 0 && blockIdx.y == 0)
+    for (int i = static_cast<int>(threadIdx.x); i < p.Lq * D; i += kThreads) {
+      const int t = i / D, c = i % D;
+      const long long to = key_row<Paged>(p, b, cached + t) * row_stride + hk * D + c;
+      const long long from = ((static_cast<long long>(b) * p.Lq + t) * p.Hkv + hk) * D + c;
+      K[to] = K_new[from], V[to] = V_new[from];
+    }
   // Every group runs the same number of steps (the shuffles need every lane of a warp).
   for (int base = begin; base < end; base += G * U) {
     float s[R][U];
-    long long at[U];
+    const T* kp[U];
+    const T* vp[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int j = base + grp * U + u;
-      at[u] = j < end ? key_row<Paged>(p, b, j) * row_stride + head : -1;
+      kp[u] = vp[u] = nullptr;
+      if (j < end && j < cached) {
+        const long long at = key_row<Paged>(p, b, j) * row_stride + head;
+        kp[u] = K + at, vp[u] = V + at;
+      } else if (j < end) {  // a new token's key
+        const long long at = ((static_cast<long long>(b) * p.Lq + j - cached) * p.Hkv) * D + head;
+        kp[u] = K_new + at, vp[u] = V_new + at;
+      }
       float k[E];
-      if (at[u] >= 0) load16(K + at[u], k);
+      if (kp[u] != nullptr) load16(kp[u], k);
 #pragma unroll
       for (int r = 0; r < R; ++r) {
         float dot = 0.f;
-        if (at[u] >= 0)
+        if (kp[u] != nullptr)
 #pragma unroll
           for (int e = 0; e < E; ++e) dot += q[r][e] * k[e];
         s[r][u] = dot;
@@ -148,9 +172,9 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const attn::DecodePara
     }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      if (at[u] < 0) continue;
+      if (vp[u] == nullptr) continue;
       float v[E];
-      load16(V + at[u], v);
+      load16(vp[u], v);
 #pragma unroll
       for (int r = 0; r < R; ++r)
 #pragma unroll
@@ -163,7 +187,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const attn::DecodePara
   for (int r = 0; r < R; ++r) {
     if (lane == 0) merge_m[grp][r] = m[r], merge_l[grp][r] = l[r];
 #pragma unroll
-    for (int e = 0; e < E; ++e) merge_o[grp][r][lane * E + e] = acc[r][e];
+    for (int e = 0; e < E; ++e) merge_o[grp][r][lane * (E + 1) + e] = acc[r][e];
   }
   __syncthreads();
   const long long total_rows = static_cast<long long>(p.B) * p.Lq * p.Hq;
@@ -176,7 +200,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const attn::DecodePara
     if (M != -INFINITY)
       for (int k = 0; k < G; ++k) {
         const float w = exp2f(merge_m[k][r] - M);
-        sum += w * merge_l[k][r], o += w * merge_o[k][r][c];
+        sum += w * merge_l[k][r], o += w * merge_o[k][r][c / E * (E + 1) + c % E];
       }
     const long long out_row = (static_cast<long long>(b) * p.Lq + pr / g) * p.Hq + hk * g + pr % g;
     const float value = sum > 0.f ? o / sum : 0.f;  // a row that sees no key: O = 0

@@ -6,7 +6,7 @@
 // computes the others for nothing; here every thread's work is that row's.
 // Cost: each of the g query heads of a KV head reads the whole cache of that head for itself
 // (g x the bytes; the L2 may catch some), and the grid is B x Lq x Hq blocks: 32 at B = 1, Hq = 32,
-// a quarter of an H100's SMs.
+// a quarter of an H100's SMs. Step c fills the SMs, step d reads each KV head once.
 #include "decode.cuh"
 #include "decoding.h"
 

@@ -12,19 +12,19 @@ namespace ch08 {
 using DecodeDims = attn::HeadDimList<32, 64, 128, 256>;  // a key row is d / 8 lanes of 16 bytes
 inline constexpr int kDecodeThreads = 128;                 // per block of steps b to e
 
-// The new tokens' K and V written into the cache at positions cache_seqlens[b] + t (every step's
-// first stage; a no-op without k_new).
+// The new tokens' K and V written into the cache at positions cache_seqlens[b] + t: step a's first
+// stage (a no-op without k_new). Steps b to e append inside their kernel.
 cudaError_t append_kv(const attn::DecodeParams& p);
 
 cudaError_t prefill_kernel(const attn::DecodeParams& p);  // a: chapter 05's best, a sequence at a time
 cudaError_t decode_kernel(const attn::DecodeParams& p);   // b: a block per query row, the cache streamed
-cudaError_t gqa_packed(const attn::DecodeParams& p);      // c: a KV head's query rows share each load
-cudaError_t split_kv(const attn::DecodeParams& p);        // d: the keys split across blocks (then combine)
+cudaError_t split_kv(const attn::DecodeParams& p);        // c: the keys split across blocks (then combine)
+cudaError_t gqa_packed(const attn::DecodeParams& p);      // d: a KV head's query rows share each load
 cudaError_t paged(const attn::DecodeParams& p);           // e: the cache in pages through a block table
 
 // Step a's workspace: one sequence's Q, K, V (heads repeated) and O in chapter 05's [H, L, d] layout.
 size_t prefill_workspace(int Hq, int Lq, int max_keys, int d, int elem_bytes);
-// Steps d, e: each split's partial O [splits][B Lq Hq][d] and log-sum-exp [splits][B Lq Hq], fp32,
+// Steps c to e: each split's partial O [splits][B Lq Hq][d] and log-sum-exp [splits][B Lq Hq], fp32,
 // in the workspace; with one split the kernel writes O itself and combine does nothing.
 size_t split_workspace(int B, int Lq, int Hq, int d, int splits);
 struct Partials {
@@ -37,7 +37,7 @@ inline Partials partials(const attn::DecodeParams& p) {
 }
 // The splits' partial results merged into O (split_kv.cu): a second launch, a stage of its own.
 cudaError_t combine(const attn::DecodeParams& p);
-// Query rows a block of steps c to e holds: the KV head's g x Lq rows, up to 8.
+// Query rows a block of steps d and e holds: the KV head's g x Lq rows, up to 8.
 int rows_per_block(int group, int Lq);
 
 }  // namespace ch08

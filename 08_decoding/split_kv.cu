@@ -1,8 +1,9 @@
-// split_kv.cu: step d, Flash-Decoding. Each sequence's keys cut into p.splits ranges, one block
-// per (sequence, KV head, rows, range): the grid grows by the split count. Each block writes its
-// rows' O (normalised by its own sum) and log-sum-exp; a second kernel, the combine, merges the
-// ranges of each row with weights 2^(lse_s - max lse), the online softmax's rescaling once more.
-// Why: step c's grid is B x Hkv blocks; at B = 1 the cache streams through 8 SMs of 132.
+// split_kv.cu: step c, Flash-Decoding. Each sequence's keys cut into p.splits ranges, one block
+// per (query row, range): the grid grows by the split count. Each block writes its row's O
+// (normalised by its own sum) and log-sum-exp; a second kernel, the combine, merges the ranges of
+// each row with weights 2^(lse_s - max lse): the online softmax's rescaling once more.
+// Why: step b's grid is B x Lq x Hq blocks, 32 at B = 1 and Hq = 32 on 132 SMs, each streaming a
+// whole sequence alone.
 // Cost: the partial O and lse go to memory and back (splits x rows x (d + 1) x 4 bytes twice,
 // small beside the cache), and a second launch. The host picks the count (split_heuristic).
 #include "decode.cuh"
@@ -45,9 +46,9 @@ cudaError_t combine(const attn::DecodeParams& p) {
 }
 
 cudaError_t split_kv(const attn::DecodeParams& p) {
-  if (p.splits <= 1) return launch_packed<false, false>(p, nullptr, nullptr);
+  if (p.splits <= 1) return launch_decode<1, false, false>(p, nullptr, nullptr);
   const Partials part = partials(p);
-  return launch_packed<true, false>(p, part.o, part.lse);
+  return launch_decode<1, true, false>(p, part.o, part.lse);
 }
 
 }  // namespace ch08

@@ -7,8 +7,8 @@
 //   a  A + gather (Q, and g C read, as much written) + chapter 05's kernel (Q and g C read, O
 //      written) + scatter (O read and written): A + 3 g C + 6 X
 //   b  A + g C + 2 X            every query head reads its KV head's keys
-//   c  A + ceil(g Lq / R) C + 2 X   every block of R rows reads them once
-//   d  c + the splits' partial O and lse written and read back: 2 S B Lq Hq (d + 1) 4
+//   c  b + the splits' partial O and lse written and read back: 2 S B Lq Hq (d + 1) 4
+//   d  A + ceil(g Lq / R) C + 2 X + the partials   every block of R rows reads the keys once
 //   e  d + each block's page numbers (4 bytes per page)
 #include <cmath>
 #include <string>
@@ -56,7 +56,7 @@ std::string grid_plan(const DecodeProblem& p, int R, int splits) {
          std::to_string(ch08::kDecodeThreads) + " threads on " + std::to_string(decode_sms()) + " SMs";
 }
 
-// The stages every step shares: the append first, and after a split attention the combine.
+// Step a appends in a stage of its own; steps b to e in their kernel (decode.cuh).
 void append_stage(const DecodeParams& a, Stages& st) {
   st.run("append K, V", [&] { return ch08::append_kv(a); });
 }
@@ -64,6 +64,7 @@ void append_stage(const DecodeParams& a, Stages& st) {
 const RegisterDecode prefill({
     .info = info("prefill_kernel", "chapter 05's best on each sequence, the cache copied to its layout with heads repeated"),
     .paged = true,  // its copy reads through the block table
+    .per_sequence_launches = true,
     .workspace_bytes =
         [](const DecodeProblem& p, int) {
           return ch08::prefill_workspace(p.Hq, p.Lq, p.max_keys(), p.d, static_cast<int>(dtype_size(p.dtype)));
@@ -87,19 +88,7 @@ const RegisterDecode decode({
     .plan = [](const DecodeProblem& p, int) { return grid_plan(p, 1, 1); },
     .run =
         [](const DecodeParams& a, Stages& st) {
-          append_stage(a, st);
           st.run("attention", [&] { return ch08::decode_kernel(a); });
-        },
-});
-
-const RegisterDecode gqa({
-    .info = info("gqa_packed", "the query rows of one KV head in one block: each K, V load serves all of them"),
-    .hbm_bytes = [](const DecodeProblem& p, int) { return append_bytes(p) + chunks(p) * p.cache_bytes() + qo_bytes(p); },
-    .plan = [](const DecodeProblem& p, int) { return grid_plan(p, ch08::rows_per_block(p.group(), p.Lq), 1); },
-    .run =
-        [](const DecodeParams& a, Stages& st) {
-          append_stage(a, st);
-          st.run("attention", [&] { return ch08::gqa_packed(a); });
         },
 });
 
@@ -113,13 +102,29 @@ const RegisterDecode split({
     .workspace_bytes = split_bytes,
     .hbm_bytes =
         [](const DecodeProblem& p, int s) {
+          return append_bytes(p) + p.group() * p.cache_bytes() + qo_bytes(p) + partial_bytes(p, s);
+        },
+    .plan = [](const DecodeProblem& p, int s) { return grid_plan(p, 1, s); },
+    .run =
+        [](const DecodeParams& a, Stages& st) {
+          st.run(a.splits > 1 ? "attention, per split" : "attention", [&] { return ch08::split_kv(a); });
+          if (a.splits > 1) st.run("combine", [&] { return ch08::combine(a); });
+        },
+});
+
+const RegisterDecode gqa({
+    .info = info("gqa_packed", "the query rows of one KV head in one block: each K, V load serves all of them"),
+    .splits = true,
+    .packed = true,
+    .workspace_bytes = split_bytes,
+    .hbm_bytes =
+        [](const DecodeProblem& p, int s) {
           return append_bytes(p) + chunks(p) * p.cache_bytes() + qo_bytes(p) + partial_bytes(p, s);
         },
     .plan = [](const DecodeProblem& p, int s) { return grid_plan(p, ch08::rows_per_block(p.group(), p.Lq), s); },
     .run =
         [](const DecodeParams& a, Stages& st) {
-          append_stage(a, st);
-          st.run(a.splits > 1 ? "attention, per split" : "attention", [&] { return ch08::split_kv(a); });
+          st.run(a.splits > 1 ? "attention, per split" : "attention", [&] { return ch08::gqa_packed(a); });
           if (a.splits > 1) st.run("combine", [&] { return ch08::combine(a); });
         },
 });
@@ -128,6 +133,7 @@ const RegisterDecode paged_step({
     .info = info("paged", "the cache in pages of any size, found through a block table per sequence", true),
     .paged = true,
     .splits = true,
+    .packed = true,
     .workspace_bytes = split_bytes,
     .hbm_bytes =
         [](const DecodeProblem& p, int s) {
@@ -136,7 +142,6 @@ const RegisterDecode paged_step({
     .plan = [](const DecodeProblem& p, int s) { return grid_plan(p, ch08::rows_per_block(p.group(), p.Lq), s); },
     .run =
         [](const DecodeParams& a, Stages& st) {
-          append_stage(a, st);
           st.run(a.splits > 1 ? "attention, per split" : "attention", [&] { return ch08::paged(a); });
           if (a.splits > 1) st.run("combine", [&] { return ch08::combine(a); });
         },

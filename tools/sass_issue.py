@@ -4,7 +4,7 @@
 The emulator counts the instructions a profiler would see move data or synchronise: global and
 shared-memory requests (ld, st, atom, cp.async, ldmatrix), mma.sync, barriers, shuffles and votes.
 It does not see the FP32, integer, conversion and branch instructions around them, which a GPU must
-issue too, at 4 per clock per SM. This tool compiles every kernel of chapters 01 to 07 for sm_90,
+issue too, at 4 per clock per SM. This tool compiles every kernel of chapters 01 to 08 for sm_90,
 cuts nvdisasm's listing into basic blocks, finds the loops by their back edges and splits each
 kernel in three parts (issue_profile): the blocks outside the loops, one iteration of the tile loop,
 one iteration of the other loops, each with its instructions and the seen instructions of each kind
@@ -37,7 +37,7 @@ import kernel_resources as kr  # noqa: E402
 
 ROOT = kr.ROOT
 DEFAULT = os.path.join(ROOT, "common", "model", "sass_sm90.inc")
-SOURCES = "0[1-7]_*/*.cu"
+SOURCES = "0[1-9]_*/*.cu"
 # The kinds of SASS instruction the emulator also counts, one for one (simt/counters.h), and their
 # opcodes, first match wins: global loads and stores (generic LD/ST too), atomics, cp.async (LDGSTS,
 # counted once, on its global side), shared-memory loads, stores and ldmatrix, HMMA (mma.sync),

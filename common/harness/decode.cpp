@@ -208,15 +208,22 @@ std::string DecodeVariant::unsupported(const DecodeProblem& p) const {
 int DecodeVariant::splits_for(const DecodeProblem& p) const {
   if (!splits) return 1;
   if (p.splits > 0) return p.splits;
-  // The unsplit grid of every splitting step: a block per (sequence, KV head, rows of up to 8).
-  const long long chunks = (static_cast<long long>(p.group()) * p.Lq + 7) / 8;
-  return split_heuristic(static_cast<long long>(p.B) * p.Hkv * chunks, p.max_keys(), decode_sms());
+  // The unsplit grid: a block per query row, or per (sequence, KV head, up to 8 of its rows).
+  const long long blocks = packed ? static_cast<long long>(p.B) * p.Hkv * ((p.group() * p.Lq + 7) / 8)
+                                  : static_cast<long long>(p.B) * p.Lq * p.Hq;
+  return split_heuristic(blocks, p.max_keys(), decode_sms());
 }
 
 int split_heuristic(long long blocks, int max_keys, int sms) {
-  if (blocks >= sms) return 1;
-  const long long wanted = (2LL * sms + blocks - 1) / blocks;
-  return static_cast<int>(std::clamp<long long>(std::min<long long>(wanted, max_keys / kMinSplitKeys), 1, 128));
+  const int most = std::clamp(max_keys / kMinSplitKeys, 1, 128);
+  // The share of the SMs' rounds the grid fills: blocks / (SMs x rounds), 1 for whole rounds.
+  auto filled = [&](int s) {
+    const double n = static_cast<double>(blocks) * s;
+    return n / (sms * std::ceil(n / sms));
+  };
+  for (int s = 1; s <= most; ++s)
+    if (blocks * s * 10 >= 18LL * sms && filled(s) >= 0.9) return s;  // ~2 blocks per SM, rounds 90 % full
+  return most;  // short sequences: as many splits as their keys allow
 }
 
 int decode_sms() { return device().emulated ? kGpus[0].sms : device().sms; }

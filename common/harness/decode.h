@@ -79,6 +79,8 @@ struct DecodeVariant {
   Variant info;
   bool paged = false;   // reads a paged cache (a variant without refuses one)
   bool splits = false;  // splits each sequence's keys across blocks (--splits); else always 1
+  bool packed = false;  // a block holds up to 8 query rows of one KV head (else one): the unsplit grid
+  bool per_sequence_launches = false;  // launches its kernels once per sequence (a profile's sampling)
   std::function<size_t(const DecodeProblem&, int splits)> workspace_bytes = [](const DecodeProblem&, int) {
     return size_t{0};
   };
@@ -95,9 +97,11 @@ struct RegisterDecode {
   explicit RegisterDecode(DecodeVariant v);
 };
 
-// Flash-Decoding's split count (chapter 08's note explains it): no split when the grid already
-// fills the GPU (`blocks`, unsplit, at least one per SM); else enough splits for two blocks per SM,
-// but no split shorter than kMinSplitKeys keys, and at most 128.
+// Flash-Decoding's split count (chapter 08's note explains it): the fewest splits (1: none) that
+// give the grid about two blocks per SM (90 % of 2 x SMs: one block's loads in flight while another
+// computes) and fill the SMs' last round to 90 % or more (blocks x splits / (SMs x rounds)); no
+// split shorter than kMinSplitKeys keys, and at most 128. When no count reaches that (short
+// sequences), as many as the keys allow.
 inline constexpr int kMinSplitKeys = 256;
 int split_heuristic(long long blocks, int max_keys, int sms);
 // The SMs the heuristic fills: the GPU's, or on the emulator the modelled GPU's (an H100's 132).

@@ -56,7 +56,7 @@ int decode_main(int argc, char** argv, const std::string& chapter) {
   int cache_len = 1024, page_size = 0;
   std::string dtype = "fp16", csv;
   std::optional<double> scale;
-  bool no_append = false, list = false, full_check = false;
+  bool no_append = false, list = false, full_check = false, all_sequences = false;
   RunOptions o;
   std::vector<std::string> names;
   app.add_option("-b,--batch", p.B, "sequences (B)")->capture_default_str();
@@ -87,6 +87,8 @@ int decode_main(int argc, char** argv, const std::string& chapter) {
   app.add_option("--csv", csv, "append one row per variant to this CSV file");
   ProfileOptions profile;
   add_profile_options(app, profile, true);
+  app.add_flag("--all-sequences", all_sequences,
+               "with --profile: emulate every sequence, even when they all have one length and the first stands for all");
   if (const int rc = parse_command_line(app, argc, argv); rc >= 0) return rc;
   return guarded([&] {
     std::optional<Profiler> profiler;
@@ -110,14 +112,26 @@ int decode_main(int argc, char** argv, const std::string& chapter) {
     p.validate();
     if (!csv.empty()) check_csv_target(csv);
     const auto chosen = select(names);
+    // A profile of sequences of one length emulates the first: the others run the same blocks at
+    // the same offsets of their own pages, so its counts times B are the whole problem's (with the
+    // split count the whole problem gets). The others go unchecked, and the output says so.
+    bool one_length = true;
+    for (int b = 1; b < p.B; ++b) one_length = one_length && p.cache_len(b) == p.cache_len(0);
+    const bool sampled = profiler && !all_sequences && p.B > 1 && one_length && p.cache_bytes() > 16e6;
+    DecodeProblem e = p;  // what is emulated
+    if (sampled) e.B = 1, e.cache_lens = {p.cache_len(0)};
     std::vector<const DecodeVariant*> runnable;
     for (const DecodeVariant* v : chosen) {
       try {
-        check_decode_runnable(*v, p, o);
+        p.validate();
+        if (const std::string why = v->unsupported(p); !why.empty()) throw UsageError(why);
+        DecodeProblem ev = e;
+        ev.splits = v->splits_for(p);
+        check_decode_runnable(*v, ev, o);
         runnable.push_back(v);
-      } catch (const UsageError& e) {
+      } catch (const UsageError& err) {
         if (!names.empty() || chosen.size() == 1) throw;
-        print_skip(v->info.name, e.what());
+        print_skip(v->info.name, err.what());
       }
     }
     if (runnable.empty()) throw UsageError("no decoding variant runs " + p.describe() + " (--list shows what each supports)");
@@ -126,10 +140,14 @@ int decode_main(int argc, char** argv, const std::string& chapter) {
                 p.scale(), static_cast<unsigned long long>(p.seed));
     std::printf("         the cache read once is %s (K and V of %d keys at most per sequence); %d query heads per KV head\n",
                 human_bytes(p.cache_bytes()).c_str(), p.max_keys(), p.group());
-    const DecodeInputs in = DecodeInputs::generate(p);
-    check_decode_inputs(p, in);
-    const DecodeChecker checker(p, in, o);
-    DecodeDevice dev(p, in);
+    if (sampled)
+      std::printf("emulated: sequence 0 of the %d, all of one length; its counts x %d stand for the whole problem "
+                  "(--all-sequences: every one); the other sequences go unchecked\n",
+                  p.B, p.B);
+    const DecodeInputs in = DecodeInputs::generate(e);
+    check_decode_inputs(e, in);
+    const DecodeChecker checker(e, in, o);
+    DecodeDevice dev(e, in);
     std::printf("checked: %zu of %d sequences, %zu of %d query heads, every new token, against the fp64 reference; the "
                 "whole cache bit for bit\n",
                 checker.sequences_checked(), p.B, checker.heads_checked().size(), p.Hq);
@@ -142,7 +160,23 @@ int decode_main(int argc, char** argv, const std::string& chapter) {
                    ->run([&] {
                      RunOptions once = o;
                      once.reps = 1, once.warmup = 0;
-                     return run_decode(*v, p, dev, in, checker, once);
+                     DecodeProblem ev = e;
+                     const int splits = v->splits_for(p);
+                     ev.splits = splits;
+                     Result r = run_decode(*v, ev, dev, in, checker, once);
+                     if (sampled) {
+                       for (Stages::Time& st : r.timing.stages)
+                         for (simt::LaunchCounters& l : st.counters) {
+                           const double launches = l.counters.launches;
+                           l.counters *= p.B;
+                           if (v->per_sequence_launches) l.counters.launches = launches * p.B;
+                         }
+                       r.problem.B = p.B;
+                       r.flops = p.flops();
+                       r.hbm_bytes = v->hbm_bytes ? v->hbm_bytes(p, splits) : p.min_bytes();
+                       if (v->plan) r.plan = v->plan(p, splits);
+                     }
+                     return r;
                    })
                    .result.verdict.pass &&
                pass;
