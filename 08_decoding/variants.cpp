@@ -61,10 +61,11 @@ void append_stage(const DecodeParams& a, Stages& st) {
   st.run("append K, V", [&] { return ch08::append_kv(a); });
 }
 
+constexpr const char* kPerSequence = "gather, lean_loop, scatter (per sequence)";
 const RegisterDecode prefill({
     .info = info("prefill_kernel", "chapter 05's best on each sequence, the cache copied to its layout with heads repeated"),
     .paged = true,  // its copy reads through the block table
-    .per_sequence_launches = true,
+    .per_sequence_stage = kPerSequence,
     .workspace_bytes =
         [](const DecodeProblem& p, int) {
           return ch08::prefill_workspace(p.Hq, p.Lq, p.max_keys(), p.d, static_cast<int>(dtype_size(p.dtype)));
@@ -78,7 +79,7 @@ const RegisterDecode prefill({
     .run =
         [](const DecodeParams& a, Stages& st) {
           append_stage(a, st);
-          st.run("gather, lean_loop, scatter (per sequence)", [&] { return ch08::prefill_kernel(a); });
+          st.run(kPerSequence, [&] { return ch08::prefill_kernel(a); });
         },
 });
 

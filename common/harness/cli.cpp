@@ -333,6 +333,7 @@ int tour_main(int argc, char** argv) {
       profiler->print_summary();
     else if (!results.empty())
       print_tour_summary(results);
+    tour_decoding(p, o, profiler ? &*profiler : nullptr);
     return finish(results, a.csv, profiler ? &*profiler : nullptr, !profiler);
   });
 }

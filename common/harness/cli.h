@@ -24,6 +24,10 @@ int bench_main(int argc, char** argv);
 int backward_main(int argc, char** argv, const std::string& chapter);
 // `flashsteps decode` and chapter 08's binary: the decoding variants on one problem (decode_cli.cpp).
 int decode_main(int argc, char** argv, const std::string& chapter);
+// The tour's decoding line: chapter 08's best against chapter 05's best run on one new token per
+// sequence of the tour's problem (a cache of Lk - 1 keys, every head its own KV head).
+class Profiler;
+void tour_decoding(const Problem& p, const RunOptions& o, Profiler* profiler);
 
 // The problem options every command shares (sizes, dtype, is_causal, mask, scale, seed, --reps,
 // --warmup, --full-check, --cpu-budget, --csv), for a command defined in another file: declared

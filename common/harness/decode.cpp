@@ -10,6 +10,7 @@
 
 #include "errors.h"
 #include "model/gpu.h"
+#include "profile.h"
 
 namespace attn {
 
@@ -221,9 +222,14 @@ int split_heuristic(long long blocks, int max_keys, int sms) {
     const double n = static_cast<double>(blocks) * s;
     return n / (sms * std::ceil(n / sms));
   };
-  for (int s = 1; s <= most; ++s)
-    if (blocks * s * 10 >= 18LL * sms && filled(s) >= 0.9) return s;  // ~2 blocks per SM, rounds 90 % full
-  return most;  // short sequences: as many splits as their keys allow
+  // The fewest splits that give ~2 blocks per SM (one block's loads in flight while another computes),
+  // then up to twice as many if they fill the SMs' last round better.
+  int first = 1;
+  while (first < most && blocks * first * 10 < 18LL * sms) ++first;
+  int best = first;
+  for (int s = first + 1; s <= std::min(most, 2 * first); ++s)
+    if (filled(s) > filled(best) + 1e-9) best = s;
+  return best;
 }
 
 int decode_sms() { return device().emulated ? kGpus[0].sms : device().sms; }
@@ -463,6 +469,47 @@ Result run_decode(const DecodeVariant& v, const DecodeProblem& p, DecodeDevice& 
                               download_as(p.dtype, dev.v_pool, in.v_pool.size()));
   if (output) *output = std::move(o_host);
   return row;
+}
+
+bool decode_sampled(const DecodeProblem& p) {
+  for (int b = 1; b < p.B; ++b)
+    if (p.cache_len(b) != p.cache_len(0)) return false;
+  return p.B > 1;
+}
+
+const Profile& profile_decode(Profiler& profiler, const DecodeVariant& v, const DecodeProblem& p, bool sample,
+                              const RunOptions& o, bool details) {
+  const bool one = sample && decode_sampled(p);
+  const int splits = v.splits_for(p);
+  DecodeProblem e = p;
+  if (one) e.B = 1, e.cache_lens = {p.cache_len(0)};
+  if (v.splits) e.splits = splits;
+  const DecodeInputs in = DecodeInputs::generate(e);
+  const DecodeChecker checker(e, in, o);
+  DecodeDevice dev(e, in);
+  return profiler.run(
+      [&] {
+        RunOptions once = o;
+        once.reps = 1, once.warmup = 0;
+        Result r = run_decode(v, e, dev, in, checker, once);
+        if (one) {
+          // A grid over every sequence counts B times the work; a launch per sequence is B launches.
+          for (Stages::Time& st : r.timing.stages) {
+            if (st.stage == v.per_sequence_stage) {
+              const std::vector<simt::LaunchCounters> one_sequence = st.counters;
+              for (int b = 1; b < p.B; ++b) st.counters.insert(st.counters.end(), one_sequence.begin(), one_sequence.end());
+            } else {
+              for (simt::LaunchCounters& l : st.counters) l.counters *= p.B;
+            }
+          }
+          r.problem.B = p.B;
+          r.flops = p.flops();
+          r.hbm_bytes = v.hbm_bytes ? v.hbm_bytes(p, splits) : p.min_bytes();
+          if (v.plan) r.plan = v.plan(p, splits);
+        }
+        return r;
+      },
+      details);
 }
 
 }  // namespace attn

@@ -80,7 +80,7 @@ struct DecodeVariant {
   bool paged = false;   // reads a paged cache (a variant without refuses one)
   bool splits = false;  // splits each sequence's keys across blocks (--splits); else always 1
   bool packed = false;  // a block holds up to 8 query rows of one KV head (else one): the unsplit grid
-  bool per_sequence_launches = false;  // launches its kernels once per sequence (a profile's sampling)
+  std::string per_sequence_stage;  // a stage that launches its kernels once per sequence (a profile's sampling)
   std::function<size_t(const DecodeProblem&, int splits)> workspace_bytes = [](const DecodeProblem&, int) {
     return size_t{0};
   };
@@ -99,9 +99,8 @@ struct RegisterDecode {
 
 // Flash-Decoding's split count (chapter 08's note explains it): the fewest splits (1: none) that
 // give the grid about two blocks per SM (90 % of 2 x SMs: one block's loads in flight while another
-// computes) and fill the SMs' last round to 90 % or more (blocks x splits / (SMs x rounds)); no
-// split shorter than kMinSplitKeys keys, and at most 128. When no count reaches that (short
-// sequences), as many as the keys allow.
+// computes), or up to twice as many when they fill the SMs' last round better (blocks x splits /
+// (SMs x rounds)); no split shorter than kMinSplitKeys keys, and at most 128.
 inline constexpr int kMinSplitKeys = 256;
 int split_heuristic(long long blocks, int max_keys, int sms);
 // The SMs the heuristic fills: the GPU's, or on the emulator the modelled GPU's (an H100's 132).
@@ -148,5 +147,15 @@ void check_decode_runnable(const DecodeVariant& v, const DecodeProblem& p, const
 // given, receives O [B, Lq, Hq, d].
 Result run_decode(const DecodeVariant& v, const DecodeProblem& p, DecodeDevice& dev, const DecodeInputs& in,
                   const DecodeChecker& checker, const RunOptions& o, std::vector<float>* output = nullptr);
+
+// One variant modelled with the emulator's counters (a counters build: profile.h). When `sample`
+// and every sequence has one length, only the first is emulated, with the split count of the
+// whole problem, and its counts times B stand for all (the sequences run the same blocks at the
+// same offsets of their own pages; the others go unchecked). Inputs made, checked and uploaded here.
+class Profiler;
+struct Profile;
+bool decode_sampled(const DecodeProblem& p);  // what `sample` does to p: whether it emulates one sequence
+const Profile& profile_decode(Profiler& profiler, const DecodeVariant& v, const DecodeProblem& p, bool sample,
+                              const RunOptions& o, bool details = true);
 
 }  // namespace attn

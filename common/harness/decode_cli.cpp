@@ -3,6 +3,7 @@
 // (each sequence as a forward problem, heads repeated) and timed. With --profile, each runs once
 // with the counters on instead, through the forward's profiler (profile.h).
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 
@@ -44,6 +45,54 @@ std::vector<const DecodeVariant*> select(const std::vector<std::string>& names) 
 }
 
 }  // namespace
+
+void tour_decoding(const Problem& f, const RunOptions& o, Profiler* profiler) {
+  DecodeProblem p;
+  p.B = f.B, p.Hq = p.Hkv = f.H, p.d = f.d, p.dtype = f.dtype, p.Lq = 1, p.seed = f.seed;
+  p.cache_lens = {std::max(f.Lk - 1, 0)};
+  const DecodeVariant* base = find_decode("prefill_kernel");
+  const DecodeVariant* best = nullptr;
+  for (const DecodeVariant& v : decode_registry())
+    if (v.info.best) best = &v;
+  if (!base || !best) return;
+  std::printf("\ndecoding (chapter 08; flashsteps decode for more): one new token per sequence against a cache of %d "
+              "keys, %d heads: %s\n",
+              p.cache_len(0), p.Hq, p.describe().c_str());
+  try {
+    p.validate();
+    check_decode_runnable(*base, p, o);
+    check_decode_runnable(*best, p, o);
+  } catch (const UsageError& e) {
+    std::printf("  skipped: %s\n", e.what());
+    return;
+  }
+  const DecodeInputs in = DecodeInputs::generate(p);
+  const DecodeChecker checker(p, in, o);
+  DecodeDevice dev(p, in);
+  double t[2] = {0, 0};
+  bool pass[2] = {false, false};
+  const DecodeVariant* vs[2] = {base, best};
+  for (int i = 0; i < 2; ++i) {
+    if (profiler) {
+      const Profile& pr = profiler->run(
+          [&] {
+            RunOptions once = o;
+            once.reps = 1, once.warmup = 0;
+            return run_decode(*vs[i], p, dev, in, checker, once);
+          },
+          false);
+      t[i] = pr.us, pass[i] = pr.result.verdict.pass;
+    } else {
+      const Result r = run_decode(*vs[i], p, dev, in, checker, o);
+      t[i] = r.timing.median_ms, pass[i] = r.verdict.pass;
+    }
+    std::printf("  %-16s %s %12.4f %s\n", vs[i]->info.name.c_str(), pass[i] ? "pass" : "FAIL", t[i],
+                profiler ? "us modelled" : "ms");
+  }
+  if (t[1] > 0)
+    std::printf("  %s is %.2fx faster than chapter 05's best run on it (%s)\n", best->info.name.c_str(), t[0] / t[1],
+                profiler ? "modelled" : device().emulated ? "emulator times" : "measured");
+}
 
 int decode_main(int argc, char** argv, const std::string& chapter) {
   CLI::App app{"Decoding (chapter 08): new query tokens against a KV cache, paged or not, with fewer KV heads than "
@@ -112,12 +161,9 @@ int decode_main(int argc, char** argv, const std::string& chapter) {
     p.validate();
     if (!csv.empty()) check_csv_target(csv);
     const auto chosen = select(names);
-    // A profile of sequences of one length emulates the first: the others run the same blocks at
-    // the same offsets of their own pages, so its counts times B are the whole problem's (with the
-    // split count the whole problem gets). The others go unchecked, and the output says so.
-    bool one_length = true;
-    for (int b = 1; b < p.B; ++b) one_length = one_length && p.cache_len(b) == p.cache_len(0);
-    const bool sampled = profiler && !all_sequences && p.B > 1 && one_length && p.cache_bytes() > 16e6;
+    // A profile of sequences of one length emulates the first (profile_decode), when the cache is
+    // large enough for the emulation to take a while.
+    const bool sampled = profiler && !all_sequences && decode_sampled(p) && p.cache_bytes() > 16e6;
     DecodeProblem e = p;  // what is emulated
     if (sampled) e.B = 1, e.cache_lens = {p.cache_len(0)};
     std::vector<const DecodeVariant*> runnable;
@@ -144,46 +190,24 @@ int decode_main(int argc, char** argv, const std::string& chapter) {
       std::printf("emulated: sequence 0 of the %d, all of one length; its counts x %d stand for the whole problem "
                   "(--all-sequences: every one); the other sequences go unchecked\n",
                   p.B, p.B);
-    const DecodeInputs in = DecodeInputs::generate(e);
-    check_decode_inputs(e, in);
-    const DecodeChecker checker(e, in, o);
-    DecodeDevice dev(e, in);
-    std::printf("checked: %zu of %d sequences, %zu of %d query heads, every new token, against the fp64 reference; the "
-                "whole cache bit for bit\n",
-                checker.sequences_checked(), p.B, checker.heads_checked().size(), p.Hq);
     if (!chapter.empty()) std::printf("chapter: %s\n", chapter.c_str());
-
     bool pass = true;
     if (profiler) {
+      std::printf("checked: what is emulated, every new token of every query head, against the fp64 reference; the "
+                  "cache bit for bit\n");
       for (const DecodeVariant* v : runnable)
-        pass = profiler
-                   ->run([&] {
-                     RunOptions once = o;
-                     once.reps = 1, once.warmup = 0;
-                     DecodeProblem ev = e;
-                     const int splits = v->splits_for(p);
-                     ev.splits = splits;
-                     Result r = run_decode(*v, ev, dev, in, checker, once);
-                     if (sampled) {
-                       for (Stages::Time& st : r.timing.stages)
-                         for (simt::LaunchCounters& l : st.counters) {
-                           const double launches = l.counters.launches;
-                           l.counters *= p.B;
-                           if (v->per_sequence_launches) l.counters.launches = launches * p.B;
-                         }
-                       r.problem.B = p.B;
-                       r.flops = p.flops();
-                       r.hbm_bytes = v->hbm_bytes ? v->hbm_bytes(p, splits) : p.min_bytes();
-                       if (v->plan) r.plan = v->plan(p, splits);
-                     }
-                     return r;
-                   })
-                   .result.verdict.pass &&
-               pass;
+        pass = profile_decode(*profiler, *v, p, sampled, o).result.verdict.pass && pass;
       profiler->print_summary();
       profiler->write_csv(csv);
       return pass ? 0 : 1;
     }
+    const DecodeInputs in = DecodeInputs::generate(p);
+    check_decode_inputs(p, in);
+    const DecodeChecker checker(p, in, o);
+    DecodeDevice dev(p, in);
+    std::printf("checked: %zu of %d sequences, %zu of %d query heads, every new token, against the fp64 reference; the "
+                "whole cache bit for bit\n",
+                checker.sequences_checked(), p.B, checker.heads_checked().size(), p.Hq);
     std::printf("\n");
     print_table_header();
     std::vector<Result> rows;

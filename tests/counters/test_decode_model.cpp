@@ -1,0 +1,115 @@
+// test_decode_model.cpp: chapter 08's targets, by the model of common/model at decoding's real
+// sizes (Llama-3-8B's heads: Hq = 32, Hkv = 8, d = 128, fp16), from the emulator's counters:
+//   - the best step streams the cache at 85 % or more of the H100's DRAM bandwidth wherever the
+//     cache exceeds the L2 (the cache's bytes over the whole modelled time, launches included),
+//     DRAM-bound, and its DRAM reads are the cache once (GQA: each KV head read once);
+//   - at B = 1 and a 32k context, splitting the keys makes it 4 times faster or more than the same
+//     kernel unsplit (--splits 1).
+// Sequences of one length: one is emulated and its counts times B stand for all (profile_decode).
+// Every table is printed.
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <string>
+
+#include "harness/decode.h"
+#include "harness/profile.h"
+
+using namespace attn;
+
+namespace {
+
+DecodeProblem llama(int B, int context, int splits = 0) {
+  DecodeProblem p;
+  p.B = B, p.Hq = 32, p.Hkv = 8, p.d = 128, p.Lq = 1, p.dtype = DType::fp16;
+  p.cache_lens = {context - 1};  // with the new token: `context` keys
+  p.paged = true, p.page_size = 16;
+  p.splits = splits;
+  return p;
+}
+
+const DecodeVariant& best() {
+  for (const DecodeVariant& v : decode_registry())
+    if (v.info.best) return v;
+  FAIL("no best decoding variant");
+  return decode_registry().front();
+}
+
+struct Outcome {
+  double us = 0, dram_read = 0;
+  std::string bound;
+};
+Outcome model(Profiler& profiler, const DecodeVariant& v, const DecodeProblem& p) {
+  RunOptions checks;
+  checks.sample = true;
+  const Profile& pr = profile_decode(profiler, v, p, true, checks, false);
+  INFO(v.info.name << " on " << p.describe() << ": " << pr.result.verdict.why);
+  REQUIRE(pr.result.verdict.pass);
+  Outcome m;
+  m.us = pr.us, m.bound = pr.bound;
+  for (const StageProfile& s : pr.stages) m.dram_read += s.counters.dram_read_sectors * 32.0;
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("chapter 08's best streams the cache at 85 % of the DRAM bandwidth; splits pay at B = 1", "[decode_model]") {
+  ProfileOptions o;
+  Profiler profiler(o);
+  const GpuSpec& gpu = profiler.gpu();
+  const DecodeVariant& v = best();
+  std::string table = "modelled on " + std::string(gpu.name) + " (" + v.info.name + "):\n";
+  struct Shape {
+    int B, context;
+  };
+  double split_us = 0;
+  for (Shape s : {Shape{1, 32768}, Shape{8, 8192}, Shape{64, 1024}}) {
+    const DecodeProblem p = llama(s.B, s.context);
+    REQUIRE(p.cache_bytes() > gpu.l2_mb * 1e6);  // the shapes where the target applies
+    const Outcome m = model(profiler, v, p);
+    if (s.B == 1) split_us = m.us;
+    const double share = p.cache_bytes() / (m.us * 1e-6) / (gpu.dram_tb_s * 1e12);
+    char line[256];
+    std::snprintf(line, sizeof line, "  B=%-3d context %6d: %9.2f us, %s-bound, cache %7.1f MB, DRAM read %7.1f MB, %5.1f %% of %.2f TB/s (%d splits)\n",
+                  s.B, s.context, m.us, m.bound.c_str(), p.cache_bytes() / 1e6, m.dram_read / 1e6, 100 * share,
+                  gpu.dram_tb_s, v.splits_for(p));
+    table += line;
+    INFO(table);
+    CHECK(m.bound == "DRAM");
+    CHECK(share >= 0.85);
+    // The cache once, and little beside it (the queries, the page table, the splits' partials).
+    CHECK(m.dram_read >= p.cache_bytes());
+    CHECK(m.dram_read <= 1.03 * p.cache_bytes());
+  }
+  const Outcome unsplit = model(profiler, v, llama(1, 32768, 1));
+  char line[160];
+  std::snprintf(line, sizeof line, "  B=1 context 32768 unsplit: %9.2f us: the split is %.2fx faster\n", unsplit.us,
+                unsplit.us / split_us);
+  table += line;
+  std::printf("%s", table.c_str());
+  INFO(table);
+  CHECK(unsplit.us >= 4 * split_us);
+}
+
+TEST_CASE("one sequence's counts times B model B sequences of its length", "[decode_model]") {
+  ProfileOptions o;
+  Profiler profiler(o);
+  RunOptions checks;
+  for (const char* name : {"decode_kernel", "split_kv", "gqa_packed", "paged", "prefill_kernel"}) {
+    const DecodeVariant* v = find_decode(name);
+    REQUIRE(v != nullptr);
+    DecodeProblem p = llama(4, 600);
+    p.Lq = 3, p.causal = true;
+    p.paged = v->paged;
+    const Profile whole = profile_decode(profiler, *v, p, false, checks, false);
+    const Profile one = profile_decode(profiler, *v, p, true, checks, false);
+    REQUIRE(whole.result.verdict.pass);
+    REQUIRE(one.result.verdict.pass);
+    double dram_whole = 0, dram_one = 0;
+    for (const StageProfile& s : whole.stages) dram_whole += s.counters.dram_read_sectors + s.counters.dram_write_sectors;
+    for (const StageProfile& s : one.stages) dram_one += s.counters.dram_read_sectors + s.counters.dram_write_sectors;
+    INFO(name << ": whole " << whole.us << " us, " << dram_whole << " sectors; one sequence x 4: " << one.us << " us, "
+              << dram_one << " sectors");
+    CHECK(one.us == Approx(whole.us).epsilon(0.01));
+    CHECK(dram_one == Approx(dram_whole).epsilon(0.01));
+  }
+}
