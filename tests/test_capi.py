@@ -80,6 +80,35 @@ def main():
                        text=True)
     expect(r.returncode == 2 and "bogus" in r.stderr, "an unknown --variants name: exit 2 naming it")
 
+    # Decoding (chapter 08): the same through fs_decode_*, and tools/bench_torch_decode.py's refusals.
+    sys.path.insert(0, str(ROOT / "tools"))
+    import bench_torch_decode as dec  # noqa: E402
+    dl = dec.Decoding(lib)
+    listed = subprocess.run([binary, "decode", "--list"], capture_output=True, text=True, check=True).stdout
+    dnames = re.findall(r"^  (\S+) ", listed, re.M)
+    expect([n for n, _ in dl.variants] == dnames, f"the library lists the {len(dnames)} decoding variants of decode --list")
+    dbest = re.findall(r"^  (\S+) .*\(best\)$", listed, re.M)
+    expect(dl.select("best") == dbest and len(dbest) == 1, f"one best decoding variant ({dbest})")
+    dp = dl.problem(1, 8, 2, 1, 64, "fp16", True, 16, 4, False, 0, 0.125, [40])
+    expect(dl.unsupported(dbest[0], dp) == "", "the best decoding variant runs a paged fp16 problem")
+    expect("unpaged" in dl.unsupported("decode_kernel", dp), "decode_kernel refuses a paged cache and says so")
+    expect(dl.unsupported("no_such_variant", dp) == "unknown variant", "an unknown decoding name is reported")
+    expect(dl.splits("split_kv", dp) >= 1 and dl.splits("decode_kernel", dp) == 1, "split counts answered")
+    bad = dl.problem(1, 8, 3, 1, 64, "fp16", True, 16, 4, False, 0, 0.125, [40])
+    expect("multiple of the KV heads" in dl.unsupported(dbest[0], bad), "Hq not a multiple of Hkv is refused")
+    if not has_gpu():
+        try:
+            dl.run(dbest[0], dp, None, None, None, None, None, None, None, None, None)
+            expect(False, "a decoding run without a GPU fails")
+        except RuntimeError as e:
+            expect(len(str(e)) > 0, f"a decoding run without a GPU fails with a message ({e})")
+    dscript = ROOT / "tools" / "bench_torch_decode.py"
+    r = subprocess.run([sys.executable, str(dscript), "--chapters", "/nonexistent/lib.so"], capture_output=True, text=True)
+    expect(r.returncode == 2 and "cannot load" in r.stderr, "bench_torch_decode: a missing library: exit 2")
+    r = subprocess.run([sys.executable, str(dscript), "--chapters", lib, "--variants", "bogus"], capture_output=True,
+                       text=True)
+    expect(r.returncode == 2 and "bogus" in r.stderr, "bench_torch_decode: an unknown variant: exit 2 naming it")
+
     print(f"{len(failures)} failure(s)")
     return 1 if failures else 0
 

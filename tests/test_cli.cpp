@@ -16,27 +16,12 @@
 #include <vector>
 
 #include "harness/command.h"
+#include "shell.h"
 #include "harness/report.h"
 
 using Catch::Matchers::Contains;
 
 namespace {
-struct Outcome {
-  int code;
-  std::string output;
-};
-// A shell command line, its exit code and its output (stdout and stderr).
-Outcome shell(const std::string& command) {
-  const std::string cmd = "{ " + command + "; } 2>&1";
-  FILE* f = popen(cmd.c_str(), "r");
-  REQUIRE(f != nullptr);
-  Outcome o{-1, ""};
-  std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), f)) o.output.append(buf.data(), n);
-  const int status = pclose(f);
-  o.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return o;
-}
 Outcome run(const std::string& args) { return shell(std::string(FLASHSTEPS_BINARY) + " " + args); }
 // Exit code 2 and the message, before any work: no table, no "checked:" line.
 #if !FLASHSTEPS_GPU

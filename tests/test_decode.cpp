@@ -2,8 +2,6 @@
 // the decoding sweep, from a poisoned output, with the cache checked bit for bit after the append
 // ([decode]; run by CTest once per schedule order on the cpu backend, once on a GPU); bad inputs
 // refused with a message before any work, by the library and by `flashsteps decode` ([cli]).
-#include <sys/wait.h>
-
 #include <algorithm>
 #include <array>
 #include <catch2/catch.hpp>
@@ -14,6 +12,7 @@
 
 #include "harness/decode.h"
 #include "harness/errors.h"
+#include "shell.h"
 
 using namespace attn;
 using Catch::Matchers::Contains;
@@ -166,21 +165,7 @@ TEST_CASE("bad decoding inputs are refused with a message", "[decode]") {
 }
 
 namespace {
-struct Outcome {
-  int code;
-  std::string output;
-};
-Outcome decode_cli(const std::string& args) {
-  const std::string cmd = "{ " + std::string(FLASHSTEPS_BINARY) + " decode " + args + "; } 2>&1";
-  FILE* f = popen(cmd.c_str(), "r");
-  REQUIRE(f != nullptr);
-  Outcome o{-1, ""};
-  std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), f)) o.output.append(buf.data(), n);
-  const int status = pclose(f);
-  o.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return o;
-}
+Outcome decode_cli(const std::string& args) { return shell(std::string(FLASHSTEPS_BINARY) + " decode " + args); }
 }  // namespace
 
 TEST_CASE("flashsteps decode: bad input exits with 2 and a message before any work", "[cli]") {

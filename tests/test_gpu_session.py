@@ -17,7 +17,7 @@ from checks import Checks
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "tools" / "gpu_session.sh"
-STEPS = ["tests", "sdpa", "sdpa_early", "sanitizers", "ncu", "softmax", "timing", "backward", "tune"]
+STEPS = ["tests", "sdpa", "sdpa_early", "sanitizers", "ncu", "softmax", "timing", "backward", "decode", "tune"]
 
 # One stand-in for every program: it logs its name and arguments, and does what the script reads back.
 STUB = r"""#!/usr/bin/env bash
@@ -84,6 +84,10 @@ def main():
               "tune runs each build in its own process, into its own CSV")
         check("07_backward -v tensor_cores" in calls and "bench_torch_sdpa_backward.py" in calls,
               "the backward beside PyTorch's")
+        check(f"compute-sanitizer --tool racecheck --error-exitcode 9 {build}/bin/flashsteps decode" in calls,
+              "compute-sanitizer on the decoding steps")
+        check("bench_torch_decode.py --chapters" in calls and "--new-tokens 4" in calls,
+              "decoding beside SDPA and flash_attn_with_kvcache")
         files = sorted(p.name for p in out.iterdir())
         check(len(files) <= 8 and {"summary.txt", "device.txt", "all.tar.gz"} <= set(files),
               f"at most 8 files come back, the summary and the archive among them (got {files})")

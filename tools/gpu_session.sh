@@ -21,6 +21,8 @@
 #                                            (flash, efficient, cudnn) on the same shapes, into
 #                                            $OUT/backward.csv
 #   tools/gpu_session.sh plots               the figures and the README table from $OUT/*.csv
+# (`all`'s decode step: chapter 08 beside SDPA with enable_gqa and flash_attn_with_kvcache, into
+# $OUT/decode.csv, by tools/bench_torch_decode.py.)
 #
 # On a machine without a package registry, stage the header-only dependencies into .deps first;
 # CMAKE_PREFIX_PATH then points there. Set FLASHSTEPS_COMMIT when the tree carries no .git.
@@ -36,7 +38,7 @@ prefix=()
 start=$SECONDS
 budget=540
 # The steps of `all`, in the order they run: the targets first, the long tail last.
-all_steps=(tests sdpa sdpa_early sanitizers ncu softmax timing backward tune)
+all_steps=(tests sdpa sdpa_early sanitizers ncu softmax timing backward decode tune)
 unfinished=()
 last_rc=0  # how the last step ended
 
@@ -108,6 +110,16 @@ sanitize() {
       # shellcheck disable=SC2086
       compute-sanitizer --tool "$tool" --error-exitcode 9 "$build/bin/flashsteps" backward --reps 0 $args ||
         { status=1; echo "$tool FAILED on: backward $args"; }
+    done
+  done
+  # Chapter 08: paged, GQA, several new tokens under causal, a split count forced.
+  for tool in memcheck racecheck synccheck; do
+    for args in "-b 3 --cache-lens 0,17,300 --page-size 7 --new-tokens 3 --causal -H 8 --kv-heads 2 -d 64" \
+                "-b 2 --cache-len 700 --splits 5 -d 128 --dtype bf16"; do
+      echo "== $tool: flashsteps decode --reps 0 $args"
+      # shellcheck disable=SC2086
+      compute-sanitizer --tool "$tool" --error-exitcode 9 "$build/bin/flashsteps" decode --reps 0 $args ||
+        { status=1; echo "$tool FAILED on: decode $args"; }
     done
   done
   return $status
@@ -240,6 +252,12 @@ case "${1:-}" in
     ! wanted softmax || step softmax 30 "$build/bin/02_fused_softmax" -n 4096 --csv "$out/chapters.csv"
     ! wanted timing || step timing 60 "$build/bin/flashsteps_timing"
     ! wanted backward || step backward 120 backward_bench
+    # Chapter 08 beside SDPA (enable_gqa) and flash_attn_with_kvcache when installed: Llama-3-8B's
+    # heads, B = 1, 8, 64, contexts 1k to 128k; one new token, then four under causal.
+    ! wanted decode || step decode 120 sh -c "python3 '$root/tools/bench_torch_decode.py' --chapters \
+      '$build/lib/libflashsteps_capi.so' --csv '$out/decode.csv' --reps 20 &&
+      python3 '$root/tools/bench_torch_decode.py' --chapters '$build/lib/libflashsteps_capi.so' --batches 8 \
+      --contexts 8192 --new-tokens 4 --csv '$out/decode.csv' --reps 20"
     ! wanted tune || step tune 240 tune
     grep -h "^\[" "$out/sdpa.log" "$out/sdpa_early.log" 2>/dev/null | tail -60 >>"$out/summary.txt" || true
     grep -hE "test cases|assertions|tests passed|ERROR SUMMARY|RACECHECK SUMMARY|FAILED" "$out"/*.log 2>/dev/null |

@@ -53,18 +53,6 @@ GradVerdict BackwardChecker::check(const std::vector<float>& dq, const std::vect
 }
 
 namespace {
-void upload_as(DType t, DeviceBuffer& dst, const std::vector<float>& src) {
-  std::vector<unsigned char> bytes(src.size() * dtype_size(t));
-  encode(t, src.data(), bytes.data(), src.size());
-  dst.upload(bytes.data(), bytes.size());
-}
-std::vector<float> download_as(DType t, const DeviceBuffer& src, size_t n) {
-  std::vector<unsigned char> bytes(n * dtype_size(t));
-  src.download(bytes.data(), bytes.size());
-  std::vector<float> out(n);
-  decode(t, bytes.data(), out.data(), n);
-  return out;
-}
 size_t lse_bytes(const Problem& p) { return p.heads() * static_cast<size_t>(p.Lq) * sizeof(float); }
 }  // namespace
 

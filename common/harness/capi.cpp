@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "decode.h"
 #include "errors.h"
 #include "report.h"
 
@@ -25,6 +26,22 @@ Problem problem_of(const fs_problem& f) {
   p.causal = static_cast<Causal>(f.causal);
   p.scale_override = f.scale;
   return p;
+}
+
+DecodeProblem decode_problem_of(const fs_decode_problem& f) {
+  DecodeProblem p;
+  p.B = f.B, p.Hq = f.Hq, p.Hkv = f.Hkv, p.Lq = f.Lq, p.d = f.d;
+  p.dtype = static_cast<DType>(f.dtype);
+  p.paged = f.paged != 0;
+  p.page_size = f.page_size;
+  p.capacity = f.page_size * f.max_pages;
+  p.causal = f.causal != 0, p.splits = f.splits, p.append = f.append != 0;
+  p.scale_override = f.scale;
+  if (f.B > 0 && f.seqlens_host) p.cache_lens.assign(f.seqlens_host, f.seqlens_host + f.B);
+  return p;
+}
+const DecodeVariant* decode_at(int i) {
+  return i >= 0 && i < static_cast<int>(decode_registry().size()) ? &decode_registry()[static_cast<size_t>(i)] : nullptr;
 }
 
 // Runs `body`, turning the harness's exceptions into the C convention: 0, or 1 and a message.
@@ -94,6 +111,64 @@ int fs_synchronize(void) {
 }
 
 const char* fs_last_error(void) { return g_error.c_str(); }
+
+int fs_decode_variant_count(void) { return static_cast<int>(decode_registry().size()); }
+const char* fs_decode_variant_name(int i) { return decode_at(i) ? decode_at(i)->info.name.c_str() : nullptr; }
+int fs_decode_variant_best(int i) { return decode_at(i) && decode_at(i)->info.best ? 1 : 0; }
+const char* fs_decode_unsupported(const char* variant, const fs_decode_problem* p) {
+  const DecodeVariant* v = find_decode(variant);
+  if (!v) return nullptr;
+  const DecodeProblem d = decode_problem_of(*p);
+  try {
+    d.validate();
+    g_why = v->unsupported(d);
+  } catch (const std::exception& e) {
+    g_why = e.what();
+  }
+  return g_why.c_str();
+}
+double fs_decode_workspace_bytes(const char* variant, const fs_decode_problem* p) {
+  const DecodeVariant* v = find_decode(variant);
+  double bytes = -1;
+  if (v && guarded([&] {
+        const DecodeProblem d = decode_problem_of(*p);
+        bytes = static_cast<double>(v->workspace_bytes(d, v->splits_for(d)));
+      }) != 0)
+    return -1;
+  return bytes;
+}
+int fs_decode_splits(const char* variant, const fs_decode_problem* p) {
+  const DecodeVariant* v = find_decode(variant);
+  int splits = -1;
+  if (v && guarded([&] { splits = v->splits_for(decode_problem_of(*p)); }) != 0) return -1;
+  return splits;
+}
+int fs_decode_run(const char* variant, const fs_decode_problem* p, const void* q, void* k_cache, void* v_cache,
+                  const void* k_new, const void* v_new, void* o, const int* block_table, const int* cache_seqlens,
+                  void* workspace) {
+  return guarded([&] {
+    const DecodeVariant* var = find_decode(variant);
+    if (!var) throw UsageError(std::string("unknown decoding variant ") + variant);
+    const DecodeProblem d = decode_problem_of(*p);
+    if (!p->seqlens_host) throw UsageError("seqlens_host is NULL");
+    d.validate();
+    if (const std::string why = var->unsupported(d); !why.empty()) throw UsageError(why);
+    DecodeParams a{};
+    a.q = q, a.k_cache = k_cache, a.v_cache = v_cache;
+    a.k_new = d.append ? k_new : nullptr, a.v_new = d.append ? v_new : nullptr;
+    a.o = o, a.block_table = block_table, a.cache_seqlens = cache_seqlens, a.host_seqlens = p->seqlens_host;
+    a.dtype = d.dtype;
+    a.B = d.B, a.Hq = d.Hq, a.Hkv = d.Hkv, a.Lq = d.Lq, a.d = d.d;
+    a.page_size = d.page(), a.max_pages = d.max_pages();
+    a.scale = d.scale();
+    a.causal = d.causal;
+    a.splits = var->splits_for(d);
+    a.workspace = workspace;
+    static Stages stages;
+    stages.begin();
+    var->run(a, stages);
+  });
+}
 const char* fs_commit(void) {
   static const std::string c = commit_id();
   return c.c_str();

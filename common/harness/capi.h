@@ -39,6 +39,32 @@ int fs_run(const char* variant, const fs_problem* p, const void* q, const void* 
 // Waits for the device and returns 0, or 1 when a kernel failed (the message in fs_last_error()).
 int fs_synchronize(void);
 const char* fs_last_error(void);
+
+// Decoding (chapter 08; common/harness/decode.h), in flash_attn_with_kvcache's layout: q and o
+// [B, Lq, Hq, d], the cache a pool [pages, page_size, Hkv, d] with block_table [B, max_pages]
+// (unpaged: paged = 0, page_size = the capacity, max_pages = 1, block_table[b] = b), cache_seqlens
+// [B] on the device and the same lengths on the host (seqlens_host: the workspace and the baseline's
+// grids are sized by them), k_new and v_new [B, Lq, Hkv, d] appended in place (NULL: no append).
+typedef struct {
+  int B, Hq, Hkv, Lq, d;
+  int dtype;  // 1 fp16, 2 bf16
+  int paged, page_size, max_pages;
+  int causal;  // bottom-right aligned
+  int splits;  // 0: the variant's heuristic
+  int append;  // k_new, v_new given
+  float scale;
+  const int* seqlens_host;
+} fs_decode_problem;
+
+int fs_decode_variant_count(void);
+const char* fs_decode_variant_name(int i);
+int fs_decode_variant_best(int i);
+const char* fs_decode_unsupported(const char* variant, const fs_decode_problem* p);  // NULL: unknown
+double fs_decode_workspace_bytes(const char* variant, const fs_decode_problem* p);  // -1: unknown
+int fs_decode_splits(const char* variant, const fs_decode_problem* p);                // what it will use
+int fs_decode_run(const char* variant, const fs_decode_problem* p, const void* q, void* k_cache, void* v_cache,
+                  const void* k_new, const void* v_new, void* o, const int* block_table, const int* cache_seqlens,
+                  void* workspace);
 const char* fs_commit(void);  // the commit the library was built from
 
 #ifdef __cplusplus

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "dtype.h"
+
 namespace attn {
 
 struct DeviceInfo {
@@ -56,6 +58,10 @@ class DeviceBuffer {
   void* p_ = nullptr;
   size_t bytes_ = 0;
 };
+
+// A tensor of floats uploaded as the dtype's values (rounded), and downloaded back as floats.
+void upload_as(DType t, DeviceBuffer& dst, const std::vector<float>& src);
+std::vector<float> download_as(DType t, const DeviceBuffer& src, size_t n);
 
 // "1.50 GiB", "512 B"
 std::string human_bytes(double bytes);

@@ -95,22 +95,6 @@ double Problem::qkvo_bytes() const {
   return static_cast<double>(dtype_size(dtype)) * (2.0 * static_cast<double>(q_elems()) + 2.0 * static_cast<double>(kv_elems()));
 }
 
-namespace {
-// Seeded values with mean 0 and variance 1, fast enough for GPU-sized inputs (hundreds of millions
-// of elements): the sum of four uniform 16-bit draws from one splitmix64 output, centred and
-// scaled (Irwin-Hall, a bell curve bounded by +-3.46 that serves here as well as a normal one).
-struct Bell {
-  uint64_t state;
-  float operator()() {
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    const float sum = static_cast<float>((z & 0xFFFF) + (z >> 16 & 0xFFFF) + (z >> 32 & 0xFFFF) + (z >> 48));
-    return (sum / 65536.0f - 2.0f) * 1.7320508f;  // 4 uniforms: mean 2, variance 1/3; |x| <= kInputBound
-  }
-};
-}  // namespace
 
 Inputs Inputs::generate(const Problem& p) {
   Inputs in;
