@@ -61,9 +61,11 @@ class Decoding:
         return names
 
     def problem(self, B, Hq, Hkv, Lq, d, dtype, paged, page_size, max_pages, causal, splits, scale, lens):
-        self._lens = (ctypes.c_int * B)(*lens)  # kept alive with the problem
-        return self.Problem(B, Hq, Hkv, Lq, d, {"fp16": 1, "bf16": 2}[dtype], int(paged), page_size, max_pages,
-                            int(causal), splits, 1, scale, self._lens)
+        host_lens = (ctypes.c_int * B)(*lens)
+        prob = self.Problem(B, Hq, Hkv, Lq, d, {"fp16": 1, "bf16": 2}[dtype], int(paged), page_size, max_pages,
+                            int(causal), splits, 1, scale, host_lens)
+        prob.host_lens = host_lens  # the lengths live as long as the problem that points to them
+        return prob
 
     def unsupported(self, name, prob):
         why = self.lib.fs_decode_unsupported(name.encode(), ctypes.byref(prob))
@@ -211,17 +213,20 @@ def main():
             cache_bytes = 2 * B * ctx * Hkv * d * q.element_size()
             contenders = [("sdpa_enable_gqa", sdpa, None, "ok")]
             if flash_attn_with_kvcache is not None:
-                fk, fv = k_pool.clone(), v_pool.clone()
-                fa_lens = lens.clone()
-
-                def fa():
-                    return flash_attn_with_kvcache(q, fk, fv, k=k_new, v=v_new, cache_seqlens=fa_lens,
-                                                   block_table=table, softmax_scale=scale, causal=causal)
-                try:
-                    err = (fa().float() - ref).abs().max().item()
-                    contenders.append(("flash_attn_with_kvcache", fa, err, "ok"))
-                except Exception as e:  # page sizes FA2 refuses, say
-                    print(f"  flash_attn_with_kvcache: {e}")
+                # Paged as ours when its version takes this page size (FlashAttention-2: multiples of
+                # 256), else its unpaged cache [B, capacity, Hkv, d]: labelled which.
+                for label, fk, fv, fa_table in (("flash_attn_with_kvcache", k_pool.clone(), v_pool.clone(), table),
+                                                ("flash_attn_with_kvcache_unpaged", k_flat.clone(), v_flat.clone(),
+                                                 None)):
+                    def fa(fk=fk, fv=fv, fa_table=fa_table):
+                        return flash_attn_with_kvcache(q, fk, fv, k=k_new, v=v_new, cache_seqlens=lens,
+                                                       block_table=fa_table, softmax_scale=scale, causal=causal)
+                    try:
+                        err = (fa().float() - ref).abs().max().item()
+                        contenders.append((label, fa, err, "ok"))
+                        break
+                    except Exception as e:  # a page size its version refuses, say
+                        print(f"  {label}: {e}")
             identity = torch.arange(B, device=dev, dtype=torch.int32).view(B, 1)
             for name in names:
                 is_paged = lib.unsupported(name, lib.problem(B, Hq, Hkv, Lq, d, a.dtype, True, page, max_pages, causal,
