@@ -96,6 +96,12 @@ def main():
     expect(dl.splits("split_kv", dp) >= 1 and dl.splits("decode_kernel", dp) == 1, "split counts answered")
     bad = dl.problem(1, 8, 3, 1, 64, "fp16", True, 16, 4, False, 0, 0.125, [40])
     expect("multiple of the KV heads" in dl.unsupported(dbest[0], bad), "Hq not a multiple of Hkv is refused")
+    no_lens = dl.problem(1, 8, 2, 1, 64, "fp16", True, 16, 4, False, 0, 0.125, [40])
+    no_lens.seqlens_host = None
+    expect("seqlens_host" in dl.unsupported(dbest[0], no_lens) and dl.splits(dbest[0], no_lens) == -1
+           and dl.workspace_bytes(dbest[0], no_lens) == -1, "a problem without its lengths is refused, not guessed")
+    zero_page = dl.problem(1, 8, 2, 1, 64, "fp16", True, 0, 4, False, 0, 0.125, [40])
+    expect("page_size" in dl.unsupported(dbest[0], zero_page), "a page size of 0 is refused")
     if not has_gpu():
         try:
             dl.run(dbest[0], dp, None, None, None, None, None, None, None, None, None)

@@ -9,9 +9,10 @@ the expected one; times are CUDA events around each call (the L2 flushed before 
   python3 tools/bench_torch_decode.py --chapters build-gpu/lib/libflashsteps_capi.so \\
       --batches 1,8,64 --contexts 1024,8192,32768,131072 --csv results/<device>/decode.csv
 
-GB/s is the cache read once (K and V of every key attended, 2 x B x L x Hkv x d x bytes) over the
-median time, beside the device's copy bandwidth measured in the same run. Exit 2 on bad input (a
-library that does not load, an unknown variant, no GPU), 1 when an output is wrong.
+page_size is empty for a contender that reads an unpaged layout. GB/s is the cache read once (K and
+V of every key attended, 2 x B x L x Hkv x d x bytes) over the median time, beside the device's copy
+bandwidth measured in the same run. Exit 2 on bad input (a library that does not load, an unknown
+variant, no GPU), 1 when an output is wrong.
 """
 import argparse
 import csv
@@ -171,105 +172,123 @@ def main():
     Hq, Hkv, d, Lq, page = a.heads, a.kv_heads, a.head_dim, a.new_tokens, a.page_size
     causal = Lq > 1
     scale = d ** -0.5
+
+    def run_problem(B, ctx):
+        """One (batch, context): every contender timed, its rows; the tensors die with the call."""
+        rows, wrong = [], False
+        if ctx <= Lq:
+            print(f"B={B} context {ctx}: skipped, no longer than the {Lq} new tokens")
+            return [], False
+        L0 = ctx - Lq  # keys in the cache before the append
+        max_pages = (ctx + page - 1) // page
+        # Pool-sized tensors alive at once: the pool, the expected pool, the unpaged copy and the
+        # reference's K, V (8), flash-attn's two copies (4), and each variant's K, V (2 each).
+        need = (12 + 2 * len(names)) * B * max_pages * page * Hkv * d * 2
+        if need > 0.8 * torch.cuda.mem_get_info()[0]:
+            print(f"B={B} context {ctx}: skipped, needs {need / 2**30:.1f} GiB")
+            return [], False
+        torch.manual_seed(B * 100003 + ctx)
+        q = torch.randn(B, Lq, Hq, d, device=dev, dtype=dt)
+        k_new, v_new = (torch.randn(B, Lq, Hkv, d, device=dev, dtype=dt) for _ in range(2))
+        pages = B * max_pages
+        k_pool, v_pool = (torch.randn(pages, page, Hkv, d, device=dev, dtype=dt) for _ in range(2))
+        table = torch.randperm(pages, device=dev, dtype=torch.int32).view(B, max_pages)
+        lens = torch.full((B,), L0, device=dev, dtype=torch.int32)
+        # The expected cache: the new tokens at positions L0 ... L0 + Lq - 1 of each sequence.
+        k_exp, v_exp = k_pool.clone(), v_pool.clone()
+        for t in range(Lq):
+            pos = L0 + t
+            rows_at = table[:, pos // page].long()
+            k_exp[rows_at, pos % page] = k_new[:, t]
+            v_exp[rows_at, pos % page] = v_new[:, t]
+        # Unpaged: [B, capacity, Hkv, d], the table the identity.
+        k_flat = k_exp[table.long()].reshape(B, max_pages * page, Hkv, d)
+        v_flat = v_exp[table.long()].reshape(B, max_pages * page, Hkv, d)
+        K = k_flat[:, :ctx].permute(0, 2, 1, 3).contiguous()  # [B, Hkv, L, d]
+        V = v_flat[:, :ctx].permute(0, 2, 1, 3).contiguous()
+        Q = q.permute(0, 2, 1, 3).contiguous()
+        # Causal aligned bottom-right (torch.nn.attention.bias.causal_lower_right's), as a boolean mask.
+        mask = torch.ones(Lq, ctx, dtype=torch.bool, device=dev).tril(ctx - Lq) if causal else None
+
+        def sdpa():
+            return F.scaled_dot_product_attention(Q, K, V, attn_mask=mask, scale=scale, enable_gqa=True)
+
+        ref = sdpa().permute(0, 2, 1, 3).float()  # [B, Lq, Hq, d]
+        cache_bytes = 2 * B * ctx * Hkv * d * q.element_size()
+        contenders = [("sdpa_enable_gqa", sdpa, None, "ok", False)]  # (label, call, error, status, paged)
+        if flash_attn_with_kvcache is not None:
+            # Paged as ours when its version takes this page size (FlashAttention-2: multiples of
+            # 256), else its unpaged cache [B, capacity, Hkv, d]: labelled which.
+            for label, fk, fv, fa_table in (("flash_attn_with_kvcache", k_pool.clone(), v_pool.clone(), table),
+                                            ("flash_attn_with_kvcache_unpaged", k_flat.clone(), v_flat.clone(),
+                                             None)):
+                def fa(fk=fk, fv=fv, fa_table=fa_table):
+                    return flash_attn_with_kvcache(q, fk, fv, k=k_new, v=v_new, cache_seqlens=lens,
+                                                   block_table=fa_table, softmax_scale=scale, causal=causal)
+                try:
+                    err = (fa().float() - ref).abs().max().item()
+                    contenders.append((label, fa, err, "ok", fa_table is not None))
+                    break
+                except Exception as e:  # a page size its version refuses, say
+                    print(f"  {label}: {e}")
+        identity = torch.arange(B, device=dev, dtype=torch.int32).view(B, 1)
+        for name in names:
+            # The paged layout for the variants that read it; the unpaged one for those that say so.
+            why_paged = lib.unsupported(name, lib.problem(B, Hq, Hkv, Lq, d, a.dtype, True, page, max_pages, causal,
+                                                          0, scale, [L0] * B))
+            if why_paged and "unpaged" not in why_paged:
+                print(f"  {name}: skipped: {why_paged}")
+                continue
+            is_paged = why_paged == ""
+            if is_paged:
+                kc, vc, tb, ps, mp = k_pool.clone(), v_pool.clone(), table, page, max_pages
+            else:
+                kc = k_flat.clone()
+                vc = v_flat.clone()
+                kc[:, L0:ctx], vc[:, L0:ctx] = float("nan"), float("nan")  # the append must write them
+                tb, ps, mp = identity, max_pages * page, 1
+            prob = lib.problem(B, Hq, Hkv, Lq, d, a.dtype, is_paged, ps, mp, causal, 0, scale, [L0] * B)
+            why = lib.unsupported(name, prob)
+            if why:
+                print(f"  {name}: skipped: {why}")
+                continue
+            work = torch.empty(max(lib.workspace_bytes(name, prob), 1), dtype=torch.uint8, device=dev)
+            o = torch.empty_like(q)
+
+            def ours(name=name, prob=prob, kc=kc, vc=vc, tb=tb, o=o, work=work):
+                lib.run(name, prob, q.data_ptr(), kc.data_ptr(), vc.data_ptr(), k_new.data_ptr(), v_new.data_ptr(),
+                        o.data_ptr(), tb.data_ptr(), lens.data_ptr(), work.data_ptr())
+            ours()
+            if lib.lib.fs_synchronize() != 0:
+                fail(f"{name}: {lib.lib.fs_last_error().decode()}")
+            err = (o.float() - ref).abs().max().item()
+            if is_paged:
+                cache_ok = torch.equal(kc, k_exp) and torch.equal(vc, v_exp)
+            else:
+                cache_ok = torch.equal(kc[:, :ctx], k_flat[:, :ctx]) and torch.equal(vc[:, :ctx], v_flat[:, :ctx])
+            status = "ok" if err <= 2e-2 * max(1.0, ref.abs().max().item()) and cache_ok else "WRONG"
+            wrong = wrong or status != "ok"
+            contenders.append((f"{name} ({lib.splits(name, prob)} splits{'' if is_paged else ', unpaged'})", ours, err,
+                               status, is_paged))
+        times = timed([c[1] for c in contenders], a.reps)
+        print(f"B={B} Hq={Hq} Hkv={Hkv} d={d} context {ctx} new {Lq} page {page} {a.dtype}: the cache is "
+              f"{cache_bytes / 1e6:.1f} MB")
+        for (label, _, err, status, paged), ms in zip(contenders, times):
+            gbs = cache_bytes / (ms * 1e6)
+            print(f"  {label:36s} {ms:9.4f} ms {gbs:8.0f} GB/s ({100 * gbs / copy_gbs:5.1f} % of copy)"
+                  f"{'' if err is None else f'  max err {err:.2e}'} {status}")
+            splits = label.split("(")[1].split()[0] if " splits" in label else ""
+            rows.append([props.name, driver, torch.version.cuda, torch.__version__, lib.commit, label.split()[0],
+                         a.dtype, B, Hq, Hkv, d, ctx, Lq, page if paged else "", splits, f"{ms:.5f}", f"{gbs:.1f}", f"{copy_gbs:.1f}",
+                         "" if err is None else f"{err:.3e}", status])
+        return rows, wrong
+
     rows, wrong = [], False
     for B in batches:
         for ctx in contexts:
-            if ctx <= Lq:
-                print(f"B={B} context {ctx}: skipped, no longer than the {Lq} new tokens")
-                continue
-            L0 = ctx - Lq  # keys in the cache before the append
-            max_pages = (ctx + page - 1) // page
-            need = 2 * 2 * B * max_pages * page * Hkv * d * 2 * 2  # paged and unpaged pools, K and V, twice
-            if need > 0.8 * torch.cuda.mem_get_info()[0]:
-                print(f"B={B} context {ctx}: skipped, needs {need / 2**30:.1f} GiB")
-                continue
-            torch.manual_seed(B * 100003 + ctx)
-            q = torch.randn(B, Lq, Hq, d, device=dev, dtype=dt)
-            k_new, v_new = (torch.randn(B, Lq, Hkv, d, device=dev, dtype=dt) for _ in range(2))
-            pages = B * max_pages
-            k_pool, v_pool = (torch.randn(pages, page, Hkv, d, device=dev, dtype=dt) for _ in range(2))
-            table = torch.randperm(pages, device=dev, dtype=torch.int32).view(B, max_pages)
-            lens = torch.full((B,), L0, device=dev, dtype=torch.int32)
-            # The expected cache: the new tokens at positions L0 ... L0 + Lq - 1 of each sequence.
-            k_exp, v_exp = k_pool.clone(), v_pool.clone()
-            for t in range(Lq):
-                pos = L0 + t
-                rows_at = table[:, pos // page].long()
-                k_exp[rows_at, pos % page] = k_new[:, t]
-                v_exp[rows_at, pos % page] = v_new[:, t]
-            # Unpaged: [B, capacity, Hkv, d], the table the identity.
-            k_flat = k_exp[table.long()].reshape(B, max_pages * page, Hkv, d)
-            v_flat = v_exp[table.long()].reshape(B, max_pages * page, Hkv, d)
-            K = k_flat[:, :ctx].permute(0, 2, 1, 3).contiguous()  # [B, Hkv, L, d]
-            V = v_flat[:, :ctx].permute(0, 2, 1, 3).contiguous()
-            Q = q.permute(0, 2, 1, 3).contiguous()
-            # Causal aligned bottom-right (torch.nn.attention.bias.causal_lower_right's), as a boolean mask.
-            mask = torch.ones(Lq, ctx, dtype=torch.bool, device=dev).tril(ctx - Lq) if causal else None
-
-            def sdpa():
-                return F.scaled_dot_product_attention(Q, K, V, attn_mask=mask, scale=scale, enable_gqa=True)
-
-            ref = sdpa().permute(0, 2, 1, 3).float()  # [B, Lq, Hq, d]
-            cache_bytes = 2 * B * ctx * Hkv * d * q.element_size()
-            contenders = [("sdpa_enable_gqa", sdpa, None, "ok")]
-            if flash_attn_with_kvcache is not None:
-                # Paged as ours when its version takes this page size (FlashAttention-2: multiples of
-                # 256), else its unpaged cache [B, capacity, Hkv, d]: labelled which.
-                for label, fk, fv, fa_table in (("flash_attn_with_kvcache", k_pool.clone(), v_pool.clone(), table),
-                                                ("flash_attn_with_kvcache_unpaged", k_flat.clone(), v_flat.clone(),
-                                                 None)):
-                    def fa(fk=fk, fv=fv, fa_table=fa_table):
-                        return flash_attn_with_kvcache(q, fk, fv, k=k_new, v=v_new, cache_seqlens=lens,
-                                                       block_table=fa_table, softmax_scale=scale, causal=causal)
-                    try:
-                        err = (fa().float() - ref).abs().max().item()
-                        contenders.append((label, fa, err, "ok"))
-                        break
-                    except Exception as e:  # a page size its version refuses, say
-                        print(f"  {label}: {e}")
-            identity = torch.arange(B, device=dev, dtype=torch.int32).view(B, 1)
-            for name in names:
-                is_paged = lib.unsupported(name, lib.problem(B, Hq, Hkv, Lq, d, a.dtype, True, page, max_pages, causal,
-                                                             0, scale, [L0] * B)) == ""
-                if is_paged:
-                    kc, vc, tb, ps, mp = k_pool.clone(), v_pool.clone(), table, page, max_pages
-                else:
-                    kc = k_flat.clone()
-                    vc = v_flat.clone()
-                    kc[:, L0:ctx], vc[:, L0:ctx] = float("nan"), float("nan")  # the append must write them
-                    tb, ps, mp = identity, max_pages * page, 1
-                prob = lib.problem(B, Hq, Hkv, Lq, d, a.dtype, is_paged, ps, mp, causal, 0, scale, [L0] * B)
-                why = lib.unsupported(name, prob)
-                if why:
-                    print(f"  {name}: skipped: {why}")
-                    continue
-                work = torch.empty(max(lib.workspace_bytes(name, prob), 1), dtype=torch.uint8, device=dev)
-                o = torch.empty_like(q)
-
-                def ours(name=name, prob=prob, kc=kc, vc=vc, tb=tb, o=o, work=work):
-                    lib.run(name, prob, q.data_ptr(), kc.data_ptr(), vc.data_ptr(), k_new.data_ptr(), v_new.data_ptr(),
-                            o.data_ptr(), tb.data_ptr(), lens.data_ptr(), work.data_ptr())
-                ours()
-                if lib.lib.fs_synchronize() != 0:
-                    fail(f"{name}: {lib.lib.fs_last_error().decode()}")
-                err = (o.float() - ref).abs().max().item()
-                exp_k = k_exp if is_paged else k_flat
-                cache_ok = torch.equal(kc, exp_k) if is_paged else torch.equal(kc[:, :ctx], exp_k[:, :ctx])
-                status = "ok" if err <= 2e-2 * max(1.0, ref.abs().max().item()) and cache_ok else "WRONG"
-                wrong = wrong or status != "ok"
-                contenders.append((f"{name} ({lib.splits(name, prob)} splits)", ours, err, status))
-            times = timed([fn for _, fn, _, _ in contenders], a.reps)
-            print(f"B={B} Hq={Hq} Hkv={Hkv} d={d} context {ctx} new {Lq} page {page} {a.dtype}: the cache is "
-                  f"{cache_bytes / 1e6:.1f} MB")
-            for (label, _, err, status), ms in zip(contenders, times):
-                gbs = cache_bytes / (ms * 1e6)
-                print(f"  {label:36s} {ms:9.4f} ms {gbs:8.0f} GB/s ({100 * gbs / copy_gbs:5.1f} % of copy)"
-                      f"{'' if err is None else f'  max err {err:.2e}'} {status}")
-                splits = label.split("(")[1].split()[0] if "splits)" in label else ""
-                rows.append([props.name, driver, torch.version.cuda, torch.__version__, lib.commit, label.split()[0],
-                             a.dtype, B, Hq, Hkv, d, ctx, Lq, page, splits, f"{ms:.5f}", f"{gbs:.1f}", f"{copy_gbs:.1f}",
-                             "" if err is None else f"{err:.3e}", status])
-            del k_pool, v_pool, k_exp, v_exp, k_flat, v_flat, K, V
+            r, w = run_problem(B, ctx)
+            rows += r
+            wrong = wrong or w
             torch.cuda.empty_cache()
     if a.csv:
         new = not os.path.exists(a.csv) or os.path.getsize(a.csv) == 0

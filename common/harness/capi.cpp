@@ -28,7 +28,11 @@ Problem problem_of(const fs_problem& f) {
   return p;
 }
 
+// The problem the C caller describes, checked (UsageError): lengths given, a layout of whole pages.
 DecodeProblem decode_problem_of(const fs_decode_problem& f) {
+  if (f.B < 1 || f.seqlens_host == nullptr) throw UsageError("B >= 1 and seqlens_host (B lengths on the host) are needed");
+  if (f.page_size < 1 || f.max_pages < 1) throw UsageError("page_size and max_pages must be at least 1");
+  if (f.dtype != 1 && f.dtype != 2) throw UsageError("dtype: 1 (fp16) or 2 (bf16)");
   DecodeProblem p;
   p.B = f.B, p.Hq = f.Hq, p.Hkv = f.Hkv, p.Lq = f.Lq, p.d = f.d;
   p.dtype = static_cast<DType>(f.dtype);
@@ -37,7 +41,8 @@ DecodeProblem decode_problem_of(const fs_decode_problem& f) {
   p.capacity = f.page_size * f.max_pages;
   p.causal = f.causal != 0, p.splits = f.splits, p.append = f.append != 0;
   p.scale_override = f.scale;
-  if (f.B > 0 && f.seqlens_host) p.cache_lens.assign(f.seqlens_host, f.seqlens_host + f.B);
+  p.cache_lens.assign(f.seqlens_host, f.seqlens_host + f.B);
+  p.validate();
   return p;
 }
 const DecodeVariant* decode_at(int i) {
@@ -118,10 +123,8 @@ int fs_decode_variant_best(int i) { return decode_at(i) && decode_at(i)->info.be
 const char* fs_decode_unsupported(const char* variant, const fs_decode_problem* p) {
   const DecodeVariant* v = find_decode(variant);
   if (!v) return nullptr;
-  const DecodeProblem d = decode_problem_of(*p);
   try {
-    d.validate();
-    g_why = v->unsupported(d);
+    g_why = v->unsupported(decode_problem_of(*p));
   } catch (const std::exception& e) {
     g_why = e.what();
   }
@@ -150,9 +153,13 @@ int fs_decode_run(const char* variant, const fs_decode_problem* p, const void* q
     const DecodeVariant* var = find_decode(variant);
     if (!var) throw UsageError(std::string("unknown decoding variant ") + variant);
     const DecodeProblem d = decode_problem_of(*p);
-    if (!p->seqlens_host) throw UsageError("seqlens_host is NULL");
-    d.validate();
     if (const std::string why = var->unsupported(d); !why.empty()) throw UsageError(why);
+    const int splits = var->splits_for(d);
+    if (!q || !k_cache || !v_cache || !o || !block_table || !cache_seqlens)
+      throw UsageError("q, the caches, o, block_table and cache_seqlens must not be NULL");
+    if (d.append && (!k_new || !v_new)) throw UsageError("append is set: k_new and v_new must not be NULL");
+    if (var->workspace_bytes(d, splits) > 0 && !workspace)
+      throw UsageError("variant " + var->info.name + " needs a workspace of fs_decode_workspace_bytes bytes");
     DecodeParams a{};
     a.q = q, a.k_cache = k_cache, a.v_cache = v_cache;
     a.k_new = d.append ? k_new : nullptr, a.v_new = d.append ? v_new : nullptr;
@@ -162,13 +169,14 @@ int fs_decode_run(const char* variant, const fs_decode_problem* p, const void* q
     a.page_size = d.page(), a.max_pages = d.max_pages();
     a.scale = d.scale();
     a.causal = d.causal;
-    a.splits = var->splits_for(d);
+    a.splits = splits;
     a.workspace = workspace;
     static Stages stages;
     stages.begin();
     var->run(a, stages);
   });
 }
+
 const char* fs_commit(void) {
   static const std::string c = commit_id();
   return c.c_str();

@@ -48,9 +48,11 @@ void DecodeProblem::validate() const {
   if (scale_override && !std::isfinite(*scale_override)) fail("the scale must be a finite number");
   for (size_t b = 0; b < cache_lens.size(); ++b)
     if (cache_lens[b] < 0) fail("cache length " + std::to_string(cache_lens[b]) + " of sequence " + std::to_string(b) + " is negative");
-  const double elems = static_cast<double>(B) * std::max(resolved_capacity(), 1) * Hkv * d * (paged ? 2 : 1);
-  if (elems > 4e9 || static_cast<double>(B) * Lq * Hq * d > 2e9)
-    fail("the cache of " + describe() + " has more elements than a 32-bit page index can address here");
+  // Elements are indexed in 64 bits; pages, rows and blocks in 32 (the harness's pool holds twice
+  // the sequences' pages).
+  if (2.0 * B * ((static_cast<double>(resolved_capacity()) + page() - 1) / page()) > 2e9 ||
+      static_cast<double>(B) * Lq * Hq * d > 2e9 || static_cast<double>(Hq) * (Lq + 2.0 * max_keys()) > 2e9)
+    fail(describe() + " has more pages, rows or blocks than the 32-bit indices here can count");
   const int cap = resolved_capacity();
   for (int b = 0; b < B; ++b)
     if (keys(b) > cap)
