@@ -42,10 +42,10 @@ TEST_CASE("the issue term: a kernel's SASS data weighted by the emulator's count
   // 4 blocks of 64 threads: 8 warps. Each runs the fixed part (10 instructions; an LDS and a
   // barrier seen) and 5 tiles (100 instructions; 18 LDS and 2 barriers); the copy loop (6
   // instructions; an LDG and an STS) runs 30 times in all.
-  SassKernel k{"k", 64, {10, {}}, {100, {}}, {6, {}}};
+  SassKernel k{"k", 64, {10, {}}, {100, {}}, {}, {{6, {}}}};
   k.fixed.seen[kSeenLds] = 1, k.fixed.seen[kSeenBar] = 1;
   k.tile.seen[kSeenLds] = 18, k.tile.seen[kSeenBar] = 2;
-  k.inner.seen[kSeenLd] = 1, k.inner.seen[kSeenSts] = 1;
+  k.inner[0].seen[kSeenLd] = 1, k.inner[0].seen[kSeenSts] = 1;
   simt::Counters c;
   c.launches = 1, c.blocks = 4, c.threads_per_block = 64;
   c.barriers = 8 * 1 + 40 * 2;
@@ -69,6 +69,27 @@ TEST_CASE("the issue term: a kernel's SASS data weighted by the emulator's count
   around.barriers += 3;
   around.global[simt::kGlobalLoad].requests += 3 * 4;
   CHECK(issued_instructions(around, outer) == Approx(8 * 10 + (40 + 1.5) * 100 + 30 * 6 + 3 * 50));
+  // Loops that run different numbers of times, each by its own trips (a decoding kernel: a key
+  // loop of 40 instructions with 2 LDG and 8 SHFL, 1000 trips; an append loop of 30 with an LDG
+  // and an STG, 3 trips; a merge loop of 20 with 4 LDS and an STG, 2 trips). Taken together, the
+  // STG (5 in all) would say 5 trips of all three loops.
+  SassKernel decode{"decode", 64, {10, {}}, {}, {}, {{40, {}}, {30, {}}, {20, {}}}};
+  decode.inner[0].seen[kSeenLd] = 2, decode.inner[0].seen[kSeenShfl] = 8;
+  decode.inner[1].seen[kSeenLd] = 1, decode.inner[1].seen[kSeenSt] = 1;
+  decode.inner[2].seen[kSeenLds] = 4, decode.inner[2].seen[kSeenSt] = 1;
+  simt::Counters dc;
+  dc.launches = 1, dc.blocks = 1, dc.threads_per_block = 32;
+  dc.shuffles = 8000;
+  dc.global[simt::kGlobalLoad].requests = 2000 + 3;
+  dc.global[simt::kGlobalStore].requests = 3 + 2;
+  dc.shared[simt::kSharedLoad32].requests = 8;
+  CHECK(issued_instructions(dc, decode) == Approx(10 + 1000 * 40 + 3 * 30 + 2 * 20));
+  // Loops sharing every kind they have are taken as one part, by the fewest trips any kind allows.
+  SassKernel shared = decode;
+  shared.inner[2] = shared.inner[1];
+  dc.shared[simt::kSharedLoad32].requests = 0;
+  dc.global[simt::kGlobalLoad].requests = 2000 + 6, dc.global[simt::kGlobalStore].requests = 6;
+  CHECK(issued_instructions(dc, shared) == Approx(10 + 1000 * 40 + 3 * (30 + 30)));
   // Without a barrier in the tile loop, its seen kinds give the tiles.
   SassKernel no_bar = k;
   no_bar.fixed.seen[kSeenBar] = no_bar.tile.seen[kSeenBar] = 0;

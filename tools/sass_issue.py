@@ -4,15 +4,17 @@
 The emulator counts the instructions a profiler would see move data or synchronise: global and
 shared-memory requests (ld, st, atom, cp.async, ldmatrix), mma.sync, barriers, shuffles and votes.
 It does not see the FP32, integer, conversion and branch instructions around them, which a GPU must
-issue too, at 4 per clock per SM. This tool compiles every kernel of chapters 01 to 08 for sm_90,
+issue too, at 4 per clock per SM. This tool compiles every chapter's kernels for sm_90,
 cuts nvdisasm's listing into basic blocks, finds the loops by their back edges and splits each
-kernel in three parts (issue_profile): the blocks outside the loops, one iteration of the tile loop,
-one iteration of the other loops, each with its instructions and the seen instructions of each kind
-in it. common/model/sass.h weights them by the emulator's counts: every warp runs the first part
-once, the tile loop as often as the emulator's barriers say (or its seen instructions), the other
-loops as often as the seen instructions left over say, kind by kind (the fewest: an access the two
-compilers split or merge differently does not inflate it). With each kernel, ptxas's registers per
-thread, which occupancy needs.
+kernel in parts (issue_profile): the blocks outside the loops, one iteration of the tile loop, one
+iteration of the loops around it, and one iteration of each other loop, each with its instructions
+and the seen instructions of each kind in it. common/model/sass.h weights them by the emulator's
+counts: every warp runs the first part once, the tile loop as often as the emulator's barriers say
+(or its seen instructions), each other loop as often as the seen instructions left over say, loop
+by loop: first a loop with a kind no other loop has, by those kinds (the fewest trips they allow: an
+access the two compilers split or merge differently does not inflate it), then the next; loops
+that share all their kinds, together. With each kernel, ptxas's registers per thread, which
+occupancy needs.
 
   tools/sass_issue.py --out common/model/sass_sm90.inc   # compile, count, write (needs nvcc and nvdisasm,
                                                          # pip install nvidia-cuda-nvdisasm)
@@ -70,7 +72,8 @@ def mix(instrs, blocks, times):
 
 
 def issue_profile(instrs, cold, params=None):
-    """One kernel's issue data, per warp, in three parts, each (instructions, [seen of each kind]);
+    """One kernel's issue data, per warp, in four parts, each (instructions, [seen of each kind]), the
+    last a list of them;
     common/model/model.h's issue term (sass.h) weights them by the emulator's counts:
       fixed: every block the entry reaches outside the loops, once, but mask code (blocks whose
         instructions come mostly from `cold` source lines);
@@ -79,12 +82,14 @@ def issue_profile(instrs, cold, params=None):
         otherwise the innermost loop with a BAR.SYNC of its own (where loops with barriers nest,
         chapter 04's Q tiles inside its K/V tiles, the one that runs most), its own blocks once
         (its inner loops and its mask code apart);
-      inner: one iteration of each of the other loops: the innermost loops (of an unrolled loop and
-        the remainder loops the compiler made of it, whose back edges come from one source line, the
-        unrolled body, which the remainder does not outrun), each on its common path, with the blocks
-        of the loops between them and the tile loop (mask code apart);
       outer: one iteration of the loops around the tile loop, their own blocks (chapter 04's K/V
-        tiles around its Q tiles), mask code apart."""
+        tiles around its Q tiles), mask code apart;
+      inner: a list, one iteration of each of the other loops, each its own part, because each runs
+        its own number of times (a decoding kernel's key loop thousands, its append loop a few):
+        the innermost loops (of an unrolled loop and the remainder loops the compiler made of it,
+        whose back edges come from one source line, the unrolled body, which the remainder does not
+        outrun), each on its common path; then the loops between them and the tile loop, their own
+        blocks (mask code apart). In the order of their first instruction."""
     blocks = kr.basic_blocks(instrs)
     loops = kr.find_loops(blocks)
     none = (0, [0] * len(KINDS))
@@ -115,7 +120,7 @@ def issue_profile(instrs, cold, params=None):
             tile_blocks = loops[head] - inner_of(head)
             out["tile"] = mix(instrs, blocks, {b: 1 for b in warm(tile_blocks)})
             described.append("tile %d/%d" % (out["tile"][0], sum(out["tile"][1])))
-    groups, between, outer = {}, set(), set()
+    groups, between, outer = {}, {}, set()
     for h in loops:
         if h in tile_blocks or loops[h] <= tile_blocks:
             continue
@@ -124,20 +129,22 @@ def issue_profile(instrs, cold, params=None):
             if head is not None and head in loops[h]:
                 outer |= own  # a loop around the tile loop: its own blocks run once per trip of it
             else:
-                between |= own
+                between[h] = own
             continue
         latch = max(b for b in loops[h] if h in blocks[b]["succ"])
         key = frozenset(instrs[blocks[latch]["end"] - 1]["chain"])
         weight = (sum(mix(instrs, blocks, {b: 1 for b in loops[h]})[1]), len(loops[h]))
         if key not in groups or weight > groups[key][0]:
             groups[key] = (weight, h)
-    total, seen = mix(instrs, blocks, {b: 1 for b in warm(between)})
-    for _, h in sorted(groups.values()):
+    parts = []
+    for _, h in groups.values():
         walk = kr.common_path(instrs, blocks, loops, h, loops[h], cold, params)
-        n, v = mix(instrs, blocks, walk[0] if walk else {b: 1 for b in loops[h]})
-        total, seen = total + n, [x + y for x, y in zip(seen, v)]
-        described.append("%d/%d" % (n, sum(v)))
-    out["inner"] = (total, seen)
+        parts.append((h, mix(instrs, blocks, walk[0] if walk else {b: 1 for b in loops[h]})))
+    for h, own in between.items():
+        if warm(own):
+            parts.append((h, mix(instrs, blocks, {b: 1 for b in warm(own)})))
+    out["inner"] = [part for _, part in sorted(parts)]
+    described += ["%d/%d" % (n, sum(v)) for n, v in out["inner"]]
     out["outer"] = mix(instrs, blocks, {b: 1 for b in warm(outer)})
     if outer:
         described.append("outer %d/%d" % (out["outer"][0], sum(out["outer"][1])))
@@ -169,12 +176,20 @@ def sources():
     return sorted(os.path.relpath(f, ROOT) for f in glob.glob(os.path.join(ROOT, SOURCES)))
 
 
-PARTS = ["fixed", "tile", "inner", "outer"]
+PARTS = ["fixed", "tile", "outer"]
+MAX_LOOPS = 20  # common/model/sass.h's kSassLoops: the inner parts a kernel may have
+
+
+def part_text(part):
+    return "{%d, {%s}}" % (part[0], ", ".join(str(v) for v in part[1]))
 
 
 def row_text(name, r):
-    parts = ", ".join("{%d, {%s}}" % (r[p][0], ", ".join(str(v) for v in r[p][1])) for p in PARTS)
-    return '{"%s", %d, %s},' % (name, r["registers"], parts)
+    if len(r["inner"]) > MAX_LOOPS:
+        kr.fail("%s has %d loops besides its tile loop; common/model/sass.h and this tool take %d: raise both"
+                % (name, len(r["inner"]), MAX_LOOPS), 1)
+    parts = ", ".join(part_text(r[p]) for p in PARTS)
+    return '{"%s", %d, %s, {%s}},' % (name, r["registers"], parts, ", ".join(part_text(p) for p in r["inner"]))
 
 
 def write(out, rows, deps, version, nvdisasm_version):
@@ -184,7 +199,7 @@ def write(out, rows, deps, version, nvdisasm_version):
              "// CTest sass_data_fresh fails until then. A compiler's report: nothing here ran on a GPU.",
              "//"]
     lines += ["// source %s %s" % (f, file_hash(os.path.join(ROOT, f))) for f in sorted(deps)]
-    lines += ["//", "// {kernel, registers, %s}: {instructions, {seen: %s}}" % (", ".join(PARTS), ", ".join(k for k, _ in KINDS))]
+    lines += ["//", "// {kernel, registers, %s, {inner, ...}}: each {instructions, {seen: %s}}" % (", ".join(PARTS), ", ".join(k for k, _ in KINDS))]
     lines += [row_text(name, rows[name]) for name in sorted(rows)]
     open(out, "w").write("\n".join(lines) + "\n")
 

@@ -5,17 +5,21 @@
 // and shared-memory requests, mma.sync, barriers, shuffles, votes. The FP32, integer, conversion
 // and branch instructions around them take issue slots too: 4 per clock per SM, one per scheduler.
 // tools/sass_issue.py counts them in each kernel's sm_90 SASS by control flow and writes
-// sass_sm90.inc: three parts, each its instructions per warp and the seen instructions of each
-// kind in them. A launch's instructions issued are then
+// sass_sm90.inc: parts, each its instructions per warp and the seen instructions of each kind in
+// them. A launch's instructions issued are then
 //
 //   warps x fixed           the blocks outside every loop, once per warp
 //   + tiles x tile          the tile loop: tiles = the emulator's barriers beyond the fixed part's,
 //                           per barrier of an iteration (it counts every warp's); without one, the
 //                           fewest that any kind seen in an iteration allows
-//   + trips x inner         the other loops: the fewest trips that any kind seen in them allows,
-//                           from what the emulator counted beyond the first two parts
+//   + sum trips x inner     the other loops, each its own trips (a decoding kernel's key loop runs
+//                           thousands of times, its append loop a few), from what the emulator
+//                           counted beyond the first two parts, loop by loop: first each loop with
+//                           a kind no other unsolved loop has, its trips the fewest those kinds
+//                           allow; their counts taken away, the next; loops that share every kind
+//                           they have, as one part, by the fewest any of its kinds allows
 //   + trips x outer         the loops around the tile loop, their own blocks: the same, from what
-//                           is left beyond the first three (barriers apart: the tiles took them)
+//                           is left beyond the others (barriers apart: the tiles took them)
 //
 // "The fewest": the CPU compiler and nvcc may split or merge an access differently (a float4 read
 // as one load or four), which inflates one kind's count; the kind that allows the fewest trips is
@@ -39,11 +43,14 @@ struct SassPart {
   double seen[kSeenKinds];
 };
 
+inline constexpr int kSassLoops = 20;  // inner parts a kernel may have (sass_issue.py's MAX_LOOPS)
+
 struct SassKernel {
   const char* name;  // demangled, as the emulator names a launch's kernel
   int registers;     // per thread (ptxas)
-  SassPart fixed, tile, inner;  // per warp: outside the loops; one tile iteration; one trip of the other loops
-  SassPart outer;               // one trip of the loops around the tile loop (their own blocks)
+  SassPart fixed, tile;           // per warp: outside the loops; one tile iteration
+  SassPart outer;                 // one trip of the loops around the tile loop (their own blocks)
+  SassPart inner[kSassLoops];     // one trip of each other loop; unused ones all zero
 };
 
 inline constexpr SassKernel kSassSm90[] = {
@@ -83,22 +90,58 @@ inline double trips(const double (&left)[kSeenKinds], const SassPart& part) {
   return std::max(0.0, n);
 }
 
+inline void take(double (&left)[kSeenKinds], double trips, const SassPart& part) {
+  for (int i = 0; i < kSeenKinds; ++i) left[i] = std::max(0.0, left[i] - trips * part.seen[i]);
+}
+
+// The instructions of the other loops, loop by loop (see above); takes their counts from `left`.
+inline double loop_instructions(double (&left)[kSeenKinds], const SassPart (&loops)[kSassLoops]) {
+  bool solved[kSassLoops] = {};
+  double instructions = 0;
+  for (bool progress = true; progress;) {
+    progress = false;
+    double n[kSassLoops];
+    for (int j = 0; j < kSassLoops; ++j) {
+      n[j] = -1;
+      if (solved[j]) continue;
+      for (int k = 0; k < kSeenKinds; ++k) {
+        bool own = loops[j].seen[k] > 0;
+        for (int o = 0; own && o < kSassLoops; ++o) own = o == j || solved[o] || loops[o].seen[k] == 0;
+        if (own) n[j] = n[j] < 0 ? left[k] / loops[j].seen[k] : std::min(n[j], left[k] / loops[j].seen[k]);
+      }
+    }
+    for (int j = 0; j < kSassLoops; ++j)  // kinds of their own: no two of these share one
+      if (n[j] >= 0) {
+        solved[j] = progress = true;
+        instructions += n[j] * loops[j].instructions;
+        take(left, n[j], loops[j]);
+      }
+  }
+  SassPart rest{};
+  for (int j = 0; j < kSassLoops; ++j)
+    if (!solved[j]) {
+      rest.instructions += loops[j].instructions;
+      for (int k = 0; k < kSeenKinds; ++k) rest.seen[k] += loops[j].seen[k];
+    }
+  const double n = trips(left, rest);
+  take(left, n, rest);
+  return instructions + n * rest.instructions;
+}
+
 // The warp instructions a launch issues (see above).
 inline double issued_instructions(const simt::Counters& c, const SassKernel& k) {
   const double warps = c.blocks * std::ceil(c.threads_per_block / 32);
   double left[kSeenKinds];
   seen_instructions(c, left);
-  for (int i = 0; i < kSeenKinds; ++i) left[i] = std::max(0.0, left[i] - warps * k.fixed.seen[i]);
+  take(left, warps, k.fixed);
   const double tiles = k.tile.seen[kSeenBar] > 0 ? left[kSeenBar] / k.tile.seen[kSeenBar] : trips(left, k.tile);
-  for (int i = 0; i < kSeenKinds; ++i) left[i] = std::max(0.0, left[i] - tiles * k.tile.seen[i]);
-  const double inner = trips(left, k.inner);
-  for (int i = 0; i < kSeenKinds; ++i) left[i] = std::max(0.0, left[i] - inner * k.inner.seen[i]);
+  take(left, tiles, k.tile);
+  const double loops = loop_instructions(left, k.inner);
   // A barrier of a loop around the tile loop was counted as the tiles' (a fraction of a tile too
   // many per trip of it): its other kinds give its trips.
   SassPart outer = k.outer;
   outer.seen[kSeenBar] = 0;
-  return warps * k.fixed.instructions + tiles * k.tile.instructions + inner * k.inner.instructions +
-         trips(left, outer) * k.outer.instructions;
+  return warps * k.fixed.instructions + tiles * k.tile.instructions + loops + trips(left, outer) * k.outer.instructions;
 }
 
 }  // namespace attn
