@@ -11,9 +11,10 @@ iteration of the loops around it, and one iteration of each other loop, each wit
 and the seen instructions of each kind in it. common/model/sass.h weights them by the emulator's
 counts: every warp runs the first part once, the tile loop as often as the emulator's barriers say
 (or its seen instructions), each other loop as often as the seen instructions left over say, loop
-by loop: first a loop with a kind no other loop has, by those kinds (the fewest trips they allow: an
-access the two compilers split or merge differently does not inflate it), then the next; loops
-that share all their kinds, together. With each kernel, ptxas's registers per thread, which
+by loop: first a loop with an explicit kind (an intrinsic: cp.async, ldmatrix, mma.sync, shuffles)
+that no other loop has, by those kinds, then the next; the loops left together, by the kind that
+allows the fewest trips (an access the two compilers split or merge differently does not inflate
+it). With each kernel, ptxas's registers per thread, which
 occupancy needs.
 
   tools/sass_issue.py --out common/model/sass_sm90.inc   # compile, count, write (needs nvcc and nvdisasm,

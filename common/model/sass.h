@@ -12,12 +12,12 @@
 //   + tiles x tile          the tile loop: tiles = the emulator's barriers beyond the fixed part's,
 //                           per barrier of an iteration (it counts every warp's); without one, the
 //                           fewest that any kind seen in an iteration allows
-//   + sum trips x inner     the other loops, each its own trips (a decoding kernel's key loop runs
+//   + sum trips x inner     the other loops, each its own part (a decoding kernel's key loop runs
 //                           thousands of times, its append loop a few), from what the emulator
-//                           counted beyond the first two parts, loop by loop: first each loop with
-//                           a kind no other unsolved loop has, its trips the fewest those kinds
-//                           allow; their counts taken away, the next; loops that share every kind
-//                           they have, as one part, by the fewest any of its kinds allows
+//                           counted beyond the first two parts: first each loop with an explicit
+//                           kind (below) that no other unsolved loop has, its trips the fewest
+//                           those kinds allow; their counts taken away, the next; the loops left,
+//                           as one part, by the fewest trips any of its kinds allows
 //   + trips x outer         the loops around the tile loop, their own blocks: the same, from what
 //                           is left beyond the others (barriers apart: the tiles took them)
 //
@@ -25,6 +25,10 @@
 // as one load or four), which inflates one kind's count; the kind that allows the fewest trips is
 // the one least inflated. notes/performance_model.md explains it; CTest sass_data_fresh fails when
 // a kernel's source changed since sass_sm90.inc was written.
+// An explicit kind is one the source names instruction by instruction (cp.async, ldmatrix,
+// mma.sync, shuffles: intrinsics), which both compilers emit one for one; loads and stores are not,
+// so a loop is never counted by its loads or stores alone (the emulator's scalar reads of a loop
+// nvcc reads with LDS.128 would make it run four times too often).
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -90,6 +94,8 @@ inline double trips(const double (&left)[kSeenKinds], const SassPart& part) {
   return std::max(0.0, n);
 }
 
+inline constexpr bool kSeenExplicit[kSeenKinds] = {true, false, false, false, true, false, false, true, false, true};
+
 inline void take(double (&left)[kSeenKinds], double trips, const SassPart& part) {
   for (int i = 0; i < kSeenKinds; ++i) left[i] = std::max(0.0, left[i] - trips * part.seen[i]);
 }
@@ -105,12 +111,12 @@ inline double loop_instructions(double (&left)[kSeenKinds], const SassPart (&loo
       n[j] = -1;
       if (solved[j]) continue;
       for (int k = 0; k < kSeenKinds; ++k) {
-        bool own = loops[j].seen[k] > 0;
+        bool own = kSeenExplicit[k] && loops[j].seen[k] > 0;
         for (int o = 0; own && o < kSassLoops; ++o) own = o == j || solved[o] || loops[o].seen[k] == 0;
         if (own) n[j] = n[j] < 0 ? left[k] / loops[j].seen[k] : std::min(n[j], left[k] / loops[j].seen[k]);
       }
     }
-    for (int j = 0; j < kSassLoops; ++j)  // kinds of their own: no two of these share one
+    for (int j = 0; j < kSassLoops; ++j)  // explicit kinds of their own: no two of these share one
       if (n[j] >= 0) {
         solved[j] = progress = true;
         instructions += n[j] * loops[j].instructions;
