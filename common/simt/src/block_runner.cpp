@@ -28,10 +28,6 @@ thread_local constinit uint3 t_block_idx = {0, 0, 0};
 thread_local constinit dim3 t_block_dim = {1, 1, 1};
 thread_local constinit dim3 t_grid_dim = {1, 1, 1};
 
-namespace {
-thread_local BlockRunner* t_runner = nullptr;
-
-std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 std::string format(const char* fmt, ...) {
   char buf[1024];
   va_list ap;
@@ -40,6 +36,9 @@ std::string format(const char* fmt, ...) {
   va_end(ap);
   return buf;
 }
+
+namespace {
+thread_local BlockRunner* t_runner = nullptr;
 
 bool same_site(const char* f1, int l1, const char* f2, int l2) {
   return l1 == l2 && (f1 == f2 || std::strcmp(f1, f2) == 0);
@@ -116,6 +115,8 @@ void BlockRunner::prepare(int n, dim3 block_dim, size_t dyn_smem) {
   state_.assign(static_cast<size_t>(n), State::ready);
   exited_ = arrived_ = 0;
   failed_ = false;
+  barriers_released_ = 0;
+  mbarriers_.clear();
   warps_.assign(static_cast<size_t>((n + 31) / 32), Warp{});
   for (int i = 0; i < n; ++i) {
     Fiber& f = *fibers_[static_cast<size_t>(i)];
@@ -127,6 +128,7 @@ void BlockRunner::prepare(int n, dim3 block_dim, size_t dyn_smem) {
     t.warp = u / 32;
     t.copies.clear();
     t.committed_groups = 0;
+    t.mbarrier = nullptr;
     warps_[t.warp].present |= 1u << t.lane;
     warps_[t.warp].lanes[t.lane] = &t;
 #if defined(__SANITIZE_ADDRESS__)
@@ -142,6 +144,7 @@ void BlockRunner::prepare(int n, dim3 block_dim, size_t dyn_smem) {
   if (smem_store_.size() < dyn_smem + 128) smem_store_.resize(dyn_smem + 128);
   const auto base = reinterpret_cast<uintptr_t>(smem_store_.data());
   smem_ = reinterpret_cast<unsigned char*>((base + 127) & ~uintptr_t{127});
+  smem_bytes_ = dyn_smem;
   std::memset(smem_, 0xFF, dyn_smem);
 }
 
@@ -170,6 +173,9 @@ bool BlockRunner::run(uint3 block_idx, dim3 block_dim, size_t dyn_smem, KernelBo
   if (!failed_ && live_ > 0) {
     error_ = deadlock_report();
     failed_ = true;
+  } else if (!failed_) {
+    error_ = mbarrier_unfinished();
+    failed_ = !error_.empty();
   }
   t_thread = nullptr;
   current_ = nullptr;
@@ -234,6 +240,11 @@ SIMT_HOT void BlockRunner::wait(Fiber& f) {
   }
 }
 
+void BlockRunner::block(Fiber& f, State why) {
+  state_[f.t.linear] = why;
+  wait(f);
+}
+
 void BlockRunner::leave(Fiber&) {
   bctx::fcontext_t discard = nullptr;  // never resumed
   if (Fiber* next = failed_ ? nullptr : next_ready()) {
@@ -291,6 +302,7 @@ void BlockRunner::release_barrier() {
   result_[static_cast<int>(Barrier::all)] = all_;
   result_[static_cast<int>(Barrier::any)] = any_;
   arrived_ = 0;
+  ++barriers_released_;
   for (State& st : state_)
     if (st == State::at_barrier) st = State::ready;
 }
@@ -396,6 +408,7 @@ std::string BlockRunner::deadlock_report() const {
       if (p.arrived)
         s += format("\n  warp %zu: lanes 0x%08x wait at %s (%s:%d) for lanes 0x%08x", w, p.arrived, p.what, p.file,
                     p.line, p.expect & ~p.arrived);
+  s += mbarrier_report();
   if (exited_) s += format("\n  %d thread(s) have returned", exited_);
   return s;
 }
@@ -409,6 +422,18 @@ void warp_collective(unsigned mask, const char* what, const char* file, int line
   t_runner->collective(mask, what, file, line, fn, arg);
 }
 unsigned active_mask() { return t_runner->active_mask(); }
+void mbarrier_init(void* bar, unsigned count, const char* file, int line) {
+  t_runner->mbarrier_init(bar, count, file, line);
+}
+uint64_t mbarrier_arrive(void* bar, unsigned tx_bytes, const char* what, const char* file, int line) {
+  return t_runner->mbarrier_arrive(bar, tx_bytes, what, file, line);
+}
+void mbarrier_tx(void* bar, long long delta, const char* what, const char* file, int line) {
+  t_runner->mbarrier_tx(bar, delta, what, file, line);
+}
+void mbarrier_wait_parity(void* bar, unsigned parity, const char* file, int line) {
+  t_runner->mbarrier_wait_parity(bar, parity, file, line);
+}
 void* dynamic_smem_base() { return t_runner->dynamic_smem(); }
 void kernel_error(const char* file, int line, const char* fmt, ...) {
   char buf[1024];

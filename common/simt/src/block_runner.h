@@ -13,13 +13,16 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "simt/cpu/launch.h"
 
 namespace simt::detail {
 
-enum class State : unsigned char { ready, at_barrier, at_collective, done };
+std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+enum class State : unsigned char { ready, at_barrier, at_collective, at_mbarrier, done };
 
 struct Fiber {
   Thread t;
@@ -36,6 +39,19 @@ struct Pending {
   int line = 0;
   CollectiveFn fn = nullptr;
   const void* arg = nullptr;
+};
+
+// An mbarrier's state (simt/mbarrier.cuh), by the address of its 8 bytes of shared memory.
+struct Mbarrier {
+  unsigned count = 0;    // arrivals per phase
+  unsigned pending = 0;  // arrivals still to come in this phase
+  long long tx = 0;      // transaction bytes expected and not yet completed in this phase
+  long long expected = 0, completed = 0;  // this phase's bytes announced and done, for the messages
+  unsigned phase = 0;
+  const char* file = nullptr;  // where it was initialised
+  int line = 0;
+  unsigned initialiser = 0;      // the thread that initialised it
+  unsigned long long since = 0;  // the block barriers released before the init
 };
 
 struct Warp {
@@ -60,6 +76,10 @@ class BlockRunner {
   int barrier(Barrier kind, int pred, const char* what, const char* file, int line);
   void collective(unsigned mask, const char* what, const char* file, int line, CollectiveFn fn, const void* arg);
   unsigned active_mask() const;
+  void mbarrier_init(void* bar, unsigned count, const char* file, int line);
+  uint64_t mbarrier_arrive(void* bar, unsigned tx_bytes, const char* what, const char* file, int line);
+  void mbarrier_tx(void* bar, long long delta, const char* what, const char* file, int line);
+  void mbarrier_wait_parity(void* bar, unsigned parity, const char* file, int line);
   void* dynamic_smem() const { return smem_; }
   [[noreturn]] void fail(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -72,6 +92,7 @@ class BlockRunner {
   // order runs, or, when there is none, the scheduler (the block is done, failed or deadlocked).
   void wait(Fiber& f);
   [[noreturn]] void leave(Fiber& f);  // f is done: switch away for good
+  void block(Fiber& f, State why);    // wait(f) in `why`, for the other translation units (mbarrier.cpp)
   Fiber* next_ready();
   void jump(boost::context::detail::fcontext_t to, const void* to_stack, size_t to_size, void** fake_stack,
             boost::context::detail::fcontext_t* from);
@@ -79,6 +100,12 @@ class BlockRunner {
   void release_barrier();
   void prepare(int n, dim3 block_dim, size_t dyn_smem);
   std::string deadlock_report() const;
+  // mbarrier.cpp: the barrier at `bar`, checked; its phase completed when all is in; its name.
+  Mbarrier& mbarrier_at(void* bar, const char* what, const char* file, int line);
+  void mbarrier_advance(const void* bar, Mbarrier& m);
+  std::string mbarrier_name(const void* bar) const;
+  std::string mbarrier_report() const;      // the waits, for the deadlock report
+  std::string mbarrier_unfinished() const;  // a transaction count not back to 0 at the block's end, or ""
   [[noreturn, gnu::cold, gnu::noinline]] void barrier_after_exit(const char* what, const char* file, int line);
   [[noreturn, gnu::cold, gnu::noinline]] void divergent_barrier(const char* what, const char* file, int line);
 
@@ -105,9 +132,12 @@ class BlockRunner {
   const char* bar_file_ = nullptr;
   int bar_line_ = 0;
   int result_[4] = {};
+  unsigned long long barriers_released_ = 0;
+  std::unordered_map<const void*, Mbarrier> mbarriers_;
 
   std::vector<unsigned char> smem_store_;
   unsigned char* smem_ = nullptr;
+  size_t smem_bytes_ = 0;
 
   std::vector<int> order_;  // resume order of the fibers
   int cursor_ = 0;          // position in order_ of the fiber that ran last

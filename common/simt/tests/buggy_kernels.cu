@@ -1,8 +1,8 @@
 // buggy_kernels.cu: deliberately wrong kernels. On a GPU they hang, race or read garbage; the
-// emulator must turn each into a launch error with a message that names the place, or into a
-// visibly wrong result. Built for the cpu backend only.
-// test_diagnostics.cpp checks the file:line of the messages: add new kernels at the end.
+// emulator must turn each into a launch error naming the place, or into a visibly wrong result
+// (cpu backend only). test_diagnostics.cpp checks the messages' file:line: add kernels at the end.
 #include "buggy_kernels.h"
+#include "simt/mbarrier.cuh"
 #include "simt/ptx.cuh"
 #include "simt/simt.h"
 
@@ -91,6 +91,59 @@ __global__ void uses_smem(int* out) {
   out[threadIdx.x] = tile[threadIdx.x];
 }
 
+// The mbarriers' misuses. Each initialises one barrier, count 2 (thread 0), in dynamic shared memory.
+__device__ uint64_t* two_arrivals() {
+  uint64_t* bar = simt::dynamic_smem<uint64_t>();
+  if (threadIdx.x == 0) simt::mbarrier_init(bar, 2);
+  simt::fence_mbarrier_init();
+  __syncthreads();
+  return bar;
+}
+
+__global__ void mbarrier_missing_arrival(int* out) {
+  uint64_t* bar = two_arrivals();
+  if (threadIdx.x == 0) simt::mbarrier_arrive(bar);  // the second arrival never comes
+  simt::mbarrier_wait_parity(bar, 0);
+  out[threadIdx.x] = 1;
+}
+
+__global__ void mbarrier_extra_arrival(int* out) {
+  uint64_t* bar = two_arrivals();
+  if (threadIdx.x == 0) simt::mbarrier_expect_tx(bar, 16);  // the phase waits for 16 bytes after its arrivals
+  __syncthreads();
+  if (threadIdx.x < 3) simt::mbarrier_arrive(bar);  // three arrivals for a count of 2
+  out[threadIdx.x] = 1;
+}
+
+__global__ void mbarrier_bytes_beyond(int* out) {
+  uint64_t* bar = two_arrivals();
+  if (threadIdx.x == 0) simt::mbarrier_arrive_expect_tx(bar, 64);
+  if (threadIdx.x == 1) simt::mbarrier_arrive(bar);
+  if (threadIdx.x < 3) simt::mbarrier_complete_tx(bar, 32);  // 96 bytes for the 64 announced
+  out[threadIdx.x] = 1;
+}
+
+__global__ void mbarrier_uninitialised(int* out) {
+  uint64_t* bar = two_arrivals();
+  simt::mbarrier_arrive(bar + 1);  // the next 8 bytes are no barrier
+  out[threadIdx.x] = 1;
+}
+
+__global__ void mbarrier_before_sync(int* out) {
+  uint64_t* bar = simt::dynamic_smem<uint64_t>();
+  if (threadIdx.x == 0) simt::mbarrier_init(bar, 32);
+  simt::mbarrier_arrive(bar);  // no __syncthreads after the init
+  out[threadIdx.x] = 1;
+}
+
+__global__ void mbarrier_overwritten(int* out) {
+  uint64_t* bar = two_arrivals();
+  if (threadIdx.x == 0) *bar = 0;  // a store over the barrier
+  __syncthreads();
+  simt::mbarrier_arrive(bar);
+  out[threadIdx.x] = 1;
+}
+
 }  // namespace
 
 cudaError_t run_buggy(Bug bug, void* out, const void* in, size_t smem_bytes) {
@@ -114,6 +167,12 @@ cudaError_t run_buggy(Bug bug, void* out, const void* in, size_t smem_bytes) {
     case Bug::smem_without_opt_in: return simt::launch_exact(uses_smem, one, warp, smem_bytes, iout);
     case Bug::smem_with_opt_in: return simt::launch(uses_smem, one, warp, smem_bytes, iout);
     case Bug::too_many_threads: return simt::launch(uses_smem, one, dim3(2048), 0, iout);
+    case Bug::mbarrier_missing_arrival: return simt::launch(mbarrier_missing_arrival, one, warp, 16, iout);
+    case Bug::mbarrier_extra_arrival: return simt::launch(mbarrier_extra_arrival, one, warp, 16, iout);
+    case Bug::mbarrier_bytes_beyond: return simt::launch(mbarrier_bytes_beyond, one, warp, 16, iout);
+    case Bug::mbarrier_uninitialised: return simt::launch(mbarrier_uninitialised, one, warp, 16, iout);
+    case Bug::mbarrier_before_sync: return simt::launch(mbarrier_before_sync, one, warp, 16, iout);
+    case Bug::mbarrier_overwritten: return simt::launch(mbarrier_overwritten, one, warp, 16, iout);
   }
   return cudaErrorInvalidValue;
 }

@@ -21,6 +21,12 @@ enum class Bug {
   smem_without_opt_in,           // launch_exact with more than 48 KB of dynamic shared memory
   smem_with_opt_in,              // launch (opts in) with smem_bytes of dynamic shared memory
   too_many_threads,              // 2048 threads in a block
+  mbarrier_missing_arrival,      // all wait for a phase whose second arrival never comes
+  mbarrier_extra_arrival,        // three arrivals on a barrier of count 2
+  mbarrier_bytes_beyond,         // 96 transaction bytes completed for 64 announced
+  mbarrier_uninitialised,        // an arrival on memory no mbarrier_init made a barrier
+  mbarrier_before_sync,          // an arrival before the __syncthreads that follows the init
+  mbarrier_overwritten,          // a store over an initialised barrier
 };
 
 // Launches the kernel of `bug` with one block; out holds at least 128 ints or floats, in at

@@ -143,3 +143,34 @@ TEST_CASE("unwritten dynamic shared memory and cp.async without wait read as NaN
     for (int i = 0; i < 128; ++i) REQUIRE(std::isnan(early[static_cast<size_t>(i)]));
   });
 }
+
+TEST_CASE("an mbarrier's misuses are reported with its place, and a wait no arrival ends as a deadlock",
+          "[simt][diagnostics][mbarrier]") {
+  with_quiet_schedules([] {
+    const std::string missing = failure_of(Bug::mbarrier_missing_arrival);
+    CHECK_THAT(missing, Contains("deadlock in block (0,0,0)"));
+    CHECK_THAT(missing, Contains("32 thread(s) wait at mbarrier_wait_parity (common/simt/tests/buggy_kernels.cu:106) "
+                                 "for the phase of parity 0 of the mbarrier at dynamic shared memory + 0 (initialised "
+                                 "at common/simt/tests/buggy_kernels.cu:97, count 2): its phase 0 has 1 of 2 arrivals "
+                                 "to come and 0 transaction bytes"));
+    const std::string extra = failure_of(Bug::mbarrier_extra_arrival);
+    CHECK_THAT(extra, Contains("mbarrier_arrive (common/simt/tests/buggy_kernels.cu:114): one arrival more than the "
+                               "count 2"));
+    CHECK_THAT(extra, Contains("waits for 16 transaction bytes"));
+    const std::string beyond = failure_of(Bug::mbarrier_bytes_beyond);
+    CHECK_THAT(beyond, Contains("the mbarrier at dynamic shared memory + 0 (initialised at "
+                                "common/simt/tests/buggy_kernels.cu:97) ends the block"));
+    CHECK_THAT(beyond, Contains("32 transaction bytes completed beyond those announced"));
+    CHECK_THAT(failure_of(Bug::mbarrier_uninitialised),
+               Contains("mbarrier_arrive (common/simt/tests/buggy_kernels.cu:128): no mbarrier at dynamic shared "
+                        "memory + 8"));
+    // Thread 0 initialises; whoever runs before it finds no barrier, whoever after finds it not
+    // yet visible: both name the missing __syncthreads.
+    const std::string early = failure_of(Bug::mbarrier_before_sync);
+    CHECK_THAT(early, Contains("buggy_kernels.cu:135"));
+    CHECK_THAT(early, Contains("__syncthreads"));
+    CHECK_THAT(failure_of(Bug::mbarrier_overwritten),
+               Contains("(common/simt/tests/buggy_kernels.cu:143): the mbarrier at dynamic shared memory + 0 "
+                        "(initialised at common/simt/tests/buggy_kernels.cu:97) was overwritten"));
+  });
+}

@@ -54,6 +54,12 @@ cudaError_t gemm_cp_async(bool bf16, const uint16_t* a, const uint16_t* bt, floa
 // src_bytes[r] bytes (cg, zero-fill) or 16 bytes with .ca when src_bytes[r] < 0.
 cudaError_t cp_async_rows(const uint8_t* src, const int* src_bytes, uint8_t* dst);
 
+// ---- mbarrier_kernels.cu -------------------------------------------------------------------------------
+// Per block, a producer warp hands `rounds` tiles of 32 ints to a consumer warp through two slots
+// guarded by full and empty mbarriers (transaction bytes included: sm_90 on a GPU);
+// out[(block * rounds + r) * 32 + lane] = 1000 * block + 100 * r + lane.
+cudaError_t mbarrier_ring(int* out, int blocks, int rounds);
+
 // ---- math_kernels.cu -----------------------------------------------------------------------------------
 // y[i] = simt::ex2_approx_ftz(x[i]).
 cudaError_t ex2_approx_ftz(const float* x, float* y, int n);

@@ -65,6 +65,8 @@ struct Thread {
   int line;
   std::vector<AsyncCopy> copies;
   int committed_groups = 0;
+  const void* mbarrier = nullptr;  // the mbarrier this thread waits on, for the parity below
+  unsigned parity = 0;
 };
 
 using CollectiveFn = void (*)(Thread* const* lanes, unsigned mask, const void* arg);
@@ -85,6 +87,13 @@ unsigned active_mask();
 void* dynamic_smem_base();
 // cp.async.wait_group: the calling thread's copies land, but for the newest `pending` groups.
 void wait_async_copies(int pending);
+// mbarrier (simt/mbarrier.cuh): the block's runner keeps each one's state by its address.
+void mbarrier_init(void* bar, unsigned count, const char* file, int line);
+// One arrival, after adding tx_bytes to the phase's transaction count; returns the phase arrived at.
+uint64_t mbarrier_arrive(void* bar, unsigned tx_bytes, const char* what, const char* file, int line);
+// Adds delta to the phase's transaction count (expect_tx: +bytes; complete_tx: -bytes).
+void mbarrier_tx(void* bar, long long delta, const char* what, const char* file, int line);
+void mbarrier_wait_parity(void* bar, unsigned parity, const char* file, int line);
 // Fails the running block with a message naming file:line (the launch returns an error).
 [[noreturn]] void kernel_error(const char* file, int line, const char* fmt, ...)
     __attribute__((format(printf, 3, 4)));

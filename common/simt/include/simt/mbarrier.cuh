@@ -1,0 +1,140 @@
+// simt/mbarrier.cuh: the shared-memory barrier objects (mbarrier) that Hopper's kernels use to
+// hand tiles from a producer to its consumers: the real inline PTX under nvcc, and on the CPU a
+// state machine kept by the block's runner, which blocks a waiting thread instead of spinning.
+//
+//   mbarrier_init(bar, count)           a barrier in shared memory (8 bytes, 8-byte aligned) whose
+//                                       phase completes after `count` arrivals
+//   fence_mbarrier_init()               makes the initialisation visible; then __syncthreads
+//   mbarrier_arrive(bar)                one arrival; returns a token of the phase arrived at
+//   mbarrier_expect_tx(bar, bytes)      the phase also waits for `bytes` of transactions (sm_90)
+//   mbarrier_arrive_expect_tx(bar, n)   both at once, as a TMA producer does (sm_90)
+//   mbarrier_complete_tx(bar, bytes)    `bytes` of transactions done (a TMA load does it itself)
+//   mbarrier_wait_parity(bar, parity)   waits until the phase of that parity has completed
+//
+// A phase completes when its arrivals are all in and its transaction count is back to 0; then the
+// next phase begins with `count` arrivals to come. The phases alternate parity, which is how a
+// waiter names the phase it waits for: a consumer waits for parity 0 on its first tile, 1 on the
+// next, and so on (PTX ISA, "Parallel synchronization and communication instructions: mbarrier").
+//
+// On the CPU every misuse is a launch error naming the kernel's line: an operation on memory no
+// mbarrier_init made a barrier (or that a store overwrote since), a use by another thread before a
+// __syncthreads followed the init, more arrivals than the count, a transaction count out of range,
+// and one not back to 0 when the block ends (bytes announced that never came, or bytes beyond those
+// announced). A wait that no arrival will end is reported as a deadlock naming the barrier, its
+// phase, its arrivals and bytes to come.
+#pragma once
+#include <cstdint>
+
+#include "simt/simt.h"
+
+#if SIMT_CPU
+#define SIMT_MBAR_CALLER , SIMT_CALLER
+#define SIMT_MBAR_SITE , simt_file, simt_line
+#else
+#define SIMT_MBAR_CALLER
+#endif
+
+namespace simt {
+
+#if !SIMT_CPU
+namespace detail {
+__device__ __forceinline__ unsigned smem_address(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+}  // namespace detail
+#endif
+
+__device__ __forceinline__ void mbarrier_init(uint64_t* bar, unsigned count SIMT_MBAR_CALLER) {
+#if SIMT_CPU
+  detail::mbarrier_init(bar, count SIMT_MBAR_SITE);
+#else
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(detail::smem_address(bar)), "r"(count) : "memory");
+#endif
+}
+
+// The initialisation, visible to the other threads (and to the TMA unit) once a __syncthreads follows.
+__device__ __forceinline__ void fence_mbarrier_init() {
+#if !SIMT_CPU && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ uint64_t mbarrier_arrive(uint64_t* bar SIMT_MBAR_CALLER) {
+#if SIMT_CPU
+  return detail::mbarrier_arrive(bar, 0, "mbarrier_arrive" SIMT_MBAR_SITE);
+#else
+  uint64_t token;
+  asm volatile("mbarrier.arrive.shared::cta.b64 %0, [%1];\n" : "=l"(token) : "r"(detail::smem_address(bar)) : "memory");
+  return token;
+#endif
+}
+
+// Transaction counts are Hopper's (sm_90): on an older GPU these trap.
+__device__ __forceinline__ uint64_t mbarrier_arrive_expect_tx(uint64_t* bar, unsigned bytes SIMT_MBAR_CALLER) {
+#if SIMT_CPU
+  return detail::mbarrier_arrive(bar, bytes, "mbarrier_arrive_expect_tx" SIMT_MBAR_SITE);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  uint64_t token;
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 %0, [%1], %2;\n"
+               : "=l"(token)
+               : "r"(detail::smem_address(bar)), "r"(bytes)
+               : "memory");
+  return token;
+#else
+  __trap();
+  return 0;
+#endif
+}
+
+__device__ __forceinline__ void mbarrier_expect_tx(uint64_t* bar, unsigned bytes SIMT_MBAR_CALLER) {
+#if SIMT_CPU
+  detail::mbarrier_tx(bar, bytes, "mbarrier_expect_tx" SIMT_MBAR_SITE);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(detail::smem_address(bar)), "r"(bytes)
+               : "memory");
+#else
+  __trap();
+#endif
+}
+
+__device__ __forceinline__ void mbarrier_complete_tx(uint64_t* bar, unsigned bytes SIMT_MBAR_CALLER) {
+#if SIMT_CPU
+  detail::mbarrier_tx(bar, -static_cast<long long>(bytes), "mbarrier_complete_tx" SIMT_MBAR_SITE);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.complete_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(detail::smem_address(bar)),
+               "r"(bytes)
+               : "memory");
+#else
+  __trap();
+#endif
+}
+
+// Returns once the phase of parity `parity` has completed (at once if it has already).
+__device__ __forceinline__ void mbarrier_wait_parity(uint64_t* bar, unsigned parity SIMT_MBAR_CALLER) {
+#if SIMT_CPU
+  detail::mbarrier_wait_parity(bar, parity SIMT_MBAR_SITE);
+#else
+  const unsigned a = detail::smem_address(bar);
+  unsigned done = 0;
+  while (!done) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(a), "r"(parity)
+        : "memory");
+#else
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(a), "r"(parity)
+        : "memory");
+#endif
+  }
+#endif
+}
+
+}  // namespace simt
+
+#undef SIMT_MBAR_CALLER
+#undef SIMT_MBAR_SITE
