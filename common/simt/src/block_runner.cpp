@@ -117,6 +117,7 @@ void BlockRunner::prepare(int n, dim3 block_dim, size_t dyn_smem) {
   failed_ = false;
   barriers_released_ = 0;
   mbarriers_.clear();
+  for (NamedBarrier& b : named_) b = NamedBarrier{};
   warps_.assign(static_cast<size_t>((n + 31) / 32), Warp{});
   for (int i = 0; i < n; ++i) {
     Fiber& f = *fibers_[static_cast<size_t>(i)];
@@ -277,6 +278,9 @@ void BlockRunner::on_exit(Fiber& f) {
   Warp& w = warps_[f.t.warp];
   w.exited |= 1u << f.t.lane;
   if (w.exited == w.present) counters::warp_exited(f.t.warp);
+  for (unsigned id = 1; id < 16; ++id)  // the warp's other lanes wait at a named barrier: now they are all of it
+    if (named_[id].lanes[f.t.warp] && (w.present & ~w.exited & ~named_[id].lanes[f.t.warp]) == 0)
+      named_warp_arrived(id, f.t.warp);
   --live_;
   ++exited_;
   for (const Pending& p : w.pending)
@@ -409,6 +413,7 @@ std::string BlockRunner::deadlock_report() const {
         s += format("\n  warp %zu: lanes 0x%08x wait at %s (%s:%d) for lanes 0x%08x", w, p.arrived, p.what, p.file,
                     p.line, p.expect & ~p.arrived);
   s += mbarrier_report();
+  s += named_report();
   if (exited_) s += format("\n  %d thread(s) have returned", exited_);
   return s;
 }
@@ -433,6 +438,9 @@ void mbarrier_tx(void* bar, long long delta, const char* what, const char* file,
 }
 void mbarrier_wait_parity(void* bar, unsigned parity, const char* file, int line) {
   t_runner->mbarrier_wait_parity(bar, parity, file, line);
+}
+void named_barrier(unsigned id, unsigned threads, bool wait, const char* file, int line) {
+  t_runner->named_barrier(id, threads, wait, file, line);
 }
 void* dynamic_smem_base() { return t_runner->dynamic_smem(); }
 void kernel_error(const char* file, int line, const char* fmt, ...) {

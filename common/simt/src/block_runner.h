@@ -22,7 +22,7 @@ namespace simt::detail {
 
 std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
-enum class State : unsigned char { ready, at_barrier, at_collective, at_mbarrier, done };
+enum class State : unsigned char { ready, at_barrier, at_collective, at_mbarrier, at_named_barrier, done };
 
 struct Fiber {
   Thread t;
@@ -54,6 +54,17 @@ struct Mbarrier {
   unsigned long long since = 0;  // the block barriers released before the init
 };
 
+// A named barrier (bar.sync / bar.arrive with an id, simt/named_barrier.cuh): counted in warps,
+// as the hardware counts it. A warp arrives when all its lanes that have not returned did.
+struct NamedBarrier {
+  unsigned count = 0;    // threads expected in this use (a multiple of 32)
+  unsigned warps = 0;    // the warps that have arrived in this use, a bit each (32 threads each)
+  unsigned lanes[32] = {};  // by warp: the lanes that have arrived, until their warp is complete
+  const char* file = nullptr;  // where the first of this use arrived
+  int line = 0;
+  unsigned long long uses = 0;  // completed: a waiter's use is over when this moves
+};
+
 struct Warp {
   unsigned present = 0, exited = 0;
   Pending pending[4];  // lanes with disjoint masks (two half-warps, say) may be in flight at once
@@ -80,6 +91,7 @@ class BlockRunner {
   uint64_t mbarrier_arrive(void* bar, unsigned tx_bytes, const char* what, const char* file, int line);
   void mbarrier_tx(void* bar, long long delta, const char* what, const char* file, int line);
   void mbarrier_wait_parity(void* bar, unsigned parity, const char* file, int line);
+  void named_barrier(unsigned id, unsigned threads, bool wait, const char* file, int line);
   void* dynamic_smem() const { return smem_; }
   [[noreturn]] void fail(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -106,6 +118,9 @@ class BlockRunner {
   std::string mbarrier_name(const void* bar) const;
   std::string mbarrier_report() const;      // the waits, for the deadlock report
   std::string mbarrier_unfinished() const;  // a transaction count not back to 0 at the block's end, or ""
+  // named_barrier.cpp: warp w's lanes at barrier id complete it: the warp arrives (and may release it).
+  void named_warp_arrived(unsigned id, unsigned w);
+  std::string named_report() const;
   [[noreturn, gnu::cold, gnu::noinline]] void barrier_after_exit(const char* what, const char* file, int line);
   [[noreturn, gnu::cold, gnu::noinline]] void divergent_barrier(const char* what, const char* file, int line);
 
@@ -134,6 +149,7 @@ class BlockRunner {
   int result_[4] = {};
   unsigned long long barriers_released_ = 0;
   std::unordered_map<const void*, Mbarrier> mbarriers_;
+  NamedBarrier named_[16];
 
   std::vector<unsigned char> smem_store_;
   unsigned char* smem_ = nullptr;

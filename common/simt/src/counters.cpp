@@ -606,6 +606,11 @@ void barrier_release(int warps) {
   if (h.sampled) flush_block(w);  // every thread has arrived: its accesses so far are final
 }
 
+void named_barrier_release(int warps) {
+  Hot& h = t_hot;
+  if (h.counting) h.worker->raw.barriers += static_cast<uint64_t>(warps);
+}
+
 void warp_exited(unsigned warp) {
   Hot& h = t_hot;
   if (h.sampled)  // its streams are final: group them while they are still in cache

@@ -3,8 +3,8 @@
 // (cpu backend only). test_diagnostics.cpp checks the messages' file:line: add kernels at the end.
 #include "buggy_kernels.h"
 #include "simt/mbarrier.cuh"
+#include "simt/named_barrier.cuh"
 #include "simt/ptx.cuh"
-#include "simt/simt.h"
 
 namespace simt_tests {
 namespace {
@@ -144,6 +144,16 @@ __global__ void mbarrier_overwritten(int* out) {
   out[threadIdx.x] = 1;
 }
 
+__global__ void named_barrier_alone(int* out) {
+  if (threadIdx.x < 32) simt::named_barrier_sync(1, 64);  // warp 1 never arrives
+  out[threadIdx.x] = 1;
+}
+
+__global__ void named_barrier_counts(int* out) {
+  simt::named_barrier_sync(1, threadIdx.x < 32 ? 64 : 96);  // one barrier, two counts
+  out[threadIdx.x] = 1;
+}
+
 }  // namespace
 
 cudaError_t run_buggy(Bug bug, void* out, const void* in, size_t smem_bytes) {
@@ -173,6 +183,8 @@ cudaError_t run_buggy(Bug bug, void* out, const void* in, size_t smem_bytes) {
     case Bug::mbarrier_uninitialised: return simt::launch(mbarrier_uninitialised, one, warp, 16, iout);
     case Bug::mbarrier_before_sync: return simt::launch(mbarrier_before_sync, one, warp, 16, iout);
     case Bug::mbarrier_overwritten: return simt::launch(mbarrier_overwritten, one, warp, 16, iout);
+    case Bug::named_barrier_alone: return simt::launch(named_barrier_alone, one, dim3(64), 0, iout);
+    case Bug::named_barrier_counts: return simt::launch(named_barrier_counts, one, dim3(96), 0, iout);
   }
   return cudaErrorInvalidValue;
 }

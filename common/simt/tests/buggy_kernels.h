@@ -27,6 +27,8 @@ enum class Bug {
   mbarrier_uninitialised,        // an arrival on memory no mbarrier_init made a barrier
   mbarrier_before_sync,          // an arrival before the __syncthreads that follows the init
   mbarrier_overwritten,          // a store over an initialised barrier
+  named_barrier_alone,           // warp 0 syncs at a named barrier for 64 threads; warp 1 never comes
+  named_barrier_counts,          // one named barrier used with counts 64 and 96
 };
 
 // Launches the kernel of `bug` with one block; out holds at least 128 ints or floats, in at

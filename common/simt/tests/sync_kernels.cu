@@ -1,4 +1,5 @@
 // sync_kernels.cu: barriers, shuffles, votes and atomics, in plain CUDA C++.
+#include "simt/named_barrier.cuh"
 #include "simt/simt.h"
 #include "test_kernels.h"
 
@@ -130,8 +131,32 @@ __global__ void reduce_sum_kernel(const int* in, unsigned long long* total, int 
   }
 }
 
+// Warp 0 writes a value per round and announces it with bar.arrive; warp 1 waits for it with
+// bar.sync, reads it and announces that on a third barrier, which warp 0 waits at before the next
+// write. Warp 2 takes no part and returns at once.
+__global__ void named_barrier_pingpong_kernel(int* out, int rounds) {
+  int* slot = simt::dynamic_smem<int>();
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  if (threadIdx.x >= 64) return;
+  for (int r = 0; r < rounds; ++r) {
+    const unsigned written = 1 + static_cast<unsigned>(r % 2);  // two ids in turn, as two consumers would
+    if (threadIdx.x < 32) {
+      if (r > 0) simt::named_barrier_sync(3, 64);
+      slot[lane] = 1000 * static_cast<int>(blockIdx.x) + 100 * r + lane;
+      simt::named_barrier_arrive(written, 64);
+    } else {
+      simt::named_barrier_sync(written, 64);
+      out[(static_cast<int>(blockIdx.x) * rounds + r) * 32 + lane] = slot[lane];
+      if (r + 1 < rounds) simt::named_barrier_arrive(3, 64);
+    }
+  }
+}
+
 }  // namespace
 
+cudaError_t named_barrier_pingpong(int* out, int blocks, int rounds) {
+  return simt::launch(named_barrier_pingpong_kernel, dim3(blocks), dim3(96), 32 * sizeof(int), out, rounds);
+}
 cudaError_t builtin_ids(unsigned* out, dim3 grid, dim3 block) {
   return simt::launch(builtin_ids_kernel, grid, block, 0, out);
 }

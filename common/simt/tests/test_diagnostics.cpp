@@ -174,3 +174,16 @@ TEST_CASE("an mbarrier's misuses are reported with its place, and a wait no arri
                         "(initialised at common/simt/tests/buggy_kernels.cu:97) was overwritten"));
   });
 }
+
+TEST_CASE("a named barrier left waiting is a deadlock naming it; two counts for one barrier are an error",
+          "[simt][diagnostics][named_barrier]") {
+  with_quiet_schedules([] {
+    const std::string alone = failure_of(Bug::named_barrier_alone);
+    CHECK_THAT(alone, Contains("deadlock in block (0,0,0)"));
+    CHECK_THAT(alone, Contains("32 thread(s) wait at named barrier 1 (use begun at "
+                               "common/simt/tests/buggy_kernels.cu:148) for 64 threads: 32 arrived in whole warps"));
+    const std::string counts = failure_of(Bug::named_barrier_counts);
+    CHECK_THAT(counts, Contains("named_barrier_sync (common/simt/tests/buggy_kernels.cu:153): barrier 1 for "));
+    CHECK_THAT(counts, Contains("while its use begun at common/simt/tests/buggy_kernels.cu:153 is for "));
+  });
+}

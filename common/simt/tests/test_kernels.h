@@ -31,6 +31,11 @@ cudaError_t votes(const int* pred, int* out, unsigned mask);
 // Lanes of `mask` exchange values through shared memory with __syncwarp(mask) in between.
 cudaError_t syncwarp_exchange(const int* in, int* out, unsigned mask);
 
+// Per block, warp 0 hands `rounds` values to warp 1 with named barriers (bar.arrive / bar.sync,
+// 64 threads) while warp 2 has returned; out[(block * rounds + r) * 32 + lane] = 1000 * block +
+// 100 * r + lane.
+cudaError_t named_barrier_pingpong(int* out, int blocks, int rounds);
+
 // Atomics from many blocks: counters[0] += 1 (int), counters[1] = max, counters[2] = min of the
 // global thread ids, fsum += 0.5f per thread (exact), cas-based increment of counters[3].
 cudaError_t atomics(int* counters, float* fsum, int blocks, int threads);

@@ -208,3 +208,19 @@ TEST_CASE("block reduction: warp shuffles, shared memory, one atomic per block",
     });
   }
 }
+
+TEST_CASE("named barriers let two warps take turns while a third has returned", "[simt][sync][named_barrier]") {
+  const int blocks = 2;
+  for (int rounds : {1, 5}) {
+    for_each_schedule([&] {
+      INFO("rounds " << rounds);
+      Device<int> out(static_cast<size_t>(blocks * rounds * 32));
+      require_ok(named_barrier_pingpong(out.get(), blocks, rounds));
+      const auto h = out.host();
+      for (int b = 0; b < blocks; ++b)
+        for (int r = 0; r < rounds; ++r)
+          for (int lane = 0; lane < 32; ++lane)
+            REQUIRE(h[static_cast<size_t>((b * rounds + r) * 32 + lane)] == 1000 * b + 100 * r + lane);
+    });
+  }
+}

@@ -31,6 +31,9 @@ void block_begin(uint3 block_idx, int threads, const void* smem, size_t smem_byt
 void block_end();
 void barrier_arrive(unsigned linear);
 void barrier_release(int warps);
+// A named barrier (simt/named_barrier.cuh) released `warps` warps: counted as barriers, nothing
+// flushed (the warps that only arrived have run on).
+void named_barrier_release(int warps);
 void collective_arrive(unsigned linear);
 void warp_exited(unsigned warp);  // every thread of the warp has returned
 // whole_warp: every lane that has not returned took part (their accesses so far are final).
@@ -48,6 +51,7 @@ inline void block_begin(uint3, int, const void*, size_t) {}
 inline void block_end() {}
 inline void barrier_arrive(unsigned) {}
 inline void barrier_release(int) {}
+inline void named_barrier_release(int) {}
 inline void collective_arrive(unsigned) {}
 inline void warp_exited(unsigned) {}
 inline void collective_done(const char*, unsigned, bool) {}

@@ -67,6 +67,7 @@ struct Thread {
   int committed_groups = 0;
   const void* mbarrier = nullptr;  // the mbarrier this thread waits on, for the parity below
   unsigned parity = 0;
+  unsigned named = 0;  // the named barrier this thread waits at
 };
 
 using CollectiveFn = void (*)(Thread* const* lanes, unsigned mask, const void* arg);
@@ -94,6 +95,8 @@ uint64_t mbarrier_arrive(void* bar, unsigned tx_bytes, const char* what, const c
 // Adds delta to the phase's transaction count (expect_tx: +bytes; complete_tx: -bytes).
 void mbarrier_tx(void* bar, long long delta, const char* what, const char* file, int line);
 void mbarrier_wait_parity(void* bar, unsigned parity, const char* file, int line);
+// bar.sync (wait) or bar.arrive with barrier `id` (1..15) and `threads` (simt/named_barrier.cuh).
+void named_barrier(unsigned id, unsigned threads, bool wait, const char* file, int line);
 // Fails the running block with a message naming file:line (the launch returns an error).
 [[noreturn]] void kernel_error(const char* file, int line, const char* fmt, ...)
     __attribute__((format(printf, 3, 4)));
