@@ -119,6 +119,7 @@ void BlockRunner::prepare(int n, dim3 block_dim, size_t dyn_smem) {
   mbarriers_.clear();
   for (NamedBarrier& b : named_) b = NamedBarrier{};
   warps_.assign(static_cast<size_t>((n + 31) / 32), Warp{});
+  register_records_.assign((warps_.size() + 3) / 4, {});
   for (int i = 0; i < n; ++i) {
     Fiber& f = *fibers_[static_cast<size_t>(i)];
     Thread& t = f.t;
@@ -176,6 +177,7 @@ bool BlockRunner::run(uint3 block_idx, dim3 block_dim, size_t dyn_smem, KernelBo
     failed_ = true;
   } else if (!failed_) {
     error_ = mbarrier_unfinished();
+    if (error_.empty()) error_ = registers_unfinished();
     failed_ = !error_.empty();
   }
   t_thread = nullptr;
@@ -441,6 +443,9 @@ void mbarrier_wait_parity(void* bar, unsigned parity, const char* file, int line
 }
 void named_barrier(unsigned id, unsigned threads, bool wait, const char* file, int line) {
   t_runner->named_barrier(id, threads, wait, file, line);
+}
+void register_change(unsigned warp, bool inc, unsigned regs, const char* file, int line) {
+  t_runner->register_change(warp, inc, regs, file, line);
 }
 void* dynamic_smem_base() { return t_runner->dynamic_smem(); }
 void kernel_error(const char* file, int line, const char* fmt, ...) {

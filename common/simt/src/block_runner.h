@@ -65,8 +65,18 @@ struct NamedBarrier {
   unsigned long long uses = 0;  // completed: a waiter's use is over when this moves
 };
 
+// A setmaxnreg a warpgroup made, as its first warp to get there made it.
+struct RegisterRecord {
+  bool inc;
+  unsigned regs, warp;
+  const char* file;
+  int line;
+};
+
 struct Warp {
   unsigned present = 0, exited = 0;
+  unsigned regs = 0;          // per thread since its last setmaxnreg (0: as compiled)
+  unsigned reg_changes = 0;   // setmaxnreg made
   Pending pending[4];  // lanes with disjoint masks (two half-warps, say) may be in flight at once
   Thread* lanes[32] = {};
 };
@@ -92,6 +102,7 @@ class BlockRunner {
   void mbarrier_tx(void* bar, long long delta, const char* what, const char* file, int line);
   void mbarrier_wait_parity(void* bar, unsigned parity, const char* file, int line);
   void named_barrier(unsigned id, unsigned threads, bool wait, const char* file, int line);
+  void register_change(unsigned warp, bool inc, unsigned regs, const char* file, int line);
   void* dynamic_smem() const { return smem_; }
   [[noreturn]] void fail(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -121,6 +132,7 @@ class BlockRunner {
   // named_barrier.cpp: warp w's lanes at barrier id complete it: the warp arrives (and may release it).
   void named_warp_arrived(unsigned id, unsigned w);
   std::string named_report() const;
+  std::string registers_unfinished() const;  // setmaxnreg.cpp: a warp of a warpgroup made fewer, or ""
   [[noreturn, gnu::cold, gnu::noinline]] void barrier_after_exit(const char* what, const char* file, int line);
   [[noreturn, gnu::cold, gnu::noinline]] void divergent_barrier(const char* what, const char* file, int line);
 
@@ -150,6 +162,7 @@ class BlockRunner {
   unsigned long long barriers_released_ = 0;
   std::unordered_map<const void*, Mbarrier> mbarriers_;
   NamedBarrier named_[16];
+  std::vector<std::vector<RegisterRecord>> register_records_;  // by warpgroup, in the order made
 
   std::vector<unsigned char> smem_store_;
   unsigned char* smem_ = nullptr;

@@ -5,7 +5,7 @@
 #include "simt/mbarrier.cuh"
 #include "simt/named_barrier.cuh"
 #include "simt/ptx.cuh"
-
+#include "simt/setmaxnreg.cuh"
 namespace simt_tests {
 namespace {
 
@@ -154,6 +154,25 @@ __global__ void named_barrier_counts(int* out) {
   out[threadIdx.x] = 1;
 }
 
+__global__ void setmaxnreg_disagree(int* out) {
+  if (threadIdx.x < 32) {
+    simt::setmaxnreg_dec<24>();
+  } else {
+    simt::setmaxnreg_dec<32>();  // warps 1 to 3 ask for another count
+  }
+  out[threadIdx.x] = 1;
+}
+
+__global__ void setmaxnreg_skipped(int* out) {
+  if (threadIdx.x >= 32) simt::setmaxnreg_inc<240>();  // warp 0 makes no call
+  out[threadIdx.x] = 1;
+}
+
+__global__ void setmaxnreg_partial_group(int* out) {
+  simt::setmaxnreg_inc<240>();
+  out[threadIdx.x] = 1;
+}
+
 }  // namespace
 
 cudaError_t run_buggy(Bug bug, void* out, const void* in, size_t smem_bytes) {
@@ -185,6 +204,9 @@ cudaError_t run_buggy(Bug bug, void* out, const void* in, size_t smem_bytes) {
     case Bug::mbarrier_overwritten: return simt::launch(mbarrier_overwritten, one, warp, 16, iout);
     case Bug::named_barrier_alone: return simt::launch(named_barrier_alone, one, dim3(64), 0, iout);
     case Bug::named_barrier_counts: return simt::launch(named_barrier_counts, one, dim3(96), 0, iout);
+    case Bug::setmaxnreg_disagree: return simt::launch(setmaxnreg_disagree, one, dim3(128), 0, iout);
+    case Bug::setmaxnreg_skipped: return simt::launch(setmaxnreg_skipped, one, dim3(128), 0, iout);
+    case Bug::setmaxnreg_partial_group: return simt::launch(setmaxnreg_partial_group, one, dim3(96), 0, iout);
   }
   return cudaErrorInvalidValue;
 }

@@ -29,6 +29,9 @@ enum class Bug {
   mbarrier_overwritten,          // a store over an initialised barrier
   named_barrier_alone,           // warp 0 syncs at a named barrier for 64 threads; warp 1 never comes
   named_barrier_counts,          // one named barrier used with counts 64 and 96
+  setmaxnreg_disagree,           // warp 0 of a warpgroup makes setmaxnreg.dec 24, the others .dec 32
+  setmaxnreg_skipped,            // warp 0 of a warpgroup makes no setmaxnreg, the others .inc 240
+  setmaxnreg_partial_group,      // setmaxnreg in a block of 96 threads
 };
 
 // Launches the kernel of `bug` with one block; out holds at least 128 ints or floats, in at

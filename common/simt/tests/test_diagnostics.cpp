@@ -187,3 +187,20 @@ TEST_CASE("a named barrier left waiting is a deadlock naming it; two counts for 
     CHECK_THAT(counts, Contains("while its use begun at common/simt/tests/buggy_kernels.cu:153 is for "));
   });
 }
+
+TEST_CASE("setmaxnreg: the warps of a warpgroup must make the same calls, in whole warpgroups",
+          "[simt][diagnostics][warpgroup]") {
+  with_quiet_schedules([] {
+    const std::string disagree = failure_of(Bug::setmaxnreg_disagree);
+    CHECK_THAT(disagree, Contains("the 4 warps of a warpgroup must make the same calls"));
+    CHECK_THAT(disagree, Contains("setmaxnreg.dec 24 (common/simt/tests/buggy_kernels.cu:159)"));
+    CHECK_THAT(disagree, Contains("setmaxnreg.dec 32 (common/simt/tests/buggy_kernels.cu:161)"));
+    const std::string skipped = failure_of(Bug::setmaxnreg_skipped);  // "where warp" 1, 2 or 3: the first to call
+    CHECK_THAT(skipped, Contains("warp 0 made 0 setmaxnreg where warp "));
+    CHECK_THAT(skipped, Contains("of its warpgroup made 1 (the next: setmaxnreg.inc 240 at "
+                                 "common/simt/tests/buggy_kernels.cu:167)"));
+    CHECK_THAT(failure_of(Bug::setmaxnreg_partial_group),
+               Contains("setmaxnreg.inc 240 (common/simt/tests/buggy_kernels.cu:172): the block's 96 threads are not "
+                        "whole warpgroups"));
+  });
+}

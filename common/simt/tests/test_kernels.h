@@ -65,6 +65,11 @@ cudaError_t cp_async_rows(const uint8_t* src, const int* src_bytes, uint8_t* dst
 // out[(block * rounds + r) * 32 + lane] = 1000 * block + 100 * r + lane.
 cudaError_t mbarrier_ring(int* out, int blocks, int rounds);
 
+// ---- warpgroup_kernels.cu ------------------------------------------------------------------------------
+// 384 threads per block: warpgroup 0 makes setmaxnreg.dec 24, warpgroups 1 and 2 setmaxnreg.inc 240;
+// out[block * 384 + t] = 1000 * (t / 128) + t.
+cudaError_t register_split(int* out, int blocks);
+
 // ---- math_kernels.cu -----------------------------------------------------------------------------------
 // y[i] = simt::ex2_approx_ftz(x[i]).
 cudaError_t ex2_approx_ftz(const float* x, float* y, int n);

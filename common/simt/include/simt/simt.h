@@ -4,8 +4,8 @@
 //   1. launch with  simt::launch(kernel, grid, block, smem_bytes, args...)  instead of <<<...>>>
 //      (it also opts the kernel in to more than 48 KB of dynamic shared memory);
 //   2. dynamic shared memory via  T* p = simt::dynamic_smem<T>();  instead of `extern __shared__`;
-//   3. inline PTX only through the wrappers of simt/ptx.cuh, simt/mbarrier.cuh and
-//      simt/named_barrier.cuh, which have a CPU branch.
+//   3. inline PTX only through the wrappers of the simt/*.cuh headers (ptx.cuh, mbarrier.cuh,
+//      ...), which have a CPU branch.
 //
 // Under nvcc this header only defines those two helpers. Under a C++ compiler (the cpu backend,
 // where it is also force-included) it maps the CUDA built-ins onto the simt emulator, which runs

@@ -1,0 +1,45 @@
+// setmaxnreg.cpp: the checks of simt/setmaxnreg.cuh. Registers are not emulated; what a GPU
+// requires of the calls is: whole warpgroups, the same calls in the same order in each of their
+// 4 warps, and each call moving the count the way its name says.
+#include "block_runner.h"
+
+namespace simt::detail {
+
+void BlockRunner::register_change(unsigned warp, bool inc, unsigned regs, const char* file, int line) {
+  const char* what = inc ? "inc" : "dec";
+  if (n_ % 128 != 0)
+    fail("setmaxnreg.%s %u (%s:%d): the block's %d threads are not whole warpgroups (4 warps of 32)", what, regs, file,
+         line, n_);
+  Warp& w = warps_[warp];
+  if (w.regs != 0 && (inc ? regs < w.regs : regs > w.regs))
+    fail("setmaxnreg.%s %u (%s:%d): warp %u has %u registers per thread; .inc may not lower that, nor .dec raise it", what,
+         regs, file, line, warp, w.regs);
+  std::vector<RegisterRecord>& made = register_records_[warp / 4];
+  const unsigned k = w.reg_changes++;
+  if (k == made.size()) {
+    made.push_back({inc, regs, warp, file, line});
+  } else if (made[k].inc != inc || made[k].regs != regs) {
+    fail("setmaxnreg.%s %u (%s:%d) in warp %u, where warp %u of the same warpgroup made setmaxnreg.%s %u (%s:%d) as its "
+         "call %u: the 4 warps of a warpgroup must make the same calls",
+         what, regs, file, line, warp, made[k].warp, made[k].inc ? "inc" : "dec", made[k].regs, made[k].file,
+         made[k].line, k + 1);
+  }
+  w.regs = regs;
+}
+
+std::string BlockRunner::registers_unfinished() const {
+  for (size_t g = 0; g < register_records_.size(); ++g) {
+    const std::vector<RegisterRecord>& made = register_records_[g];
+    for (size_t w = 4 * g; w < std::min(4 * g + 4, warps_.size()); ++w)
+      if (warps_[w].reg_changes < made.size())
+        return format("block (%u,%u,%u): warp %zu made %u setmaxnreg where warp %u of its warpgroup made %zu (the "
+                      "next: setmaxnreg.%s %u at %s:%d); the 4 warps of a warpgroup must make the same calls",
+                      t_block_idx.x, t_block_idx.y, t_block_idx.z, w, warps_[w].reg_changes,
+                      made[warps_[w].reg_changes].warp, made.size(), made[warps_[w].reg_changes].inc ? "inc" : "dec",
+                      made[warps_[w].reg_changes].regs, made[warps_[w].reg_changes].file,
+                      made[warps_[w].reg_changes].line);
+  }
+  return {};
+}
+
+}  // namespace simt::detail
