@@ -444,6 +444,9 @@ void mbarrier_wait_parity(void* bar, unsigned parity, const char* file, int line
 void named_barrier(unsigned id, unsigned threads, bool wait, const char* file, int line) {
   t_runner->named_barrier(id, threads, wait, file, line);
 }
+void tma_load(void* dst, const void* map, int rank, const int* coords, void* bar, const char* file, int line) {
+  t_runner->tma_load(dst, map, rank, coords, bar, file, line);
+}
 void register_change(unsigned warp, bool inc, unsigned regs, const char* file, int line) {
   t_runner->register_change(warp, inc, regs, file, line);
 }

@@ -41,6 +41,14 @@ struct Pending {
   const void* arg = nullptr;
 };
 
+// A TMA load read at issue, waiting to be written (simt/tma.cuh): by the first wait that sees
+// the phase it was issued in complete.
+struct StagedCopy {
+  unsigned char* dst;
+  std::vector<unsigned char> bytes;
+  unsigned phase;
+};
+
 // An mbarrier's state (simt/mbarrier.cuh), by the address of its 8 bytes of shared memory.
 struct Mbarrier {
   unsigned count = 0;    // arrivals per phase
@@ -52,6 +60,7 @@ struct Mbarrier {
   int line = 0;
   unsigned initialiser = 0;      // the thread that initialised it
   unsigned long long since = 0;  // the block barriers released before the init
+  std::vector<StagedCopy> staged;  // TMA loads completing on it, not yet written
 };
 
 // A named barrier (bar.sync / bar.arrive with an id, simt/named_barrier.cuh): counted in warps,
@@ -103,6 +112,7 @@ class BlockRunner {
   void mbarrier_wait_parity(void* bar, unsigned parity, const char* file, int line);
   void named_barrier(unsigned id, unsigned threads, bool wait, const char* file, int line);
   void register_change(unsigned warp, bool inc, unsigned regs, const char* file, int line);
+  void tma_load(void* dst, const void* map, int rank, const int* coords, void* bar, const char* file, int line);
   void* dynamic_smem() const { return smem_; }
   [[noreturn]] void fail(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -128,6 +138,7 @@ class BlockRunner {
   void mbarrier_advance(const void* bar, Mbarrier& m);
   std::string mbarrier_name(const void* bar) const;
   std::string mbarrier_report() const;      // the waits, for the deadlock report
+  void land_staged(Mbarrier& m);  // writes the TMA loads of its completed phases
   std::string mbarrier_unfinished() const;  // a transaction count not back to 0 at the block's end, or ""
   // named_barrier.cpp: warp w's lanes at barrier id complete it: the warp arrives (and may release it).
   void named_warp_arrived(unsigned id, unsigned w);

@@ -31,6 +31,8 @@ void BlockRunner::mbarrier_init(void* bar, unsigned count, const char* file, int
     if (state_[static_cast<size_t>(i)] == State::at_mbarrier && fibers_[static_cast<size_t>(i)]->t.mbarrier == bar)
       fail("mbarrier_init (%s:%d): thread %d waits on the mbarrier at %s", file, line, i, mbarrier_name(bar).c_str());
   Mbarrier& m = mbarriers_[bar];
+  m.phase = ~0u;  // a new barrier: what the old one staged lands now
+  land_staged(m);
   m = Mbarrier{};
   m.count = m.pending = count;
   m.file = file;
@@ -107,6 +109,18 @@ void BlockRunner::mbarrier_wait_parity(void* bar, unsigned parity, const char* f
     block(f, State::at_mbarrier);
     f.t.mbarrier = nullptr;
   }
+  land_staged(mbarrier_at(bar, "mbarrier_wait_parity", file, line));
+}
+
+void BlockRunner::land_staged(Mbarrier& m) {
+  size_t keep = 0;
+  for (StagedCopy& c : m.staged) {
+    if (c.phase < m.phase)
+      std::memcpy(c.dst, c.bytes.data(), c.bytes.size());
+    else
+      m.staged[keep++] = std::move(c);
+  }
+  m.staged.resize(keep);
 }
 
 std::string BlockRunner::mbarrier_report() const {

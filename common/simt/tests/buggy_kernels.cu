@@ -2,10 +2,10 @@
 // emulator must turn each into a launch error naming the place, or into a visibly wrong result
 // (cpu backend only). test_diagnostics.cpp checks the messages' file:line: add kernels at the end.
 #include "buggy_kernels.h"
-#include "simt/mbarrier.cuh"
 #include "simt/named_barrier.cuh"
 #include "simt/ptx.cuh"
 #include "simt/setmaxnreg.cuh"
+#include "simt/tma.cuh"  // and mbarrier.cuh
 namespace simt_tests {
 namespace {
 
@@ -173,6 +173,44 @@ __global__ void setmaxnreg_partial_group(int* out) {
   out[threadIdx.x] = 1;
 }
 
+// One thread loads a 16 x 8 box of bf16 (256 bytes) with TMA into dynamic shared memory at `at`.
+__device__ uint64_t* tma_box_at(const CUtensorMap& map, unsigned at) {
+  unsigned char* smem = simt::dynamic_smem<unsigned char>();
+  uint64_t* bar = reinterpret_cast<uint64_t*>(smem);
+  if (threadIdx.x == 0) simt::mbarrier_init(bar, 1);
+  simt::fence_mbarrier_init();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    simt::mbarrier_arrive_expect_tx(bar, 256);
+    simt::tma_load_2d(smem + at, &map, 0, 0, bar);
+  }
+  return bar;
+}
+
+__global__ void tma_without_wait(const __grid_constant__ CUtensorMap map, int* out) {
+  tma_box_at(map, 1024);
+  __syncthreads();  // not the mbarrier's wait: the box has not landed
+  const auto* tile = reinterpret_cast<const uint16_t*>(simt::dynamic_smem<unsigned char>() + 1024);
+  out[threadIdx.x] = tile[threadIdx.x];
+}
+
+__global__ void tma_misaligned(const __grid_constant__ CUtensorMap map, int* out) {
+  uint64_t* bar = tma_box_at(map, 128);  // a 32-byte swizzle's pattern needs 256
+  simt::mbarrier_wait_parity(bar, 0);
+  out[threadIdx.x] = 1;
+}
+
+// A 16 x 16 bf16 tensor in `in` (512 bytes), a box of 16 x 8, swizzled by 32 bytes or not.
+CUtensorMap box_map(const void* in, bool swizzle) {
+  CUtensorMap map;
+  const cuuint64_t dims[2] = {16, 16}, strides[1] = {32};
+  const cuuint32_t box[2] = {16, 8};
+  if (simt::make_tensor_map(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, in, dims, strides, box,
+                            swizzle ? CU_TENSOR_MAP_SWIZZLE_32B : CU_TENSOR_MAP_SWIZZLE_NONE) != cudaSuccess)
+    std::abort();
+  return map;
+}
+
 }  // namespace
 
 cudaError_t run_buggy(Bug bug, void* out, const void* in, size_t smem_bytes) {
@@ -207,6 +245,8 @@ cudaError_t run_buggy(Bug bug, void* out, const void* in, size_t smem_bytes) {
     case Bug::setmaxnreg_disagree: return simt::launch(setmaxnreg_disagree, one, dim3(128), 0, iout);
     case Bug::setmaxnreg_skipped: return simt::launch(setmaxnreg_skipped, one, dim3(128), 0, iout);
     case Bug::setmaxnreg_partial_group: return simt::launch(setmaxnreg_partial_group, one, dim3(96), 0, iout);
+    case Bug::tma_without_wait: return simt::launch(tma_without_wait, one, warp, 1024 + 256, box_map(in, false), iout);
+    case Bug::tma_misaligned: return simt::launch(tma_misaligned, one, warp, 1024 + 256, box_map(in, true), iout);
   }
   return cudaErrorInvalidValue;
 }

@@ -32,6 +32,8 @@ enum class Bug {
   setmaxnreg_disagree,           // warp 0 of a warpgroup makes setmaxnreg.dec 24, the others .dec 32
   setmaxnreg_skipped,            // warp 0 of a warpgroup makes no setmaxnreg, the others .inc 240
   setmaxnreg_partial_group,      // setmaxnreg in a block of 96 threads
+  tma_without_wait,              // reads a TMA box after a __syncthreads, without the mbarrier wait
+  tma_misaligned,                // a 32-byte-swizzled box at a 128-byte (not 256-byte) aligned address
 };
 
 // Launches the kernel of `bug` with one block; out holds at least 128 ints or floats, in at

@@ -204,3 +204,17 @@ TEST_CASE("setmaxnreg: the warps of a warpgroup must make the same calls, in who
                         "whole warpgroups"));
   });
 }
+
+TEST_CASE("a TMA box lands at the mbarrier wait, and its destination must suit its swizzle", "[simt][diagnostics][tma]") {
+  for_each_schedule([] {
+    Device<int> out(128), in(std::vector<int>(128, 0x12341234));
+    REQUIRE(run_buggy(Bug::tma_without_wait, out.get(), in.get()) == cudaSuccess);
+    const auto early = out.host();
+    for (int t = 0; t < 32; ++t) REQUIRE(early[static_cast<size_t>(t)] == 0xFFFF);  // the poison, not 0x1234
+  });
+  with_quiet_schedules([] {
+    CHECK_THAT(failure_of(Bug::tma_misaligned),
+               Contains("tma_load_2d (common/simt/tests/buggy_kernels.cu:185): the destination, dynamic shared memory "
+                        "+ 128, is not 256-byte aligned (the swizzle's pattern)"));
+  });
+}

@@ -65,6 +65,13 @@ cudaError_t cp_async_rows(const uint8_t* src, const int* src_bytes, uint8_t* dst
 // out[(block * rounds + r) * 32 + lane] = 1000 * block + 100 * r + lane.
 cudaError_t mbarrier_ring(int* out, int blocks, int rounds);
 
+// ---- tma_kernels.cu ------------------------------------------------------------------------------------
+// One block: thread 0 loads the box at `coords` of a bf16 tensor (`rank` 2 or 3; dims, strides in
+// bytes and box as simt::make_tensor_map takes them; swizzle 0, 32, 64 or 128 bytes) with TMA;
+// after the mbarrier wait, out holds shared memory as the box lies there, 16-bit word by word.
+cudaError_t tma_box(const uint16_t* tensor, int rank, const uint64_t* dims, const uint64_t* strides,
+                    const uint32_t* box, int swizzle_bytes, const int* coords, uint16_t* out);
+
 // ---- warpgroup_kernels.cu ------------------------------------------------------------------------------
 // 384 threads per block: warpgroup 0 makes setmaxnreg.dec 24, warpgroups 1 and 2 setmaxnreg.inc 240;
 // out[block * 384 + t] = 1000 * (t / 128) + t.

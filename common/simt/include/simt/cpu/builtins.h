@@ -18,6 +18,8 @@
 #define __shared__ static thread_local  // one copy per OS thread = per resident block
 #undef __constant__
 #define __constant__ static
+#undef __grid_constant__
+#define __grid_constant__  // a kernel parameter the GPU keeps in its parameter space (a TMA map): a copy here
 
 // ---- built-in variables -----------------------------------------------------------------------
 #define threadIdx (static_cast<const uint3&>(::simt::detail::t_thread->tid))

@@ -97,6 +97,8 @@ void mbarrier_tx(void* bar, long long delta, const char* what, const char* file,
 void mbarrier_wait_parity(void* bar, unsigned parity, const char* file, int line);
 // bar.sync (wait) or bar.arrive with barrier `id` (1..15) and `threads` (simt/named_barrier.cuh).
 void named_barrier(unsigned id, unsigned threads, bool wait, const char* file, int line);
+// TMA (simt/tma.cuh): the box of the tensor map `map` at coords[0..rank) into dst, its bytes on bar.
+void tma_load(void* dst, const void* map, int rank, const int* coords, void* bar, const char* file, int line);
 // setmaxnreg by warp `warp` (simt/setmaxnreg.cuh): checked against its warpgroup's other warps.
 void register_change(unsigned warp, bool inc, unsigned regs, const char* file, int line);
 // Fails the running block with a message naming file:line (the launch returns an error).
