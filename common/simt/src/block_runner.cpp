@@ -141,11 +141,12 @@ void BlockRunner::prepare(int n, dim3 block_dim, size_t dyn_smem) {
     const size_t color = (static_cast<size_t>(i) * 320) % 16384;
     f.ctx = bctx::make_fcontext(f.stack + stack_size_ - color, stack_size_ - color, &BlockRunner::entry);
   }
-  // Dynamic shared memory, 128-byte aligned, poisoned: a read of what was never written gives
-  // NaN (0xFFFF... is NaN in fp32, fp16 and bf16) or -1.
-  if (smem_store_.size() < dyn_smem + 128) smem_store_.resize(dyn_smem + 128);
+  // Dynamic shared memory, 1024-byte aligned (a 128-byte swizzle's pattern: simt/tma.cuh),
+  // poisoned: a read of what was never written gives NaN (0xFFFF... is NaN in fp32, fp16 and bf16)
+  // or -1.
+  if (smem_store_.size() < dyn_smem + 1024) smem_store_.resize(dyn_smem + 1024);
   const auto base = reinterpret_cast<uintptr_t>(smem_store_.data());
-  smem_ = reinterpret_cast<unsigned char*>((base + 127) & ~uintptr_t{127});
+  smem_ = reinterpret_cast<unsigned char*>((base + 1023) & ~uintptr_t{1023});
   smem_bytes_ = dyn_smem;
   std::memset(smem_, 0xFF, dyn_smem);
 }

@@ -136,7 +136,10 @@ class BlockRunner {
   // mbarrier.cpp: the barrier at `bar`, checked; its phase completed when all is in; its name.
   Mbarrier& mbarrier_at(void* bar, const char* what, const char* file, int line);
   void mbarrier_advance(const void* bar, Mbarrier& m);
-  std::string mbarrier_name(const void* bar) const;
+  struct Name {
+    char s[64];
+  };
+  Name mbarrier_name(const void* bar) const;
   std::string mbarrier_report() const;      // the waits, for the deadlock report
   void land_staged(Mbarrier& m);  // writes the TMA loads of its completed phases
   std::string mbarrier_unfinished() const;  // a transaction count not back to 0 at the block's end, or ""

@@ -1,6 +1,7 @@
 // mbarrier.cpp: the mbarrier objects of simt/mbarrier.cuh, kept by the block's runner by address.
 // A thread that waits for a phase blocks like one at __syncthreads (a spinning fiber would never
 // let the arrivals it waits for run); the phase's completion wakes it.
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -16,11 +17,15 @@ constexpr uint64_t kTag = 0x5349'4d54'4d42'4152ull;
 constexpr long long kLimit = (1ll << 20) - 1;  // PTX: counts within 1..2^20-1, transactions within +-(2^20-1)
 }  // namespace
 
-std::string BlockRunner::mbarrier_name(const void* bar) const {
+// On the stack, not the heap: fail() never returns to free a std::string of its caller's frame.
+BlockRunner::Name BlockRunner::mbarrier_name(const void* bar) const {
+  Name n;
   const auto* p = static_cast<const unsigned char*>(bar);
   if (p >= smem_ && p < smem_ + smem_bytes_)
-    return format("dynamic shared memory + %zu", static_cast<size_t>(p - smem_));
-  return format("%p (static __shared__)", bar);
+    std::snprintf(n.s, sizeof n.s, "dynamic shared memory + %zu", static_cast<size_t>(p - smem_));
+  else
+    std::snprintf(n.s, sizeof n.s, "%p (static __shared__)", bar);
+  return n;
 }
 
 void BlockRunner::mbarrier_init(void* bar, unsigned count, const char* file, int line) {
@@ -29,7 +34,7 @@ void BlockRunner::mbarrier_init(void* bar, unsigned count, const char* file, int
   if (count < 1 || count > kLimit) fail("mbarrier_init (%s:%d): count %u is not in 1..%lld", file, line, count, kLimit);
   for (int i = 0; i < n_; ++i)
     if (state_[static_cast<size_t>(i)] == State::at_mbarrier && fibers_[static_cast<size_t>(i)]->t.mbarrier == bar)
-      fail("mbarrier_init (%s:%d): thread %d waits on the mbarrier at %s", file, line, i, mbarrier_name(bar).c_str());
+      fail("mbarrier_init (%s:%d): thread %d waits on the mbarrier at %s", file, line, i, mbarrier_name(bar).s);
   Mbarrier& m = mbarriers_[bar];
   m.phase = ~0u;  // a new barrier: what the old one staged lands now
   land_staged(m);
@@ -47,17 +52,17 @@ Mbarrier& BlockRunner::mbarrier_at(void* bar, const char* what, const char* file
   if (it == mbarriers_.end())
     fail("%s (%s:%d): no mbarrier at %s: mbarrier_init has not made one there in this block (or not yet: a "
          "__syncthreads after the init orders it before every use)",
-         what, file, line, mbarrier_name(bar).c_str());
+         what, file, line, mbarrier_name(bar).s);
   Mbarrier& m = it->second;
   uint64_t bytes;
   std::memcpy(&bytes, bar, sizeof bytes);
   if (bytes != kTag)
     fail("%s (%s:%d): the mbarrier at %s (initialised at %s:%d) was overwritten since: a store to its 8 bytes", what,
-         file, line, mbarrier_name(bar).c_str(), m.file, m.line);
+         file, line, mbarrier_name(bar).s, m.file, m.line);
   if (current_->t.linear != m.initialiser && barriers_released_ == m.since)
     fail("%s (%s:%d): thread %u initialised the mbarrier at %s (%s:%d) and no __syncthreads has followed: the "
          "initialisation is not visible to this thread yet (fence_mbarrier_init, then __syncthreads)",
-         what, file, line, m.initialiser, mbarrier_name(bar).c_str(), m.file, m.line);
+         what, file, line, m.initialiser, mbarrier_name(bar).s, m.file, m.line);
   return m;
 }
 
@@ -77,11 +82,11 @@ void BlockRunner::mbarrier_advance(const void* bar, Mbarrier& m) {
 
 uint64_t BlockRunner::mbarrier_arrive(void* bar, unsigned tx_bytes, const char* what, const char* file, int line) {
   Mbarrier& m = mbarrier_at(bar, what, file, line);
-  if (tx_bytes) mbarrier_tx(bar, tx_bytes, what, file, line);
   if (m.pending == 0)  // only while the phase waits for its bytes: with them, it would have completed
     fail("%s (%s:%d): one arrival more than the count %u of the mbarrier at %s (initialised at %s:%d): phase %u has "
          "all its arrivals and waits for %lld transaction bytes",
-         what, file, line, m.count, mbarrier_name(bar).c_str(), m.file, m.line, m.phase, m.tx);
+         what, file, line, m.count, mbarrier_name(bar).s, m.file, m.line, m.phase, m.tx);
+  if (tx_bytes) mbarrier_tx(bar, tx_bytes, what, file, line);  // after the check: it may complete the phase
   --m.pending;
   const uint64_t phase = m.phase;
   mbarrier_advance(bar, m);
@@ -92,7 +97,7 @@ void BlockRunner::mbarrier_tx(void* bar, long long delta, const char* what, cons
   Mbarrier& m = mbarrier_at(bar, what, file, line);
   if (m.tx + delta > kLimit || m.tx + delta < -kLimit)
     fail("%s (%s:%d): the transaction count of the mbarrier at %s would be %lld bytes, outside +-%lld", what, file, line,
-         mbarrier_name(bar).c_str(), m.tx + delta, kLimit);
+         mbarrier_name(bar).s, m.tx + delta, kLimit);
   m.tx += delta;
   (delta > 0 ? m.expected : m.completed) += std::abs(delta);
   mbarrier_advance(bar, m);
@@ -136,7 +141,7 @@ std::string BlockRunner::mbarrier_report() const {
     s += format("\n  %d thread(s) wait at mbarrier_wait_parity (%s:%d) for the phase of parity %u of the mbarrier at "
                 "%s (initialised at %s:%d, count %u): its phase %u has %u of %u arrivals to come and %lld "
                 "transaction bytes (%lld expected, %lld completed)",
-                threads, file.c_str(), line, parity, mbarrier_name(bar).c_str(), m.file, m.line, m.count, m.phase,
+                threads, file.c_str(), line, parity, mbarrier_name(bar).s, m.file, m.line, m.count, m.phase,
                 m.pending, m.count, m.tx, m.expected, m.completed);
   }
   return s;
@@ -150,7 +155,7 @@ std::string BlockRunner::mbarrier_unfinished() const {
       return format("block (%u,%u,%u): the mbarrier at %s (initialised at %s:%d) ends the block in its phase %u with "
                     "%lld transaction bytes %s (this phase: expect_tx announced %lld, complete_tx gave %lld; %u of "
                     "%u arrivals to come)",
-                    t_block_idx.x, t_block_idx.y, t_block_idx.z, mbarrier_name(bar).c_str(), m->file, m->line,
+                    t_block_idx.x, t_block_idx.y, t_block_idx.z, mbarrier_name(bar).s, m->file, m->line,
                     m->phase, std::abs(m->tx), m->tx > 0 ? "announced and never completed" : "completed beyond those announced",
                     m->expected, m->completed, m->pending, m->count);
   return {};

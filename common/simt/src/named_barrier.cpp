@@ -48,11 +48,14 @@ void BlockRunner::named_warp_arrived(unsigned id, unsigned w) {
   b.warps |= 1u << w;
   if (32u * static_cast<unsigned>(__builtin_popcount(b.warps)) < b.count) return;
   counters::named_barrier_release(static_cast<int>(b.count / 32));
+  const unsigned released = b.warps;  // lanes of a warp still arriving wait for the next use
   b.warps = 0;
   ++b.uses;
-  for (int i = 0; i < n_; ++i)
-    if (state_[static_cast<size_t>(i)] == State::at_named_barrier && fibers_[static_cast<size_t>(i)]->t.named == id)
+  for (int i = 0; i < n_; ++i) {
+    const Thread& t = fibers_[static_cast<size_t>(i)]->t;
+    if (state_[static_cast<size_t>(i)] == State::at_named_barrier && t.named == id && (released >> t.warp & 1u))
       state_[static_cast<size_t>(i)] = State::ready;
+  }
 }
 
 std::string BlockRunner::named_report() const {

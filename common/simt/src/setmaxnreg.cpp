@@ -25,6 +25,18 @@ void BlockRunner::register_change(unsigned warp, bool inc, unsigned regs, const 
          made[k].line, k + 1);
   }
   w.regs = regs;
+  // The SM's 64K registers: an .inc beyond them waits forever on a GPU (only checked once every
+  // warpgroup has set its count: the compiler's is unknown here).
+  unsigned long long held = 0;
+  for (size_t g = 0; g * 4 < warps_.size(); ++g) {
+    const unsigned r = warps_[4 * g].regs;
+    if (r == 0) return;
+    held += 128ull * r;
+  }
+  if (held > 65536)
+    fail("setmaxnreg.%s %u (%s:%d): the block's warpgroups would hold %llu registers, more than an SM's 65536: on a "
+         "GPU the .inc waits for them forever",
+         what, regs, file, line, held);
 }
 
 std::string BlockRunner::registers_unfinished() const {

@@ -48,7 +48,7 @@ cudaError_t make_tensor_map(CUtensorMap* map, CUtensorMapDataType dtype, unsigne
                             CUtensorMapSwizzle swizzle) {
   const unsigned esize = element_size(dtype), span = swizzle_span(swizzle);
   if (!map || !global || !dims || !box || (rank > 1 && !strides)) return cudaErrorInvalidValue;
-  if (esize == 0 || span == 1 || rank < 1 || rank > 3) return cudaErrorNotSupported;  // not emulated
+  if (esize == 0 || span == 1 || rank < 2 || rank > 3) return cudaErrorNotSupported;  // not emulated (no 1D load here)
   if (reinterpret_cast<uintptr_t>(global) % 16 != 0) return cudaErrorInvalidValue;
   CpuTensorMap m{};
   m.magic = kMagic;

@@ -211,6 +211,37 @@ CUtensorMap box_map(const void* in, bool swizzle) {
   return map;
 }
 
+__global__ void named_barrier_three_warps(int* out) {
+  simt::named_barrier_sync(1, 64);  // 3 warps for a count of 2: the third waits alone
+  out[threadIdx.x] = 1;
+}
+
+__global__ void mbarrier_extra_expect_tx(int* out) {
+  uint64_t* bar = simt::dynamic_smem<uint64_t>();
+  if (threadIdx.x == 0) {
+    simt::mbarrier_init(bar, 1);
+    simt::mbarrier_complete_tx(bar, 16);        // bytes before they are announced: the count is -16
+    simt::mbarrier_arrive(bar);                 // the one arrival; the phase waits for its bytes
+    simt::mbarrier_arrive_expect_tx(bar, 16);   // a second arrival, which the bytes would hide
+  }
+  out[threadIdx.x] = 1;
+}
+
+__global__ void setmaxnreg_too_many(int* out) {
+  if (threadIdx.x < 128) {
+    simt::setmaxnreg_dec<80>();
+  } else {
+    simt::setmaxnreg_inc<224>();  // 80 + 2 x 224 registers for 128 threads each: 67584 > 65536
+  }
+  out[threadIdx.x % 128] = 1;  // out holds 128
+}
+
+__global__ void setmaxnreg_lowering_inc(int* out) {
+  simt::setmaxnreg_inc<240>();
+  simt::setmaxnreg_inc<232>();  // an .inc below the count the warps have
+  out[threadIdx.x] = 1;
+}
+
 }  // namespace
 
 cudaError_t run_buggy(Bug bug, void* out, const void* in, size_t smem_bytes) {
@@ -247,6 +278,10 @@ cudaError_t run_buggy(Bug bug, void* out, const void* in, size_t smem_bytes) {
     case Bug::setmaxnreg_partial_group: return simt::launch(setmaxnreg_partial_group, one, dim3(96), 0, iout);
     case Bug::tma_without_wait: return simt::launch(tma_without_wait, one, warp, 1024 + 256, box_map(in, false), iout);
     case Bug::tma_misaligned: return simt::launch(tma_misaligned, one, warp, 1024 + 256, box_map(in, true), iout);
+    case Bug::named_barrier_three_warps: return simt::launch(named_barrier_three_warps, one, dim3(96), 0, iout);
+    case Bug::mbarrier_extra_expect_tx: return simt::launch(mbarrier_extra_expect_tx, one, warp, 16, iout);
+    case Bug::setmaxnreg_too_many: return simt::launch(setmaxnreg_too_many, one, dim3(384), 0, iout);
+    case Bug::setmaxnreg_lowering_inc: return simt::launch(setmaxnreg_lowering_inc, one, dim3(128), 0, iout);
   }
   return cudaErrorInvalidValue;
 }

@@ -34,6 +34,10 @@ enum class Bug {
   setmaxnreg_partial_group,      // setmaxnreg in a block of 96 threads
   tma_without_wait,              // reads a TMA box after a __syncthreads, without the mbarrier wait
   tma_misaligned,                // a 32-byte-swizzled box at a 128-byte (not 256-byte) aligned address
+  named_barrier_three_warps,     // 3 warps sync at a named barrier for 64 threads
+  mbarrier_extra_expect_tx,      // a second arrival (with expect_tx) on a barrier of count 1
+  setmaxnreg_too_many,           // warpgroups of 80, 224, 224 registers: more than 64K
+  setmaxnreg_lowering_inc,       // setmaxnreg.inc 232 after .inc 240
 };
 
 // Launches the kernel of `bug` with one block; out holds at least 128 ints or floats, in at

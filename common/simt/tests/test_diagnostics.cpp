@@ -218,3 +218,22 @@ TEST_CASE("a TMA box lands at the mbarrier wait, and its destination must suit i
                         "+ 128, is not 256-byte aligned (the swizzle's pattern)"));
   });
 }
+
+TEST_CASE("a named barrier's third warp waits for the next use; a hidden extra arrival; setmaxnreg's pool and order",
+          "[simt][diagnostics][named_barrier][mbarrier][warpgroup]") {
+  with_quiet_schedules([] {
+    // Whatever order the lanes come in, the warp left over waits whole (none of its lanes run on
+    // with the two warps released).
+    CHECK_THAT(failure_of(Bug::named_barrier_three_warps),
+               Contains("32 thread(s) wait at named barrier 1 (use begun at common/simt/tests/buggy_kernels.cu:215) for "
+                        "64 threads: 32 arrived in whole warps"));
+    CHECK_THAT(failure_of(Bug::mbarrier_extra_expect_tx),
+               Contains("mbarrier_arrive_expect_tx (common/simt/tests/buggy_kernels.cu:225): one arrival more than the "
+                        "count 1"));
+    const std::string pool = failure_of(Bug::setmaxnreg_too_many);
+    CHECK_THAT(pool, Contains("the block's warpgroups would hold 67584 registers, more than an SM's 65536"));
+    const std::string lowering = failure_of(Bug::setmaxnreg_lowering_inc);  // the first warp to get there
+    CHECK_THAT(lowering, Contains("setmaxnreg.inc 232 (common/simt/tests/buggy_kernels.cu:241): warp "));
+    CHECK_THAT(lowering, Contains(" has 240 registers per thread; .inc may not lower that"));
+  });
+}

@@ -18,7 +18,9 @@
 //
 // On the CPU every misuse is a launch error naming the kernel's line: an operation on memory no
 // mbarrier_init made a barrier (or that a store overwrote since), a use by another thread before a
-// __syncthreads followed the init, more arrivals than the count, a transaction count out of range,
+// __syncthreads followed the init (a named barrier or another mbarrier does not count here), an
+// arrival beyond the count while the phase waits for its bytes (otherwise an extra arrival counts
+// toward the next phase, as on a GPU), a transaction count out of range,
 // and one not back to 0 when the block ends (bytes announced that never came, or bytes beyond those
 // announced). A wait that no arrival will end is reported as a deadlock naming the barrier, its
 // phase, its arrivals and bytes to come.

@@ -11,8 +11,10 @@
 // the occupancy it allowed changes); and ptxas applies it only in a kernel whose register count at
 // entry it knows, one with __launch_bounds__(threads, 1) (else it warns and drops it). On the CPU, where registers are not emulated, it checks what
 // a GPU requires: every warp of a warpgroup makes the same calls in the same order (the k-th of
-// each warp the same action and count), the block is whole warpgroups, and an .inc does not lower
-// nor a .dec raise the count a warp has. A mismatch is an error naming both lines.
+// each warp the same action and count), the block is whole warpgroups, an .inc does not lower nor a
+// .dec raise the count a warp has, and once every warpgroup has set its count, their sum fits the
+// SM's 64K registers. A mismatch is an error naming both lines. Not checked: the barrier a
+// warpgroup's warps need between two calls.
 #pragma once
 #include "simt/simt.h"
 

@@ -13,11 +13,14 @@
 //
 // Swizzle (32, 64 or 128 bytes): the 16-byte chunk c of a box row lands at chunk c ^ (bits 7.. of
 // its shared address, 1, 2 or 3 of them), so that the 8 rows of an 8x8 tile of 16-bit values that
-// ldmatrix or wgmma reads fall in 8 different bank groups. The destination is 128-byte aligned,
-// and for a swizzle aligned to its pattern (256, 512 or 1024 bytes).
+// ldmatrix or wgmma reads fall in 8 different bank groups. The destination lies in dynamic shared
+// memory, 128-byte aligned, and for a swizzle aligned to its pattern (256, 512 or 1024 bytes),
+// counted from the start of dynamic shared memory: the emulator's starts 1024-byte aligned, and so
+// does a GPU's when the kernel has no static __shared__ before it (keep a Hopper kernel's shared
+// memory dynamic; its mbarriers may be static).
 //
 // On the CPU, make_tensor_map checks what cuTensorMapEncodeTiled documents (and refuses what is not
-// emulated: rank above 3, element types other than fp16, bf16 and fp32, a swizzled box whose rows
+// emulated: ranks other than 2 and 3, element types other than fp16, bf16 and fp32, a swizzled box whose rows
 // are narrower than the swizzle's span) and packs the map into the CUtensorMap's bytes. A
 // load reads its box when issued and completes its bytes on the barrier then, but writes shared
 // memory only when a wait on that barrier sees the phase complete: a tile read without any such
