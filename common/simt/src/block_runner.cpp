@@ -281,9 +281,7 @@ void BlockRunner::on_exit(Fiber& f) {
   Warp& w = warps_[f.t.warp];
   w.exited |= 1u << f.t.lane;
   if (w.exited == w.present) counters::warp_exited(f.t.warp);
-  for (unsigned id = 1; id < 16; ++id)  // the warp's other lanes wait at a named barrier: now they are all of it
-    if (named_[id].lanes[f.t.warp] && (w.present & ~w.exited & ~named_[id].lanes[f.t.warp]) == 0)
-      named_warp_arrived(id, f.t.warp);
+  for (unsigned id = 1; id < 16; ++id) named_warp_check(id, f.t.warp);  // its other lanes may be all that is left
   --live_;
   ++exited_;
   for (const Pending& p : w.pending)

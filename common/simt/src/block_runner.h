@@ -143,8 +143,9 @@ class BlockRunner {
   std::string mbarrier_report() const;      // the waits, for the deadlock report
   void land_staged(Mbarrier& m);  // writes the TMA loads of its completed phases
   std::string mbarrier_unfinished() const;  // a transaction count not back to 0 at the block's end, or ""
-  // named_barrier.cpp: warp w's lanes at barrier id complete it: the warp arrives (and may release it).
-  void named_warp_arrived(unsigned id, unsigned w);
+  // named_barrier.cpp: once warp w's lanes at barrier id are all it has left, the warp arrives (and
+  // may release the barrier).
+  void named_warp_check(unsigned id, unsigned w);
   std::string named_report() const;
   std::string registers_unfinished() const;  // setmaxnreg.cpp: a warp of a warpgroup made fewer, or ""
   [[noreturn, gnu::cold, gnu::noinline]] void barrier_after_exit(const char* what, const char* file, int line);

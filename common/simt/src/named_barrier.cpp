@@ -34,7 +34,7 @@ void BlockRunner::named_barrier(unsigned id, unsigned threads, bool wait_here, c
   counters::barrier_arrive(f.t.linear);
   const unsigned long long use = b.uses;
   b.lanes[w] |= 1u << f.t.lane;
-  if ((warps_[w].present & ~warps_[w].exited & ~b.lanes[w]) == 0) named_warp_arrived(id, w);  // lanes that returned after arriving count
+  named_warp_check(id, w);
   if (!wait_here || b.uses != use) return;  // bar.arrive runs on; so does the arrival that completed it
   f.t.named = id;
   f.t.file = file;
@@ -42,8 +42,10 @@ void BlockRunner::named_barrier(unsigned id, unsigned threads, bool wait_here, c
   block(f, State::at_named_barrier);  // until the release wakes it
 }
 
-void BlockRunner::named_warp_arrived(unsigned id, unsigned w) {
+void BlockRunner::named_warp_check(unsigned id, unsigned w) {
   NamedBarrier& b = named_[id];
+  // Every lane that has not returned has arrived (those that returned after arriving count too).
+  if (!b.lanes[w] || (warps_[w].present & ~warps_[w].exited & ~b.lanes[w]) != 0) return;
   b.lanes[w] = 0;
   b.warps |= 1u << w;
   if (32u * static_cast<unsigned>(__builtin_popcount(b.warps)) < b.count) return;

@@ -20,14 +20,16 @@
 
 #if SIMT_CPU
 #define SIMT_SETMAXNREG_CALLER SIMT_CALLER
+#define SIMT_SETMAXNREG_SITE simt_file, simt_line
 #else
 #define SIMT_SETMAXNREG_CALLER
+#define SIMT_SETMAXNREG_SITE nullptr, 0
 #endif
 
 namespace simt {
 
-#if SIMT_CPU
 namespace detail {
+#if SIMT_CPU
 struct RegisterChange {
   bool inc;
   unsigned regs;
@@ -38,31 +40,35 @@ inline void setmaxnreg_check(Thread* const* lanes, unsigned mask, const void* ar
   const auto* c = static_cast<const RegisterChange*>(arg);
   register_change(lanes[0]->warp, c->inc, c->regs, t_thread->file, t_thread->line);
 }
-}  // namespace detail
 #endif
+
+// Both actions: the count checked when compiled, then the instruction (or, on the CPU, its checks).
+template <bool Inc, unsigned Regs>
+__device__ __forceinline__ void setmaxnreg([[maybe_unused]] const char* file, [[maybe_unused]] int line) {
+  static_assert(Regs >= 24 && Regs <= 256 && Regs % 8 == 0, "setmaxnreg: 24..256 registers, a multiple of 8");
+#if SIMT_CPU
+  static constexpr RegisterChange change{Inc, Regs};
+  warp_collective(0xffffffffu, Inc ? "setmaxnreg.inc" : "setmaxnreg.dec", file, line, &setmaxnreg_check, &change);
+#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  if constexpr (Inc)
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Regs));
+  else
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Regs));
+#endif
+}
+}  // namespace detail
 
 template <unsigned Regs>
 __device__ __forceinline__ void setmaxnreg_dec(SIMT_SETMAXNREG_CALLER) {
-  static_assert(Regs >= 24 && Regs <= 256 && Regs % 8 == 0, "setmaxnreg: 24..256 registers, a multiple of 8");
-#if SIMT_CPU
-  static constexpr detail::RegisterChange change{false, Regs};
-  detail::warp_collective(0xffffffffu, "setmaxnreg.dec", simt_file, simt_line, &detail::setmaxnreg_check, &change);
-#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Regs));
-#endif
+  detail::setmaxnreg<false, Regs>(SIMT_SETMAXNREG_SITE);
 }
 
 template <unsigned Regs>
 __device__ __forceinline__ void setmaxnreg_inc(SIMT_SETMAXNREG_CALLER) {
-  static_assert(Regs >= 24 && Regs <= 256 && Regs % 8 == 0, "setmaxnreg: 24..256 registers, a multiple of 8");
-#if SIMT_CPU
-  static constexpr detail::RegisterChange change{true, Regs};
-  detail::warp_collective(0xffffffffu, "setmaxnreg.inc", simt_file, simt_line, &detail::setmaxnreg_check, &change);
-#elif defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Regs));
-#endif
+  detail::setmaxnreg<true, Regs>(SIMT_SETMAXNREG_SITE);
 }
 
 }  // namespace simt
 
 #undef SIMT_SETMAXNREG_CALLER
+#undef SIMT_SETMAXNREG_SITE
