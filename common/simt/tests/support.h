@@ -59,6 +59,22 @@ inline void for_each_schedule(const std::function<void()>& check) {
 #endif
 }
 
+// Hopper's instructions (mbarrier transaction counts, TMA) need sm_90: false, with a warning,
+// on an older GPU; always true on the CPU.
+inline bool hopper_or_warn(const char* what) {
+#if FLASHSTEPS_GPU
+  cudaDeviceProp prop{};
+  REQUIRE(cudaGetDeviceProperties(&prop, 0) == cudaSuccess);
+  if (prop.major < 9) {
+    WARN("not run: " << what << " need sm_90");
+    return false;
+  }
+#else
+  (void)what;
+#endif
+  return true;
+}
+
 inline void require_ok(cudaError_t e) {
   INFO(cudaGetErrorName(e));
   REQUIRE(e == cudaSuccess);

@@ -6,14 +6,7 @@
 using namespace simt_tests;
 
 TEST_CASE("a producer and a consumer warp hand tiles through mbarriers, in every schedule", "[simt][mbarrier]") {
-#if FLASHSTEPS_GPU
-  cudaDeviceProp prop{};
-  REQUIRE(cudaGetDeviceProperties(&prop, 0) == cudaSuccess);
-  if (prop.major < 9) {
-    WARN("not run: transaction counts need sm_90");
-    return;
-  }
-#endif
+  if (!hopper_or_warn("transaction counts")) return;
   const int blocks = 3;
   for (int rounds : {1, 2, 7}) {  // one use of a slot; one of each; several, both parities of each barrier
     for_each_schedule([&] {

@@ -56,14 +56,7 @@ void check(const Box& b) {
 }  // namespace
 
 TEST_CASE("TMA loads a box, zeros outside the tensor, in every swizzle", "[simt][tma]") {
-#if FLASHSTEPS_GPU
-  cudaDeviceProp prop{};
-  REQUIRE(cudaGetDeviceProperties(&prop, 0) == cudaSuccess);
-  if (prop.major < 9) {
-    WARN("not run: TMA needs sm_90");
-    return;
-  }
-#endif
+  if (!hopper_or_warn("TMA loads")) return;
   check({2, {100, 16}, {64, 8}, 0, {64, 12}});    // past the last column and the last row
   check({2, {100, 16}, {64, 8}, 128, {0, 0}});    // 128-byte rows, 128-byte swizzle
   check({2, {100, 16}, {32, 8}, 64, {4, 3}});     // 64-byte rows, 64-byte swizzle
