@@ -15,6 +15,23 @@ function(flashsteps_kernel_sources target)
   target_link_libraries(${target} PRIVATE simt)
 endfunction()
 
+# flashsteps_hopper_kernel_sources(<target> <file.cu>...): kernels with sm_90a's instructions (wgmma,
+# setmaxnreg). On the gpu backend nvcc compiles them for sm_90a alone, in an object library of their
+# own (sm_90a code runs on sm_90 GPUs only; elsewhere their launches fail); on the cpu backend as
+# flashsteps_kernel_sources.
+function(flashsteps_hopper_kernel_sources target)
+  if(FLASHSTEPS_BACKEND STREQUAL "gpu")
+    add_library(${target}_sm90a OBJECT ${ARGN})
+    set_target_properties(${target}_sm90a PROPERTIES CUDA_ARCHITECTURES 90a)
+    target_include_directories(${target}_sm90a PRIVATE $<TARGET_PROPERTY:${target},INCLUDE_DIRECTORIES>)
+    target_link_libraries(${target}_sm90a PRIVATE simt)
+    flashsteps_warnings(${target}_sm90a)
+    target_link_libraries(${target} PRIVATE ${target}_sm90a)
+  else()
+    flashsteps_kernel_sources(${target} ${ARGN})
+  endif()
+endfunction()
+
 # Warnings are errors in our code (not in the toolkit's or the distribution's headers).
 # Designated initializers leave fields to their defaults on purpose: GCC 12 would warn.
 function(flashsteps_warnings target)

@@ -109,6 +109,21 @@ TEST_CASE("the issue term: a kernel's SASS data weighted by the emulator's count
   CHECK(model(c, g, &heavier).total() > m.total());
 }
 
+TEST_CASE("the tensor term: wgmma at the tensor cores' whole peak, mma.sync at its fraction of it", "[profile]") {
+  using namespace attn;
+  const GpuSpec& g = kGpus[0];
+  simt::Counters c;
+  c.launches = 1, c.blocks = 132 * 4, c.threads_per_block = 256;
+  simt::Counters by_mma = c, by_wgmma = c, both = c;
+  by_mma.mma_flop = 1e12, by_wgmma.wgmma_flop = 1e12;
+  both.mma_flop = 1e12, both.wgmma_flop = 1e12;
+  const double full = 1e12 / (g.tensor_tflops * 1e12) * 1e6;  // us, every SM busy, every scheduler fed
+  CHECK(model(by_wgmma, g).tensor == Approx(full));
+  CHECK(model(by_mma, g).tensor == Approx(full / g.mma_sync_fraction));
+  CHECK(model(both, g).tensor == Approx(full + full / g.mma_sync_fraction));
+  REQUIRE(g.mma_sync_fraction < 1);
+}
+
 TEST_CASE("occupancy counts registers: 255 per thread leave room for 2 blocks of 128 threads", "[profile]") {
   using namespace attn;
   const GpuSpec& g = kGpus[0];

@@ -138,8 +138,10 @@ void print_stage(const StageProfile& s, const GpuSpec& g, int sample) {
             fmt("%.2f wavefronts/req", per(o.wavefronts, o.requests)) + ", " + count(o.conflicts()) + " conflicts";
   }
   std::printf("    shared    %s\n", line.empty() ? "none" : line.c_str());
-  std::printf("    ops       mma.sync %s (%s FLOP) | MUFU %s | barriers %s | shuffles %s\n", count(c.mma).c_str(),
-              count(c.mma_flop).c_str(), count(c.mufu).c_str(), count(c.barriers).c_str(), count(c.shuffles).c_str());
+  std::printf("    ops       mma.sync %s (%s FLOP)%s | MUFU %s | barriers %s | shuffles %s\n", count(c.mma).c_str(),
+              count(c.mma_flop).c_str(),
+              c.wgmma > 0 ? (" | wgmma " + count(c.wgmma) + " warp parts (" + count(c.wgmma_flop) + " FLOP)").c_str() : "",
+              count(c.mufu).c_str(), count(c.barriers).c_str(), count(c.shuffles).c_str());
   const Modelled& m = s.terms;
   std::printf("    modelled  %.2f us on %s, %s-bound: DRAM %.2f, L2 %.2f, L1 %.2f, issue %.2f, MUFU %.2f, tensor %.2f us "
               "(%.0f%% of the SMs' time busy) + launch %.2f us\n",

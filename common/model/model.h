@@ -59,11 +59,11 @@ struct Modelled {
 
 // What the model counts, in the units above, from the emulator's counters.
 inline double dram_bytes(const simt::Counters& c) { return 32 * (c.dram_read_sectors + c.dram_write_sectors); }
-// Loads cached in the block's L1 (each sector once per block); stores, atomics and cp.async
-// (which bypasses L1 with .cg) all go to L2.
+// Loads cached in the block's L1 (each sector once per block); stores, atomics, cp.async (which
+// bypasses L1 with .cg) and TMA boxes all go to L2.
 inline double l2_bytes(const simt::Counters& c) {
   return 32 * (c.block_load_sectors + c.global[simt::kGlobalStore].sectors + c.global[simt::kGlobalAtomic].sectors +
-               c.global[simt::kCpAsyncSource].sectors);
+               c.global[simt::kCpAsyncSource].sectors + c.global[simt::kTmaLoad].sectors);
 }
 // The L1/shared-memory data path: every shared-memory wavefront, and one pass per 128-byte line
 // a global load or store touches.
@@ -98,7 +98,9 @@ inline Modelled model(const simt::Counters& c, const GpuSpec& g, const SassKerne
   m.instructions = k ? issued_instructions(c, *k) : 0;
   m.issue = m.instructions / (g.warp_schedulers * clock * schedulers) * 1e6;
   m.mufu = c.mufu / (g.mufu_per_clk * clock * schedulers) * 1e6;
-  m.tensor = c.mma_flop / (g.tensor_tflops * 1e12 * g.mma_sync_fraction * m.share * schedulers) * 1e6;
+  // mma.sync reaches mma_sync_fraction of the tensor cores' peak; wgmma the whole of it.
+  m.tensor = c.mma_flop / (g.tensor_tflops * 1e12 * g.mma_sync_fraction * m.share * schedulers) * 1e6 +
+             c.wgmma_flop / (g.tensor_tflops * 1e12 * m.share * schedulers) * 1e6;
   m.launch = g.launch_us * c.launches;
   m.beyond_l2 = dram_bytes(c) > g.l2_mb * 1e6;
   return m;

@@ -3,6 +3,8 @@
 #include "rule_kernels.h"
 #include "simt/ptx.cuh"
 #include "simt/simt.h"
+#include "simt/tma.cuh"
+#include "simt/wgmma.cuh"
 
 namespace rules {
 namespace {
@@ -106,6 +108,31 @@ __global__ void unswizzled_k_tile_kernel(const uint16_t* K, float* out) {
   out[tid] = static_cast<float>(sum & 0xffff);
 }
 
+// One warpgroup: thread 0 loads a 64 x 64 fp16 box (128-byte swizzle) with TMA; then 4 wgmma
+// (k-steps of 16) multiply it by itself, A and B both the box, K-major, n = 64.
+__global__ void tma_wgmma_kernel(const __grid_constant__ CUtensorMap map, float* out) {
+  unsigned char* smem = simt::dynamic_smem<unsigned char>();
+  uint64_t* bar = reinterpret_cast<uint64_t*>(smem);
+  unsigned char* tile = smem + 1024;
+  if (threadIdx.x == 0) simt::mbarrier_init(bar, 1);
+  simt::fence_mbarrier_init();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    simt::mbarrier_arrive_expect_tx(bar, 64 * 64 * 2);
+    simt::tma_load_2d(tile, &map, 0, 0, bar);
+  }
+  simt::mbarrier_wait_parity(bar, 0);
+  simt::WgmmaAccumulator<64> acc;
+  simt::wgmma_fence();
+  for (int s = 0; s < 4; ++s) {
+    const uint64_t d = simt::wgmma_desc(tile + 32 * s, simt::WgmmaSwizzle::b128, 0, 1024);
+    simt::wgmma_ss<__half, 64>(acc, d, d, s > 0);
+  }
+  simt::wgmma_commit();
+  simt::wgmma_wait<0>(acc);
+  out[threadIdx.x] = acc[0];
+}
+
 }  // namespace
 
 cudaError_t strided_copy(const float* in, float* out, int n, int stride) {
@@ -136,6 +163,16 @@ cudaError_t read_twice(const float* in, float* out, int n, int shift) {
 }
 cudaError_t unswizzled_k_tile(const uint16_t* K, float* out) {
   return simt::launch(unswizzled_k_tile_kernel, dim3(1), dim3(128), kBc * kD * sizeof(uint16_t), K, out);
+}
+
+cudaError_t tma_wgmma(const uint16_t* tensor, float* out) {
+  const cuuint64_t dims[2] = {64, 64}, strides[1] = {64 * 2};
+  const cuuint32_t box[2] = {64, 64};
+  CUtensorMap map;
+  const cudaError_t e = simt::make_tensor_map(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, tensor, dims, strides, box,
+                                              CU_TENSOR_MAP_SWIZZLE_128B);
+  if (e != cudaSuccess) return e;
+  return simt::launch(tma_wgmma_kernel, dim3(1), dim3(128), 1024 + 64 * 64 * 2, map, out);
 }
 
 }  // namespace rules

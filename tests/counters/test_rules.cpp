@@ -174,6 +174,30 @@ TEST_CASE("a K tile stored row after row: ldmatrix.x4 takes 32 wavefronts, cp.as
   CHECK(c.global[simt::kCpAsyncSource].sectors == 64 * 64 * 2 / 32);
 }
 
+TEST_CASE("a TMA box is one request of its rows' sectors; wgmma counts its tensor work and operand reads", "[counters]") {
+  Device<uint16_t> tensor(64 * 64);
+  Device<float> out(128);
+  const simt::Counters c = count([&] { return rules::tma_wgmma(tensor.get(), out.get()); });
+  const simt::GlobalOps& tma = c.global[simt::kTmaLoad];
+  CHECK(tma.requests == 1);
+  CHECK(tma.bytes == 64 * 64 * 2);
+  CHECK(tma.sectors == 64 * 128 / 32);  // 64 rows of 128 bytes
+  CHECK(tma.lines == 0);                // not through L1
+  CHECK(c.dram_read_sectors == 64 * 128 / 32);
+  const simt::SharedOps& dst = c.shared[simt::kTmaDestination];
+  CHECK(dst.requests == 1);
+  CHECK(dst.wavefronts == 64 * 64 * 2 / 128);
+  // 4 wgmma m64n64k16, each issued by 4 warps: 16 warp parts of 2 x 16 x 64 x 16 operations.
+  CHECK(c.wgmma == 16);
+  CHECK(c.wgmma_flop == 16 * 2.0 * 16 * 64 * 16);
+  CHECK(c.mma == 0);
+  // Per wgmma the warpgroup reads A (64 x 16) and B (64 x 16) halves: 4096 bytes, 32 wavefronts.
+  const simt::SharedOps& ops = c.shared[simt::kWgmmaOperands];
+  CHECK(ops.requests == 16);
+  CHECK(ops.wavefronts == 4 * 32);
+  CHECK(ops.conflicts() == 0);
+}
+
 TEST_CASE("counting changes nothing in what the kernel computes, and costs nothing when off", "[counters]") {
   const int n = 512;
   std::vector<float> h(n);

@@ -120,6 +120,7 @@ void BlockRunner::prepare(int n, dim3 block_dim, size_t dyn_smem) {
   for (NamedBarrier& b : named_) b = NamedBarrier{};
   warps_.assign(static_cast<size_t>((n + 31) / 32), Warp{});
   register_records_.assign((warps_.size() + 3) / 4, {});
+  wgmma_records_.assign((warps_.size() + 3) / 4, {});
   for (int i = 0; i < n; ++i) {
     Fiber& f = *fibers_[static_cast<size_t>(i)];
     Thread& t = f.t;
@@ -179,6 +180,7 @@ bool BlockRunner::run(uint3 block_idx, dim3 block_dim, size_t dyn_smem, KernelBo
   } else if (!failed_) {
     error_ = mbarrier_unfinished();
     if (error_.empty()) error_ = registers_unfinished();
+    if (error_.empty()) error_ = wgmma_unfinished();
     failed_ = !error_.empty();
   }
   t_thread = nullptr;
@@ -282,6 +284,9 @@ void BlockRunner::on_exit(Fiber& f) {
   w.exited |= 1u << f.t.lane;
   if (w.exited == w.present) counters::warp_exited(f.t.warp);
   for (unsigned id = 1; id < 16; ++id) named_warp_check(id, f.t.warp);  // its other lanes may be all that is left
+  if (!w.wgmma.empty())  // its accumulators are gone
+    fail("lane %u of warp %u returned with %zu wgmma in flight (the first issued at %s:%d): wgmma_wait<0> first",
+         f.t.lane, f.t.warp, w.wgmma.size(), w.wgmma[0].file, w.wgmma[0].line);
   --live_;
   ++exited_;
   for (const Pending& p : w.pending)

@@ -9,7 +9,9 @@
 #pragma once
 #include <boost/context/detail/fcontext.hpp>
 
+#include <array>
 #include <cstddef>
+#include <deque>
 #include <memory>
 #include <random>
 #include <string>
@@ -82,12 +84,50 @@ struct RegisterRecord {
   int line;
 };
 
+// A wgmma one warp issued (simt/wgmma.cuh): its operands as read then (16-bit values, [row][k]),
+// where its lanes' accumulators are, its group (-1 until committed).
+struct WgmmaOp {
+  WgmmaShape shape{};
+  bool accumulate = false;
+  uint64_t desc_a = 0, desc_b = 0;
+  std::array<uint16_t, 16 * 16> a;   // this warp's 16 rows of A
+  std::array<uint16_t, 256 * 16> b;  // N rows of B
+  float* d[32] = {};
+  WgmmaInFlight* flight[32] = {};
+  int group = -1;
+  const char* file = nullptr;
+  int line = 0;
+};
+
+// A warpgroup's wgmma as the first of its warps to issue each made it, until all 4 have.
+struct WgmmaRecord {
+  int n;
+  bool bf16, a_in_registers, trans_a, trans_b, accumulate;
+  uint64_t desc_a, desc_b;
+  const char* file;
+  int line;
+  int seen;
+};
+struct WgmmaRecords {
+  std::deque<WgmmaRecord> records;
+  unsigned long long base = 0;  // the index of records.front() among the warpgroup's wgmma
+};
+
+// A 16-byte chunk's swizzle (TMA's and wgmma's): bits 4..6 of a dynamic shared memory offset XORed
+// with its bits 7..9, 1, 2 or 3 of them for a span of 32, 64 or 128 bytes (0: none).
+inline size_t swizzled(size_t o, unsigned span) { return span ? o ^ ((o >> 7) & (span / 16 - 1)) << 4 : o; }
+
 struct Warp {
   unsigned present = 0, exited = 0;
   unsigned regs = 0;          // per thread since its last setmaxnreg (0: as compiled)
   unsigned reg_changes = 0;   // setmaxnreg made
   Pending pending[4];  // lanes with disjoint masks (two half-warps, say) may be in flight at once
   Thread* lanes[32] = {};
+  std::vector<WgmmaOp> wgmma;  // issued and not yet waited for, in issue order
+  unsigned wgmma_groups = 0;   // committed
+  unsigned wgmma_waits = 0;
+  unsigned long long wgmma_issued = 0;
+  bool wgmma_fenced = false;  // a wgmma_fence since the last wait
 };
 
 class BlockRunner {
@@ -114,6 +154,12 @@ class BlockRunner {
   void register_change(unsigned warp, bool inc, unsigned regs, const char* file, int line);
   void tma_load(void* dst, const void* map, int rank, const int* coords, void* bar, const char* file, int line);
   void* dynamic_smem() const { return smem_; }
+  size_t dynamic_smem_bytes() const { return smem_bytes_; }
+  // wgmma.cpp: one warp's part of a warpgroup's wgmma, fence, commit, wait.
+  void wgmma_issue(Thread* const* lanes, const WgmmaShape& s);
+  void wgmma_fence(unsigned warp) { warps_[warp].wgmma_fenced = true; }
+  void wgmma_commit(unsigned warp);
+  void wgmma_wait(unsigned warp, int pending, const char* file, int line);
   [[noreturn]] void fail(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 
   static BlockRunner* current();  // the runner of the calling OS thread, if inside a launch
@@ -148,6 +194,9 @@ class BlockRunner {
   void named_warp_check(unsigned id, unsigned w);
   std::string named_report() const;
   std::string registers_unfinished() const;  // setmaxnreg.cpp: a warp of a warpgroup made fewer, or ""
+  void wgmma_gather(uint64_t desc, bool mn_major, int r0, int rows, uint16_t* out, const char* operand,
+                    const char* file, int line);
+  std::string wgmma_unfinished() const;  // wgmma.cpp: warps of a warpgroup that issued different counts, or ""
   [[noreturn, gnu::cold, gnu::noinline]] void barrier_after_exit(const char* what, const char* file, int line);
   [[noreturn, gnu::cold, gnu::noinline]] void divergent_barrier(const char* what, const char* file, int line);
 
@@ -178,6 +227,11 @@ class BlockRunner {
   std::unordered_map<const void*, Mbarrier> mbarriers_;
   NamedBarrier named_[16];
   std::vector<std::vector<RegisterRecord>> register_records_;  // by warpgroup, in the order made
+  std::vector<WgmmaRecords> wgmma_records_;                     // by warpgroup
+  // wgmma_wait's scratch: the operands as they are now, B widened (not on a fiber's stack, nor
+  // freed by a frame that a failure abandons).
+  std::array<uint16_t, 256 * 16> wgmma_now_;
+  std::array<float, 256 * 16> wgmma_b_;
 
   std::vector<unsigned char> smem_store_;
   unsigned char* smem_ = nullptr;

@@ -38,6 +38,7 @@ struct Raw {
   uint64_t s[kSharedKinds][3];  // requests, wavefronts, ideal
   uint64_t block_load_sectors, blocks_counted;
   uint64_t mma, mma_flop, mufu, barriers, shuffles, votes, syncwarps;
+  uint64_t wgmma, wgmma_flop;
 };
 
 // The distinct sectors a block loads: open addressing, emptied after each block.
@@ -526,6 +527,7 @@ void launch_end(bool ok) {
     r.block_load_sectors += x.block_load_sectors, r.blocks_counted += x.blocks_counted;
     r.mma += x.mma, r.mma_flop += x.mma_flop, r.mufu += x.mufu, r.barriers += x.barriers;
     r.shuffles += x.shuffles, r.votes += x.votes, r.syncwarps += x.syncwarps;
+    r.wgmma += x.wgmma, r.wgmma_flop += x.wgmma_flop;
   }
   Counters c;
   c.launches = 1;
@@ -553,6 +555,7 @@ void launch_end(bool ok) {
   c.mufu = static_cast<double>(r.mufu), c.barriers = static_cast<double>(r.barriers);
   c.shuffles = static_cast<double>(r.shuffles), c.votes = static_cast<double>(r.votes);
   c.syncwarps = static_cast<double>(r.syncwarps);
+  c.wgmma = static_cast<double>(r.wgmma), c.wgmma_flop = static_cast<double>(r.wgmma_flop);
   g_done.push_back({g_kernel, c, std::move(touched)});
 }
 
@@ -653,6 +656,37 @@ void collective_done(const char* what, unsigned warp, bool whole_warp) {
 void mufu() {
   Hot& h = t_hot;
   if (h.counting) ++h.worker->raw.mufu;
+}
+
+void tma_row(const void* src, unsigned bytes) {
+  Hot& h = t_hot;
+  if (!h.counting || bytes == 0) return;
+  const uintptr_t s = reinterpret_cast<uintptr_t>(src);
+  Space space;
+  Alloc* al = nullptr;
+  if (classify(h, s, space, al) && space == kGlobal) mark(al, s, bytes, kLd);
+  if (!h.sampled) return;
+  uint64_t* c = h.worker->raw.g[kTmaLoad];
+  c[2] += bytes, c[3] += ((s + bytes - 1) >> 5) - (s >> 5) + 1;  // a box's rows never share a sector
+}
+void tma_box(unsigned bytes) {
+  Hot& h = t_hot;
+  if (!h.sampled) return;
+  Raw& r = h.worker->raw;
+  r.g[kTmaLoad][0] += 1, r.g[kTmaLoad][1] += 1;
+  const uint64_t wavefronts = (bytes + 127) / 128;
+  r.s[kTmaDestination][0] += 1, r.s[kTmaDestination][1] += wavefronts, r.s[kTmaDestination][2] += wavefronts;
+}
+// A warp's part: its 16 rows of A (from shared memory or registers) and a quarter of B, whose N
+// rows the warpgroup's 4 parts read once.
+void wgmma(int n, bool a_shared) {
+  Hot& h = t_hot;
+  if (!h.counting) return;
+  Raw& r = h.worker->raw;
+  r.wgmma += 1, r.wgmma_flop += 2ull * 16 * static_cast<uint64_t>(n) * 16;
+  if (!h.sampled) return;
+  const uint64_t bytes = (a_shared ? 16 * 16 * 2 : 0) + static_cast<uint64_t>(n) * 16 * 2 / 4;
+  r.s[kWgmmaOperands][0] += 1, r.s[kWgmmaOperands][1] += (bytes + 127) / 128, r.s[kWgmmaOperands][2] += (bytes + 127) / 128;
 }
 
 void atomic(const void* a, unsigned bytes, const void* pc) {

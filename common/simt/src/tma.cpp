@@ -4,9 +4,11 @@
 // first wait that sees that phase complete (mbarrier.cpp, land_staged).
 #include <cuda.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "block_runner.h"
+#include "simt/cpu/counters_hooks.h"
 
 namespace simt::detail {
 
@@ -97,7 +99,6 @@ void BlockRunner::tma_load(void* dst, const void* map_bytes, int rank, const int
          line, at, align, m.swizzle ? " (the swizzle's pattern)" : "");
   Mbarrier& b = mbarrier_at(bar, rank == 2 ? "tma_load_2d" : "tma_load_3d", file, line);
   StagedCopy copy{d, std::vector<unsigned char>(bytes, 0), b.phase};
-  const unsigned mask = m.swizzle ? m.swizzle / 16 - 1 : 0;  // 1, 3, 7: the 1, 2, 3 bits of the 128-byte line XORed in
   const unsigned box1 = rank > 1 ? m.box[1] : 1, box2 = rank > 2 ? m.box[2] : 1;
   for (unsigned i2 = 0; i2 < box2; ++i2)
     for (unsigned i1 = 0; i1 < box1; ++i1)
@@ -107,12 +108,24 @@ void BlockRunner::tma_load(void* dst, const void* map_bytes, int rank, const int
         bool inside = true;
         for (int k = 0; k < rank; ++k) inside &= g[k] >= 0 && static_cast<uint64_t>(g[k]) < m.dims[k];
         const size_t linear = ((size_t{i2} * box1 + i1) * m.box[0] + i0) * m.esize;
-        size_t o = at + linear;
-        if (m.swizzle) o ^= ((o >> 7) & mask) << 4;
+        const size_t o = swizzled(at + linear, m.swizzle);
         if (inside)
           std::memcpy(&copy.bytes[o - at], m.global + g[0] * m.strides[0] + g[1] * m.strides[1] + g[2] * m.strides[2],
                       m.esize);
       }
+  // The counters: each box row's part inside the tensor (read from global memory), then the box.
+  for (unsigned i2 = 0; i2 < box2; ++i2)
+    for (unsigned i1 = 0; i1 < box1; ++i1) {
+      const long long y = static_cast<long long>(c[1]) + i1, z = rank > 2 ? static_cast<long long>(c[2]) + i2 : 0;
+      if (y < 0 || static_cast<uint64_t>(y) >= m.dims[1] || z < 0 || (rank > 2 && static_cast<uint64_t>(z) >= m.dims[2]))
+        continue;
+      const long long x0 = std::max<long long>(c[0], 0);
+      const long long x1 = std::min<long long>(static_cast<long long>(c[0]) + m.box[0], static_cast<long long>(m.dims[0]));
+      if (x1 > x0)
+        counters::tma_row(m.global + x0 * m.strides[0] + y * m.strides[1] + z * m.strides[2],
+                          static_cast<unsigned>((x1 - x0) * m.esize));
+    }
+  counters::tma_box(static_cast<unsigned>(bytes));
   b.staged.push_back(std::move(copy));
   mbarrier_tx(bar, -static_cast<long long>(bytes), rank == 2 ? "tma_load_2d" : "tma_load_3d", file, line);
 }

@@ -6,6 +6,7 @@
 #include "simt/ptx.cuh"
 #include "simt/setmaxnreg.cuh"
 #include "simt/tma.cuh"  // and mbarrier.cuh
+#include "simt/wgmma.cuh"
 namespace simt_tests {
 namespace {
 
@@ -242,6 +243,81 @@ __global__ void setmaxnreg_lowering_inc(int* out) {
   out[threadIdx.x] = 1;
 }
 
+// wgmma: 128 threads, 4096 bytes of dynamic shared memory (zeros), A from registers (zeros), B
+// K-major without swizzle at the start.
+__device__ uint64_t zero_b() {
+  unsigned char* smem = simt::dynamic_smem<unsigned char>();
+  for (int i = static_cast<int>(threadIdx.x); i < 4096; i += 128) smem[i] = 0;
+  simt::fence_proxy_async();
+  __syncthreads();
+  return simt::wgmma_desc(smem, simt::WgmmaSwizzle::none, 128, 256);
+}
+
+__global__ void wgmma_read_before_wait(float* out) {
+  const uint64_t b = zero_b();
+  const uint32_t a[4] = {};
+  simt::WgmmaAccumulator<64> acc;
+  simt::wgmma_fence();
+  simt::wgmma_rs<__half, 64>(acc, a, b, false);
+  simt::wgmma_commit();
+  out[threadIdx.x] = acc[0];  // before the wait
+  simt::wgmma_wait<0>(acc);
+}
+
+__global__ void wgmma_without_fence(float* out) {
+  const uint64_t b = zero_b();
+  const uint32_t a[4] = {};
+  simt::WgmmaAccumulator<64> acc;
+  simt::wgmma_rs<__half, 64>(acc, a, b, false);
+  simt::wgmma_commit();
+  simt::wgmma_wait<0>(acc);
+  out[threadIdx.x] = acc[0];
+}
+
+__global__ void wgmma_operand_overwritten(float* out) {
+  const uint64_t b = zero_b();
+  const uint32_t a[4] = {};
+  simt::WgmmaAccumulator<64> acc;
+  simt::wgmma_fence();
+  simt::wgmma_rs<__half, 64>(acc, a, b, false);
+  simt::wgmma_commit();
+  if (threadIdx.x == 0) simt::dynamic_smem<__half>()[0] = __float2half(1.f);  // B(0, 0), still being read
+  simt::wgmma_wait<0>(acc);
+  out[threadIdx.x] = acc[0];
+}
+
+__global__ void wgmma_misaligned_swizzle(float* out) {
+  zero_b();
+  const uint64_t b = simt::wgmma_desc(simt::dynamic_smem<unsigned char>() + 128, simt::WgmmaSwizzle::b128, 0, 1024);
+  const uint32_t a[4] = {};
+  simt::WgmmaAccumulator<64> acc;
+  simt::wgmma_fence();
+  simt::wgmma_rs<__half, 64>(acc, a, b, false);
+  simt::wgmma_commit();
+  simt::wgmma_wait<0>(acc);
+  out[threadIdx.x] = acc[0];
+}
+
+__global__ void wgmma_returns_in_flight(float*) {
+  const uint64_t b = zero_b();
+  const uint32_t a[4] = {};
+  simt::WgmmaAccumulator<64> acc;
+  simt::wgmma_fence();
+  simt::wgmma_rs<__half, 64>(acc, a, b, false);
+  simt::wgmma_commit();
+}  // no wait
+
+__global__ void wgmma_warps_disagree(float* out) {
+  const uint64_t b = zero_b();
+  const uint32_t a[4] = {};
+  simt::WgmmaAccumulator<64> acc;
+  simt::wgmma_fence();
+  simt::wgmma_rs<__half, 64>(acc, a, threadIdx.x / 32 == 1 ? b + 2 : b, false);  // warp 1: B 32 bytes on
+  simt::wgmma_commit();
+  simt::wgmma_wait<0>(acc);
+  out[threadIdx.x] = acc[0];
+}
+
 }  // namespace
 
 cudaError_t run_buggy(Bug bug, void* out, const void* in, size_t smem_bytes) {
@@ -282,6 +358,13 @@ cudaError_t run_buggy(Bug bug, void* out, const void* in, size_t smem_bytes) {
     case Bug::mbarrier_extra_expect_tx: return simt::launch(mbarrier_extra_expect_tx, one, warp, 16, iout);
     case Bug::setmaxnreg_too_many: return simt::launch(setmaxnreg_too_many, one, dim3(384), 0, iout);
     case Bug::setmaxnreg_lowering_inc: return simt::launch(setmaxnreg_lowering_inc, one, dim3(128), 0, iout);
+    case Bug::wgmma_read_before_wait: return simt::launch(wgmma_read_before_wait, one, dim3(128), 4096, fout);
+    case Bug::wgmma_without_fence: return simt::launch(wgmma_without_fence, one, dim3(128), 4096, fout);
+    case Bug::wgmma_operand_overwritten: return simt::launch(wgmma_operand_overwritten, one, dim3(128), 4096, fout);
+    case Bug::wgmma_misaligned_swizzle: return simt::launch(wgmma_misaligned_swizzle, one, dim3(128), 4096, fout);
+    case Bug::wgmma_returns_in_flight: return simt::launch(wgmma_returns_in_flight, one, dim3(128), 4096, fout);
+    case Bug::wgmma_warps_disagree: return simt::launch(wgmma_warps_disagree, one, dim3(128), 4096, fout);
+    case Bug::wgmma_partial_warpgroup: return simt::launch(wgmma_read_before_wait, one, dim3(96), 4096, fout);
   }
   return cudaErrorInvalidValue;
 }

@@ -38,6 +38,13 @@ enum class Bug {
   mbarrier_extra_expect_tx,      // a second arrival (with expect_tx) on a barrier of count 1
   setmaxnreg_too_many,           // warpgroups of 80, 224, 224 registers: more than 64K
   setmaxnreg_lowering_inc,       // setmaxnreg.inc 232 after .inc 240
+  wgmma_read_before_wait,        // an accumulator read between the wgmma and its wait
+  wgmma_without_fence,           // no wgmma_fence before the first wgmma
+  wgmma_operand_overwritten,     // B's shared memory written between the wgmma and its wait
+  wgmma_misaligned_swizzle,      // a 128-byte swizzled B 128 bytes past a 1024-byte boundary
+  wgmma_returns_in_flight,       // the threads return with a wgmma committed and not waited for
+  wgmma_warps_disagree,          // warp 1 passes another B descriptor
+  wgmma_partial_warpgroup,       // wgmma in a block of 96 threads
 };
 
 // Launches the kernel of `bug` with one block; out holds at least 128 ints or floats, in at

@@ -34,8 +34,8 @@ TEST_CASE("a __syncthreads in divergent code names both places", "[simt][diagnos
   with_quiet_schedules([] {
     const std::string m = failure_of(Bug::divergent_barrier);
     CHECK_THAT(m, Contains("divergent __syncthreads"));
-    CHECK_THAT(m, Contains("buggy_kernels.cu:14"));
-    CHECK_THAT(m, Contains("buggy_kernels.cu:16"));
+    CHECK_THAT(m, Contains("buggy_kernels.cu:15"));
+    CHECK_THAT(m, Contains("buggy_kernels.cu:17"));
   });
 }
 
@@ -43,7 +43,7 @@ TEST_CASE("a barrier after some threads returned is an error by default", "[simt
   with_quiet_schedules([] {
     const std::string m = failure_of(Bug::barrier_after_return);
     CHECK_THAT(m, Contains("returned"));
-    CHECK_THAT(m, Contains("buggy_kernels.cu:23"));
+    CHECK_THAT(m, Contains("buggy_kernels.cu:24"));
   });
   // ... and counted as arrived when asked for (what the hardware does in practice).
   simt::Schedule s = simt::schedule();
@@ -63,14 +63,14 @@ TEST_CASE("warp collectives: mismatched masks, a lane outside the mask, a lane t
     // Which lanes get there first decides how the mismatch shows (a divergence, or a mask that
     // names lanes which already left); the place is named either way.
     std::string m = failure_of(Bug::mismatched_masks);
-    CHECK_THAT(m, Contains("__shfl_xor_sync (common/simt/tests/buggy_kernels.cu:29"));
+    CHECK_THAT(m, Contains("__shfl_xor_sync (common/simt/tests/buggy_kernels.cu:30"));
     if (simt::schedule().order == simt::Order::reverse) CHECK_THAT(m, Contains("divergent warp collective"));
     m = failure_of(Bug::shuffle_outside_mask);
     CHECK_THAT(m, Contains("not in mask 0x0000ffff"));
-    CHECK_THAT(m, Contains("buggy_kernels.cu:33"));
+    CHECK_THAT(m, Contains("buggy_kernels.cu:34"));
     m = failure_of(Bug::warp_collective_after_return);
     CHECK_THAT(m, Contains("returned"));
-    CHECK_THAT(m, Contains("buggy_kernels.cu:47"));
+    CHECK_THAT(m, Contains("buggy_kernels.cu:48"));
   });
 }
 
@@ -78,8 +78,8 @@ TEST_CASE("a deadlock is reported with who waits where", "[simt][diagnostics]") 
   with_quiet_schedules([] {
     const std::string m = failure_of(Bug::deadlock);
     CHECK_THAT(m, Contains("deadlock in block (0,0,0)"));
-    CHECK_THAT(m, Contains("16 thread(s) wait at __syncthreads (common/simt/tests/buggy_kernels.cu:41)"));
-    CHECK_THAT(m, Contains("lanes 0x0000ffff wait at __shfl_xor_sync (common/simt/tests/buggy_kernels.cu:39) for lanes 0xffff0000"));
+    CHECK_THAT(m, Contains("16 thread(s) wait at __syncthreads (common/simt/tests/buggy_kernels.cu:42)"));
+    CHECK_THAT(m, Contains("lanes 0x0000ffff wait at __shfl_xor_sync (common/simt/tests/buggy_kernels.cu:40) for lanes 0xffff0000"));
   });
 }
 
@@ -149,29 +149,29 @@ TEST_CASE("an mbarrier's misuses are reported with its place, and a wait no arri
   with_quiet_schedules([] {
     const std::string missing = failure_of(Bug::mbarrier_missing_arrival);
     CHECK_THAT(missing, Contains("deadlock in block (0,0,0)"));
-    CHECK_THAT(missing, Contains("32 thread(s) wait at mbarrier_wait_parity (common/simt/tests/buggy_kernels.cu:106) "
+    CHECK_THAT(missing, Contains("32 thread(s) wait at mbarrier_wait_parity (common/simt/tests/buggy_kernels.cu:107) "
                                  "for the phase of parity 0 of the mbarrier at dynamic shared memory + 0 (initialised "
-                                 "at common/simt/tests/buggy_kernels.cu:97, count 2): its phase 0 has 1 of 2 arrivals "
+                                 "at common/simt/tests/buggy_kernels.cu:98, count 2): its phase 0 has 1 of 2 arrivals "
                                  "to come and 0 transaction bytes"));
     const std::string extra = failure_of(Bug::mbarrier_extra_arrival);
-    CHECK_THAT(extra, Contains("mbarrier_arrive (common/simt/tests/buggy_kernels.cu:114): one arrival more than the "
+    CHECK_THAT(extra, Contains("mbarrier_arrive (common/simt/tests/buggy_kernels.cu:115): one arrival more than the "
                                "count 2"));
     CHECK_THAT(extra, Contains("waits for 16 transaction bytes"));
     const std::string beyond = failure_of(Bug::mbarrier_bytes_beyond);
     CHECK_THAT(beyond, Contains("the mbarrier at dynamic shared memory + 0 (initialised at "
-                                "common/simt/tests/buggy_kernels.cu:97) ends the block"));
+                                "common/simt/tests/buggy_kernels.cu:98) ends the block"));
     CHECK_THAT(beyond, Contains("32 transaction bytes completed beyond those announced"));
     CHECK_THAT(failure_of(Bug::mbarrier_uninitialised),
-               Contains("mbarrier_arrive (common/simt/tests/buggy_kernels.cu:128): no mbarrier at dynamic shared "
+               Contains("mbarrier_arrive (common/simt/tests/buggy_kernels.cu:129): no mbarrier at dynamic shared "
                         "memory + 8"));
     // Thread 0 initialises; whoever runs before it finds no barrier, whoever after finds it not
     // yet visible: both name the missing __syncthreads.
     const std::string early = failure_of(Bug::mbarrier_before_sync);
-    CHECK_THAT(early, Contains("buggy_kernels.cu:135"));
+    CHECK_THAT(early, Contains("buggy_kernels.cu:136"));
     CHECK_THAT(early, Contains("__syncthreads"));
     CHECK_THAT(failure_of(Bug::mbarrier_overwritten),
-               Contains("(common/simt/tests/buggy_kernels.cu:143): the mbarrier at dynamic shared memory + 0 "
-                        "(initialised at common/simt/tests/buggy_kernels.cu:97) was overwritten"));
+               Contains("(common/simt/tests/buggy_kernels.cu:144): the mbarrier at dynamic shared memory + 0 "
+                        "(initialised at common/simt/tests/buggy_kernels.cu:98) was overwritten"));
   });
 }
 
@@ -181,10 +181,10 @@ TEST_CASE("a named barrier left waiting is a deadlock naming it; two counts for 
     const std::string alone = failure_of(Bug::named_barrier_alone);
     CHECK_THAT(alone, Contains("deadlock in block (0,0,0)"));
     CHECK_THAT(alone, Contains("32 thread(s) wait at named barrier 1 (use begun at "
-                               "common/simt/tests/buggy_kernels.cu:148) for 64 threads: 32 arrived in whole warps"));
+                               "common/simt/tests/buggy_kernels.cu:149) for 64 threads: 32 arrived in whole warps"));
     const std::string counts = failure_of(Bug::named_barrier_counts);
-    CHECK_THAT(counts, Contains("named_barrier_sync (common/simt/tests/buggy_kernels.cu:153): barrier 1 for "));
-    CHECK_THAT(counts, Contains("while its use begun at common/simt/tests/buggy_kernels.cu:153 is for "));
+    CHECK_THAT(counts, Contains("named_barrier_sync (common/simt/tests/buggy_kernels.cu:154): barrier 1 for "));
+    CHECK_THAT(counts, Contains("while its use begun at common/simt/tests/buggy_kernels.cu:154 is for "));
   });
 }
 
@@ -193,14 +193,14 @@ TEST_CASE("setmaxnreg: the warps of a warpgroup must make the same calls, in who
   with_quiet_schedules([] {
     const std::string disagree = failure_of(Bug::setmaxnreg_disagree);
     CHECK_THAT(disagree, Contains("the 4 warps of a warpgroup must make the same calls"));
-    CHECK_THAT(disagree, Contains("setmaxnreg.dec 24 (common/simt/tests/buggy_kernels.cu:159)"));
-    CHECK_THAT(disagree, Contains("setmaxnreg.dec 32 (common/simt/tests/buggy_kernels.cu:161)"));
+    CHECK_THAT(disagree, Contains("setmaxnreg.dec 24 (common/simt/tests/buggy_kernels.cu:160)"));
+    CHECK_THAT(disagree, Contains("setmaxnreg.dec 32 (common/simt/tests/buggy_kernels.cu:162)"));
     const std::string skipped = failure_of(Bug::setmaxnreg_skipped);  // "where warp" 1, 2 or 3: the first to call
     CHECK_THAT(skipped, Contains("warp 0 made 0 setmaxnreg where warp "));
     CHECK_THAT(skipped, Contains("of its warpgroup made 1 (the next: setmaxnreg.inc 240 at "
-                                 "common/simt/tests/buggy_kernels.cu:167)"));
+                                 "common/simt/tests/buggy_kernels.cu:168)"));
     CHECK_THAT(failure_of(Bug::setmaxnreg_partial_group),
-               Contains("setmaxnreg.inc 240 (common/simt/tests/buggy_kernels.cu:172): the block's 96 threads are not "
+               Contains("setmaxnreg.inc 240 (common/simt/tests/buggy_kernels.cu:173): the block's 96 threads are not "
                         "whole warpgroups"));
   });
 }
@@ -214,7 +214,7 @@ TEST_CASE("a TMA box lands at the mbarrier wait, and its destination must suit i
   });
   with_quiet_schedules([] {
     CHECK_THAT(failure_of(Bug::tma_misaligned),
-               Contains("tma_load_2d (common/simt/tests/buggy_kernels.cu:185): the destination, dynamic shared memory "
+               Contains("tma_load_2d (common/simt/tests/buggy_kernels.cu:186): the destination, dynamic shared memory "
                         "+ 128, is not 256-byte aligned (the swizzle's pattern)"));
   });
 }
@@ -225,15 +225,41 @@ TEST_CASE("a named barrier's third warp waits for the next use; a hidden extra a
     // Whatever order the lanes come in, the warp left over waits whole (none of its lanes run on
     // with the two warps released).
     CHECK_THAT(failure_of(Bug::named_barrier_three_warps),
-               Contains("32 thread(s) wait at named barrier 1 (use begun at common/simt/tests/buggy_kernels.cu:215) for "
+               Contains("32 thread(s) wait at named barrier 1 (use begun at common/simt/tests/buggy_kernels.cu:216) for "
                         "64 threads: 32 arrived in whole warps"));
     CHECK_THAT(failure_of(Bug::mbarrier_extra_expect_tx),
-               Contains("mbarrier_arrive_expect_tx (common/simt/tests/buggy_kernels.cu:225): one arrival more than the "
+               Contains("mbarrier_arrive_expect_tx (common/simt/tests/buggy_kernels.cu:226): one arrival more than the "
                         "count 1"));
     const std::string pool = failure_of(Bug::setmaxnreg_too_many);
     CHECK_THAT(pool, Contains("the block's warpgroups would hold 67584 registers, more than an SM's 65536"));
     const std::string lowering = failure_of(Bug::setmaxnreg_lowering_inc);  // the first warp to get there
-    CHECK_THAT(lowering, Contains("setmaxnreg.inc 232 (common/simt/tests/buggy_kernels.cu:241): warp "));
+    CHECK_THAT(lowering, Contains("setmaxnreg.inc 232 (common/simt/tests/buggy_kernels.cu:242): warp "));
     CHECK_THAT(lowering, Contains(" has 240 registers per thread; .inc may not lower that"));
+  });
+}
+
+TEST_CASE("wgmma: a fence first, accumulators and operands left alone until the wait, whole warpgroups that agree",
+          "[simt][diagnostics][wgmma]") {
+  with_quiet_schedules([] {
+    CHECK_THAT(failure_of(Bug::wgmma_read_before_wait),
+               Contains("an accumulator of this wgmma was read or written before the wgmma_wait that completes it (on "
+                        "a GPU it holds no defined value until then) [common/simt/tests/buggy_kernels.cu:261]"));
+    CHECK_THAT(failure_of(Bug::wgmma_without_fence),
+               Contains("wgmma (common/simt/tests/buggy_kernels.cu:271) in warp "));
+    CHECK_THAT(failure_of(Bug::wgmma_without_fence), Contains(" without a wgmma_fence since the kernel's start"));
+    CHECK_THAT(failure_of(Bug::wgmma_operand_overwritten),
+               Contains("wgmma (common/simt/tests/buggy_kernels.cu:282): its shared-memory operands were written before "
+                        "the wgmma_wait (common/simt/tests/buggy_kernels.cu:285) that completes it"));
+    CHECK_THAT(failure_of(Bug::wgmma_misaligned_swizzle),
+               Contains("wgmma (common/simt/tests/buggy_kernels.cu:295): B starts at dynamic shared memory + 128: with a "
+                        "128-byte swizzle its first row must start at a multiple of 1024 bytes"));
+    CHECK_THAT(failure_of(Bug::wgmma_returns_in_flight),
+               Contains("returned with 1 wgmma in flight (the first issued at common/simt/tests/buggy_kernels.cu:306): "
+                        "wgmma_wait<0> first"));
+    CHECK_THAT(failure_of(Bug::wgmma_warps_disagree),
+               Contains("differs from the wgmma (common/simt/tests/buggy_kernels.cu:315) another warp of its warpgroup "
+                        "issued as its wgmma 1"));
+    CHECK_THAT(failure_of(Bug::wgmma_partial_warpgroup),
+               Contains("wgmma (common/simt/tests/buggy_kernels.cu:261): the block's 96 threads are not whole warpgroups"));
   });
 }

@@ -77,6 +77,25 @@ cudaError_t tma_box(const uint16_t* tensor, int rank, const uint64_t* dims, cons
 // out[block * 384 + t] = 1000 * (t / 128) + t.
 cudaError_t register_split(int* out, int blocks);
 
+// ---- wgmma_kernels.cu ----------------------------------------------------------------------------------
+// Where A and B lie in the shared-memory image, and their descriptors' fields; k-step s (of 16)
+// starts at a_at + s * a_step (and b_at + s * b_step). Swizzle as the descriptor encodes it.
+struct WgmmaOperands {
+  unsigned a_at, a_step, a_lbo, a_sbo, a_swizzle;
+  unsigned b_at, b_step, b_lbo, b_sbo, b_swizzle;
+  int ksteps;
+};
+// One warpgroup: D (64 x n, fp32, row-major) = A B^T over t.ksteps k-steps of 16, A and B from the
+// image of shared memory (`bytes`, a multiple of 16) with descriptors t; n 64 or 128; trans_a /
+// trans_b: M- / N-major. With a_regs, A comes from registers instead: a_regs[((s * 4 + warp) * 32 +
+// lane) * 4 + i] is register i of the lane at k-step s.
+cudaError_t wgmma_product(bool bf16, const uint8_t* image, unsigned bytes, const WgmmaOperands& t, int n, bool trans_a,
+                          bool trans_b, const uint32_t* a_regs, float* d);
+// Two fp16 products of A (registers, one k-step, as above) by B1 and B2 (64 x 16 each, K-major, no
+// swizzle, lbo 128, sbo 256, at 0 and 4096 of the 8192-byte image), in two commit groups; D1 is read
+// after wgmma_wait<1>, D2 after wgmma_wait<0>.
+cudaError_t wgmma_groups(const uint8_t* image, const uint32_t* a_regs, float* d1, float* d2);
+
 // ---- math_kernels.cu -----------------------------------------------------------------------------------
 // y[i] = simt::ex2_approx_ftz(x[i]).
 cudaError_t ex2_approx_ftz(const float* x, float* y, int n);

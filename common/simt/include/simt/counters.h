@@ -6,7 +6,8 @@
 // emulator sees every access of every GPU thread, with the instruction that made it. Per warp, it
 // groups the lanes' executions of one instruction into the request a GPU would issue and counts
 // what Nsight Compute counts: 32-byte sectors per global request, shared-memory wavefronts and
-// bank conflicts, the bytes that must come from DRAM, mma.sync, exponentials, barriers, shuffles.
+// bank conflicts, the bytes that must come from DRAM, mma.sync and wgmma, TMA boxes, exponentials,
+// barriers, shuffles.
 // See notes/emulator.md ("Counters") for the rules and notes/performance_model.md for what the
 // counts become.
 //
@@ -36,24 +37,28 @@ struct SharedOps {
   double conflicts() const { return wavefronts - ideal; }
 };
 
-enum GlobalKind { kGlobalLoad, kGlobalStore, kGlobalAtomic, kCpAsyncSource, kGlobalKinds };
+// kTmaLoad: one request per TMA box (simt/tma.cuh), its bytes and sectors those of the box's rows
+// inside the tensor; it bypasses L1 (no lines).
+enum GlobalKind { kGlobalLoad, kGlobalStore, kGlobalAtomic, kCpAsyncSource, kTmaLoad, kGlobalKinds };
 enum SharedKind {
   kSharedLoad32, kSharedLoad64, kSharedLoad128,     // up to 4 bytes per lane, 8, 16
   kSharedStore32, kSharedStore64, kSharedStore128,
   kSharedAtomic,
   kLdmatrixX1, kLdmatrixX2, kLdmatrixX4, kLdmatrixX1Trans, kLdmatrixX2Trans, kLdmatrixX4Trans,
   kCpAsyncDestination,  // the 16-byte shared-memory side of each cp.async
+  kTmaDestination,      // a TMA box written into shared memory: a wavefront per 128 bytes
+  kWgmmaOperands,       // wgmma's reads of A and B from shared memory: a wavefront per 128 bytes
   kSharedKinds
 };
 inline const char* global_kind_name(int kind) {
-  static const char* const names[] = {"ld", "st", "atom", "cp.async src"};
+  static const char* const names[] = {"ld", "st", "atom", "cp.async src", "tma"};
   return names[kind];
 }
 inline const char* shared_kind_name(int kind) {
   static const char* const names[] = {"ld 32-bit", "ld 64-bit", "ld 128-bit", "st 32-bit", "st 64-bit",
                                       "st 128-bit", "atom", "ldmatrix.x1", "ldmatrix.x2", "ldmatrix.x4",
                                       "ldmatrix.x1.trans", "ldmatrix.x2.trans", "ldmatrix.x4.trans",
-                                      "cp.async dst"};
+                                      "cp.async dst", "tma dst", "wgmma operands"};
   return names[kind];
 }
 
@@ -75,6 +80,9 @@ struct Counters {
   // the block's loads stay in L1 while it runs (stores and cp.async always go to L2).
   double block_load_sectors = 0;
   double mma = 0, mma_flop = 0;  // mma.sync executions (warp-level) and their floating-point operations
+  // wgmma: each warp's part of a warpgroup's instruction (a warp issues it: 4 per wgmma), and the
+  // floating-point operations of those parts (2 x 16 rows x N x 16 each).
+  double wgmma = 0, wgmma_flop = 0;
   double mufu = 0;               // exponentials, logarithms, sines... per lane (the special-function unit)
   double barriers = 0;           // __syncthreads, per warp
   double shuffles = 0, votes = 0, syncwarps = 0;  // warp-level
@@ -93,6 +101,7 @@ struct Counters {
     dram_read_sectors += o.dram_read_sectors, dram_write_sectors += o.dram_write_sectors;
     block_load_sectors += o.block_load_sectors;
     mma += o.mma, mma_flop += o.mma_flop, mufu += o.mufu, barriers += o.barriers;
+    wgmma += o.wgmma, wgmma_flop += o.wgmma_flop;
     shuffles += o.shuffles, votes += o.votes, syncwarps += o.syncwarps;
     return *this;
   }
@@ -104,6 +113,7 @@ struct Counters {
     for (SharedOps& s : shared) s.requests *= f, s.wavefronts *= f, s.ideal *= f;
     dram_read_sectors *= f, dram_write_sectors *= f, block_load_sectors *= f;
     mma *= f, mma_flop *= f, mufu *= f, barriers *= f, shuffles *= f, votes *= f, syncwarps *= f;
+    wgmma *= f, wgmma_flop *= f;
     return *this;
   }
   // Totals over the kinds.
@@ -128,7 +138,7 @@ struct Counters {
 };
 
 // A field added to Counters must be added to += and *= too.
-static_assert(sizeof(Counters) == 77 * sizeof(double), "Counters changed: update operator+= and operator*=");
+static_assert(sizeof(Counters) == 90 * sizeof(double), "Counters changed: update operator+= and operator*=");
 
 // The DRAM sectors of one cudaMalloc allocation that a launch touched.
 struct AllocationSectors {

@@ -18,6 +18,12 @@ namespace simt::detail::counters {
 void ldmatrix_row(const void* row, int num, bool trans, const char* file, int line);  // nullptr: no row
 void cp_async(const void* dst, const void* src, int src_bytes, const char* file, int line);
 void mufu();  // one special-function operation (exp2, log2, rsqrt, ...)
+// A TMA box (simt/tma.cuh): each of its rows inside the tensor, read from global memory, then the
+// whole box, written into shared memory.
+void tma_row(const void* src, unsigned bytes);
+void tma_box(unsigned bytes);
+// One warp's part of a wgmma (simt/wgmma.cuh) of width n, A from shared memory or registers.
+void wgmma(int n, bool a_shared);
 // One atomic read-modify-write of `bytes` at a, by the kernel's instruction at pc (a return address).
 void atomic(const void* a, unsigned bytes, const void* pc);
 
@@ -42,6 +48,9 @@ void collective_done(const char* what, unsigned warp, bool whole_warp);
 inline void ldmatrix_row(const void*, int, bool, const char*, int) {}
 inline void cp_async(const void*, const void*, int, const char*, int) {}
 inline void mufu() {}
+inline void tma_row(const void*, unsigned) {}
+inline void tma_box(unsigned) {}
+inline void wgmma(int, bool) {}
 inline void atomic(const void*, unsigned, const void*) {}
 inline void allocated(const void*, size_t) {}
 inline void freed(const void*) {}

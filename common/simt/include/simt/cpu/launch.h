@@ -99,6 +99,30 @@ void mbarrier_wait_parity(void* bar, unsigned parity, const char* file, int line
 void named_barrier(unsigned id, unsigned threads, bool wait, const char* file, int line);
 // TMA (simt/tma.cuh): the box of the tensor map `map` at coords[0..rank) into dst, its bytes on bar.
 void tma_load(void* dst, const void* map, int rank, const int* coords, void* bar, const char* file, int line);
+// wgmma (simt/wgmma.cuh): a thread's accumulator while wgmma on it are in flight; what each lane
+// publishes (Thread::in) for its warp's part of a wgmma; the instruction's shape; the collectives.
+struct WgmmaInFlight {
+  unsigned ops = 0;
+  const char* file = nullptr;  // the latest of them
+  int line = 0;
+};
+struct WgmmaLane {
+  float* d;
+  WgmmaInFlight* flight;
+  uint64_t desc_a, desc_b;
+  uint32_t a[4];
+  int accumulate;
+};
+struct WgmmaShape {
+  int n;
+  bool bf16, a_in_registers, trans_a, trans_b;
+};
+void wgmma_issue(Thread* const* lanes, unsigned mask, const void* shape);
+void wgmma_fence(Thread* const* lanes, unsigned mask, const void*);
+void wgmma_commit(Thread* const* lanes, unsigned mask, const void*);
+void wgmma_wait(Thread* const* lanes, unsigned mask, const void* pending);
+uint32_t wgmma_smem_offset(const void* p, const char* file, int line);  // checked: in dynamic shared memory
+[[noreturn]] void wgmma_early_access(const WgmmaInFlight& f);
 // setmaxnreg by warp `warp` (simt/setmaxnreg.cuh): checked against its warpgroup's other warps.
 void register_change(unsigned warp, bool inc, unsigned regs, const char* file, int line);
 // Fails the running block with a message naming file:line (the launch returns an error).
