@@ -69,7 +69,8 @@ struct Exp2Ftz {
 // c = 1 when the scores are already in base 2 (scale_and_mask); c = scale * log2(e) > 0 when they
 // are raw, which folds the scaling into the exponent's FFMA (step h).
 template <int Bc, int D, class E = Exp2>
-__device__ __forceinline__ void online_softmax(float (&s)[Bc / 8][4], RowState<D>& st, float c = 1.f) {
+__device__ __forceinline__ void online_softmax(float (&s)[Bc / 8][4], float (&o)[D / 8][4], float (&m)[2],
+                                               float (&l)[2], float c = 1.f) {
   float m_new[2] = {-INFINITY, -INFINITY};
 #pragma unroll
   for (int nt = 0; nt < Bc / 8; ++nt)
@@ -78,44 +79,53 @@ __device__ __forceinline__ void online_softmax(float (&s)[Bc / 8][4], RowState<D
   float alpha[2], m_use[2], sum[2] = {0.f, 0.f};
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    m_new[r] = fmaxf(st.m[r], attn::quad_max(m_new[r]) * c);
+    m_new[r] = fmaxf(m[r], attn::quad_max(m_new[r]) * c);
     m_use[r] = m_new[r] == -INFINITY ? 0.f : m_new[r];  // nothing visible yet: keep exp2 finite
-    alpha[r] = E::f(st.m[r] - m_use[r]);
-    st.m[r] = m_new[r];
+    alpha[r] = E::f(m[r] - m_use[r]);
+    m[r] = m_new[r];
   }
 #pragma unroll
   for (int nt = 0; nt < Bc / 8; ++nt)
 #pragma unroll
     for (int e = 0; e < 4; ++e) sum[e / 2] += s[nt][e] = E::f(fmaf(s[nt][e], c, -m_use[e / 2]));
 #pragma unroll
-  for (int r = 0; r < 2; ++r) st.l[r] = st.l[r] * alpha[r] + sum[r];
+  for (int r = 0; r < 2; ++r) l[r] = l[r] * alpha[r] + sum[r];
 #pragma unroll
   for (int nt = 0; nt < D / 8; ++nt) {
-    st.o[nt][0] *= alpha[0], st.o[nt][1] *= alpha[0];
-    st.o[nt][2] *= alpha[1], st.o[nt][3] *= alpha[1];
+    o[nt][0] *= alpha[0], o[nt][1] *= alpha[0];
+    o[nt][2] *= alpha[1], o[nt][3] *= alpha[1];
   }
+}
+template <int Bc, int D, class E = Exp2>
+__device__ __forceinline__ void online_softmax(float (&s)[Bc / 8][4], RowState<D>& st, float c = 1.f) {
+  online_softmax<Bc, D, E>(s, st.o, st.m, st.l, c);
 }
 
 // O = o / l in the inputs' type, and lse = (m + log2 l) * ln 2; a row without a visible key gets
 // O = 0 and lse = -inf.
 template <class T, int D>
-__device__ __forceinline__ void store_rows(const RowState<D>& st, int row, const attn::AttentionParams& p, int bh) {
+__device__ __forceinline__ void store_rows(const float (&o)[D / 8][4], const float (&m)[2], const float (&l_part)[2],
+                                           int row, const attn::AttentionParams& p, int bh) {
   const int t = static_cast<int>(threadIdx.x % 4);
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    const float l = attn::quad_sum(st.l[r]);  // every lane of the warp takes part
+    const float l = attn::quad_sum(l_part[r]);  // every lane of the warp takes part
     const float inv_l = l > 0.f ? 1.f / l : 0.f;
     const int i = row + 8 * r;
     if (i >= p.Lq) continue;
     T* out = static_cast<T*>(p.o) + (static_cast<size_t>(bh) * p.Lq + i) * D;
 #pragma unroll
     for (int nt = 0; nt < D / 8; ++nt) {
-      attn::store(out + nt * 8 + 2 * t, st.o[nt][2 * r] * inv_l);
-      attn::store(out + nt * 8 + 2 * t + 1, st.o[nt][2 * r + 1] * inv_l);
+      attn::store(out + nt * 8 + 2 * t, o[nt][2 * r] * inv_l);
+      attn::store(out + nt * 8 + 2 * t + 1, o[nt][2 * r + 1] * inv_l);
     }
     if (t == 0 && p.lse)
-      p.lse[static_cast<size_t>(bh) * p.Lq + i] = l > 0.f ? (st.m[r] + log2f(l)) * 0.6931471805599453f : -INFINITY;
+      p.lse[static_cast<size_t>(bh) * p.Lq + i] = l > 0.f ? (m[r] + log2f(l)) * 0.6931471805599453f : -INFINITY;
   }
+}
+template <class T, int D>
+__device__ __forceinline__ void store_rows(const RowState<D>& st, int row, const attn::AttentionParams& p, int bh) {
+  store_rows<T, D>(st.o, st.m, st.l, row, p, bh);
 }
 
 // Calls f(T{}, std::integral_constant<int, D>{}) with the problem's 16-bit type T and its head

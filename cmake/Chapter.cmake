@@ -1,7 +1,9 @@
 # Chapter.cmake: what a numbered chapter folder declares, in its CMakeLists.txt:
 #   flashsteps_chapter(KERNELS a.cu b.cu SOURCES variants.cpp
 #                      [GPU_KERNELS c.cu] [GPU_LIBRARIES CUDA::cublas] [USES 01_naive_attention]
-#                      [MAIN main.cpp])
+#                      [HOPPER_KERNELS d.cu] [MAIN main.cpp])
+# HOPPER_KERNELS use sm_90a's instructions (wgmma, setmaxnreg): nvcc builds them for sm_90a alone
+# (flashsteps_hopper_kernel_sources in Kernels.cmake); the cpu build as any kernel.
 # GPU_KERNELS are sources only nvcc builds (cuBLAS calls, ...), each named after the one variant
 # it implements (math_path.cu: variant math_path, registered under #if FLASHSTEPS_GPU): the cpu
 # build then knows that name and says that the variant needs a GPU.
@@ -11,11 +13,14 @@
 # and lists the chapter for the tests, the tour and the benchmarks, which link every chapter.
 # MAIN replaces the binary's main() (common/harness/chapter_main.cpp) with the chapter's own.
 function(flashsteps_chapter)
-  cmake_parse_arguments(C "" "MAIN" "KERNELS;SOURCES;GPU_KERNELS;GPU_LIBRARIES;USES" ${ARGN})
+  cmake_parse_arguments(C "" "MAIN" "KERNELS;SOURCES;GPU_KERNELS;GPU_LIBRARIES;USES;HOPPER_KERNELS" ${ARGN})
   get_filename_component(chapter ${CMAKE_CURRENT_SOURCE_DIR} NAME)
   set(kernels ${chapter}_kernels)
   add_library(${kernels} STATIC)
   flashsteps_kernel_sources(${kernels} ${C_KERNELS})
+  if(C_HOPPER_KERNELS)
+    flashsteps_hopper_kernel_sources(${kernels} ${C_HOPPER_KERNELS})
+  endif()
   foreach(source IN LISTS C_GPU_KERNELS)
     get_filename_component(variant ${source} NAME_WE)
     set_property(GLOBAL APPEND PROPERTY FLASHSTEPS_GPU_ONLY_VARIANTS ${chapter}/${variant})

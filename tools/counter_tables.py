@@ -38,8 +38,9 @@ NOTES = REPO / "notes"
 PROBLEM = {"06_causal": ["--causal", "-n", "1024"], "07_backward": ["--causal"]}
 COMMAND = {"07_backward": ["backward", "--profile"]}
 # Chapter 08's decoding steps have a problem of their own (a KV cache); their profiles are recorded
-# in results/model-h100/decode_steps.txt, not in this CSV.
-NOT_TABLED = {"08_decoding"}
+# in results/model-h100/decode_steps.txt, not in this CSV. Chapter 09's wgmma steps need sm_90a's
+# SASS for their issue term, which sass_issue.py does not read yet: not profiled here so far.
+NOT_TABLED = {"08_decoding", "09_hopper"}
 BEGIN = re.compile(r"<!-- counters-table:begin (\S+) -->")
 END = "<!-- counters-table:end -->"
 

@@ -1,0 +1,24 @@
+// hopper.h: chapter 09, FlashAttention-2's loop on Hopper's own instructions, one at a time: the
+// tensor cores fed from shared memory (wgmma) first; then TMA copies, warp specialization and the
+// overlaps of FlashAttention-3. Each step compiles for sm_90a and runs on the CPU emulator.
+#pragma once
+#include <cuda_runtime.h>
+
+#include "kernels/head_dims.h"
+#include "kernels/params.h"
+
+namespace ch09 {
+
+// FlashAttention-3's head dims that the steps compile for (wgmma's N is the head dim in P V).
+using HopperDims = attn::HeadDimList<64, 128>;
+
+// Step a is chapter 05's best (lean_loop), the baseline every later step is measured against.
+cudaError_t wgmma(const attn::AttentionParams& p);  // b: both products as wgmma, a warpgroup per 64 rows
+
+// The tiles of step b: a warpgroup of 128 threads owns Br = 64 query rows and walks K/V tiles of
+// Bc = 128 keys (S: 64 floats per thread, as O at d = 128).
+inline constexpr int kBr = 64, kBc = 128, kThreads = 128;
+// Q, one K tile and one V tile, 16-bit: 80 KiB at d = 128.
+inline constexpr long smem_bytes(int d) { return 2L * (kBr + 2 * kBc) * d; }
+
+}  // namespace ch09

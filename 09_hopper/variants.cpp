@@ -1,0 +1,53 @@
+// variants.cpp: chapter 09 in the registry. Step a is chapter 05's best, registered again here so
+// that every later step has its baseline in the same chapter and the same run; step b moves both
+// products to wgmma.
+#include <cstdio>
+
+#include "05_flash_v2/flash_v2.h"
+#include "harness/registry.h"
+#include "hopper.h"
+
+namespace {
+using namespace attn;
+
+// FlashAttention-2's traffic: Q read and O written once, K and V once per Q tile of Br rows.
+double fa2_bytes(const Problem& p, int Br) {
+  const double t = dtype_size(p.dtype), heads = static_cast<double>(p.heads()), Tr = (p.Lq + Br - 1) / Br;
+  return heads * t * (2.0 * p.Lq * p.d + Tr * 2.0 * p.Lk * p.d);
+}
+
+Variant step(const char* name, const char* description, cudaError_t (*kernel)(const AttentionParams&), int Br) {
+  Variant v{.chapter = "09_hopper", .name = name, .description = description};
+  v.dtypes = {DType::fp16, DType::bf16};
+  v.head_dims.list = as_vector(ch09::HopperDims{});
+  v.mask = false;  // as FlashAttention-3: is_causal, no attn_mask (wgmma.cu says why)
+  v.writes_lse = true;
+  v.max_heads = 65535;
+  v.cpu_flops_per_second = 8e8;
+  v.hbm_bytes = [Br](const Problem& p) { return fa2_bytes(p, Br); };
+  const std::string stage = std::string("Hopper (") + name + ")";
+  v.run = [kernel, stage](const AttentionParams& p, Stages& st) { st.run(stage, [&] { return kernel(p); }); };
+  return v;
+}
+
+const Register a([] {
+  Variant v = step("fa2_baseline", "chapter 05's best (lean_loop): mma.sync, ldmatrix, cp.async; the baseline",
+                   ch05::lean_loop, 0);
+  v.hbm_bytes = [](const Problem& p) { return fa2_bytes(p, ch05::fa2_tiles(p.d).Br); };
+  v.mask = true;  // chapter 05's kernel has attn_mask; only the chapter's own steps go without
+  return v;
+}());
+const Register b([] {
+  Variant v = step("wgmma", "both products as wgmma from shared memory, a warpgroup per 64 rows, P from registers",
+                   ch09::wgmma, ch09::kBr);
+  v.best = true;
+  v.plan = [](const Problem& p) {
+    char s[160];
+    std::snprintf(s, sizeof s, "Br = %d (a warpgroup), Bc = %d, %ld bytes of shared memory, wgmma m64n%dk16 and m64n%dk16",
+                  ch09::kBr, ch09::kBc, ch09::smem_bytes(p.d), ch09::kBc, p.d);
+    return std::string(s);
+  };
+  return v;
+}());
+
+}  // namespace
