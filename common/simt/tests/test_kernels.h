@@ -87,8 +87,9 @@ struct WgmmaOperands {
 };
 // One warpgroup: D (64 x n, fp32, row-major) = A B^T over t.ksteps k-steps of 16, A and B from the
 // image of shared memory (`bytes`, a multiple of 16) with descriptors t; n 64 or 128; trans_a /
-// trans_b: M- / N-major. With a_regs, A comes from registers instead: a_regs[((s * 4 + warp) * 32 +
-// lane) * 4 + i] is register i of the lane at k-step s.
+// trans_b: M- / N-major (the combinations test_wgmma.cpp uses; others: cudaErrorInvalidValue). With
+// a_regs, A comes from registers instead: a_regs[((s * 4 + warp) * 32 + lane) * 4 + i] is register i
+// of the lane at k-step s.
 cudaError_t wgmma_product(bool bf16, const uint8_t* image, unsigned bytes, const WgmmaOperands& t, int n, bool trans_a,
                           bool trans_b, const uint32_t* a_regs, float* d);
 // Two fp16 products of A (registers, one k-step, as above) by B1 and B2 (64 x 16 each, K-major, no
