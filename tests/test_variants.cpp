@@ -41,19 +41,27 @@ void narrow_registry_once() {
   (void)narrowed;
 }
 
-// The shape sweep whole in forward order (and on a GPU); in reverse order its even problems, in
-// shuffled order its odd ones. Each problem then meets the forward order and one other, and the
-// three orders cost two sweeps of CI's time instead of three. Each half still holds every (lengths,
-// head dim, dtype) of the sweep: is_causal, which varies fastest, takes three values. The mask and
-// scale sweeps, smaller, run whole in every order.
+// The shape sweep whole in forward order (and on a GPU). It comes in groups of three problems that
+// differ only in is_causal (none, top-left, bottom-right); reverse order takes one of each group,
+// shuffled order another, turning with the group (the one neither takes runs in forward order
+// only). Each (lengths, head dim, dtype) of the sweep then meets every order, with the three
+// alignments spread over them, and the three orders cost five thirds of a sweep of CI's time
+// instead of three. The mask and scale sweeps, smaller, run whole in every order.
 std::vector<Problem> shape_sweep_of_this_order() {
   const char* env = std::getenv("SIMT_ORDER");
   const std::string order = env != nullptr ? env : "";
   std::vector<Problem> all = shape_sweep();
   if (order != "reverse" && order != "shuffle") return all;
-  std::vector<Problem> half;
-  for (size_t i = order == "reverse" ? 0 : 1; i < all.size(); i += 2) half.push_back(all[i]);
-  return half;
+  std::vector<Problem> part;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (all[i].causal != static_cast<Causal>(i % 3) || (i % 3 && all[i].Lq != all[i - 1].Lq)) {
+      std::fprintf(stderr, "shape_sweep: problem %zu breaks the groups of three (is_causal must vary fastest)\n", i);
+      std::exit(2);
+    }
+    const size_t group = i / 3, alignment = i % 3;
+    if (alignment == (group + (order == "reverse" ? 0 : 1)) % 3) part.push_back(all[i]);
+  }
+  return part;
 }
 
 // Every variant that supports p, run once (untimed) and checked on every row.
