@@ -24,8 +24,9 @@ struct Outcome {
 };
 const char* const kTerms[] = {"DRAM", "L2", "L1", "issue", "MUFU", "tensor"};
 
-// Every chapter's best variant profiled on p, emulating `heads` of its heads (0: all of them), and
-// its rows in groups when `rows` (model/sampling.h).
+// Every chapter's best variant that takes p (chapter 09's: no attn_mask, d = 64 or 128) profiled
+// on p, emulating `heads` of its heads (0: all of them), and its rows in groups when `rows`
+// (model/sampling.h). Chapters 01 to 06 take every problem of this file.
 std::vector<Outcome> profile_best(const Problem& p, long long heads, bool rows = false) {
   ProfileOptions o;
   o.emulated_heads = heads;
@@ -36,7 +37,10 @@ std::vector<Outcome> profile_best(const Problem& p, long long heads, bool rows =
   std::vector<Outcome> out;
   for (const std::string& c : chapters()) {
     const Variant* v = best_of(c);
-    REQUIRE(v->unsupported(p).empty());
+    if (!v->unsupported(p).empty()) {
+      REQUIRE(c >= "09");
+      continue;
+    }
     const SamplePlan plan = profiler.plan(*v, p);
     REQUIRE(plan.heads.emulated == (heads ? heads : static_cast<long long>(p.heads())));
     REQUIRE(plan.rows.empty() == !rows);
