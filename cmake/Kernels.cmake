@@ -26,6 +26,7 @@ function(flashsteps_hopper_kernel_sources target)
     target_include_directories(${target}_sm90a PRIVATE $<TARGET_PROPERTY:${target},INCLUDE_DIRECTORIES>)
     target_link_libraries(${target}_sm90a PRIVATE simt)
     flashsteps_warnings(${target}_sm90a)
+    flashsteps_ptxas_report(${target}_sm90a)  # tools/hopper_resources.py --ptxas-logs reads them
     target_link_libraries(${target} PRIVATE ${target}_sm90a)
   else()
     flashsteps_kernel_sources(${target} ${ARGN})

@@ -10,6 +10,8 @@ runs on a GPU.
   tools/hopper_resources.py                               # print the table
   tools/hopper_resources.py --out results/static-sm90a    # write 09_hopper_ptxas.txt there
   tools/hopper_resources.py --check                       # exit 1 if a kernel spills or has a stack frame
+  tools/hopper_resources.py --check --ptxas-logs build-gpu   # the same from the gpu build's own ptxas
+                                                          # reports (<object>.ptxas), compiling nothing
 
 Exit 2 without nvcc or nvdisasm (nvdisasm: on PATH, in the toolkit, or the PyPI package
 nvidia-cuda-nvdisasm, as kernel_resources.py finds it).
@@ -61,13 +63,43 @@ def report(nvcc, nvdisasm, src, tmp):
     return rows
 
 
+def check_logs(build):
+    """The gpu build's ptxas reports of chapter 09 (cmake/ptxas_log.sh): 1 if a kernel spills or has a
+    stack frame, else 0."""
+    if not os.path.isdir(build):
+        kr.fail("--ptxas-logs %s: no such build folder" % build)
+    logs = sorted(glob.glob(os.path.join(build, "**", "09_hopper*", "**", "*.ptxas"), recursive=True))
+    if not logs:
+        kr.fail("no ptxas reports of chapter 09 under %s: is it a gpu build (cmake/ptxas_log.sh)?" % build, 1)
+    kernels = {}
+    for f in logs:
+        kernels.update(kr.parse_ptxas(open(f).read()))
+    names = kr.demangle(sorted({m for m, _ in kernels}))
+    bad = 0
+    for (mangled, arch), k in sorted(kernels.items()):
+        if k["stack"] or k["spill_st"] or k["spill_ld"]:
+            bad += 1
+            print("FAIL %s %s: %d bytes stack frame, %d/%d bytes spill stores/loads" %
+                  (names[mangled], arch, k["stack"], k["spill_st"], k["spill_ld"]))
+    print("%d kernels of chapter 09 checked in %d ptxas reports: %d with spills or a stack frame" %
+          (len(kernels), len(logs), bad))
+    if not kernels:
+        kr.fail("the reports name no kernel", 1)
+    return 1 if bad else 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", help="folder to write 09_hopper_ptxas.txt into")
     ap.add_argument("--check", action="store_true", help="exit 1 if a kernel spills or has a stack frame")
     ap.add_argument("--nvcc", help="nvcc to use (default: on PATH or /usr/local/cuda/bin)")
     ap.add_argument("--nvdisasm", help="nvdisasm to use")
+    ap.add_argument("--ptxas-logs", metavar="BUILD", help="with --check: check the ptxas reports a gpu build left")
     a = ap.parse_args()
+    if a.ptxas_logs:
+        if not a.check or a.out:
+            kr.fail("--ptxas-logs goes with --check alone")
+        sys.exit(check_logs(a.ptxas_logs))
     nvcc = kr.find_tool("nvcc", a.nvcc)
     nvdisasm = kr.find_tool("nvdisasm", a.nvdisasm)
     if not nvcc or not nvdisasm:
