@@ -13,12 +13,17 @@ namespace ch09 {
 using HopperDims = attn::HeadDimList<64, 128>;
 
 // Step a is chapter 05's best (lean_loop), the baseline every later step is measured against.
-cudaError_t wgmma(const attn::AttentionParams& p);  // b: both products as wgmma, a warpgroup per 64 rows
+cudaError_t wgmma(const attn::AttentionParams& p);     // b: both products as wgmma, a warpgroup per 64 rows
+cudaError_t tma_ring(const attn::AttentionParams& p);  // c: TMA copies into a ring of stages, mbarriers
 
 // The tiles of step b: a warpgroup of 128 threads owns Br = 64 query rows and walks K/V tiles of
 // Bc = 128 keys (S: 64 floats per thread, as O at d = 128).
 inline constexpr int kBr = 64, kBc = 128, kThreads = 128;
 // Q, one K tile and one V tile, 16-bit: 80 KiB at d = 128.
 inline constexpr long smem_bytes(int d) { return 2L * (kBr + 2 * kBc) * d; }
+// Step c: kStages K and V tiles in flight, and the ring's mbarriers (full and empty per stage, one for
+// Q): 144 KiB of tiles at d = 128.
+inline constexpr int kStages = 2;
+inline constexpr long ring_smem_bytes(int d) { return 2L * (kBr + 2 * kStages * kBc) * d + 8L * (2 * kStages + 1); }
 
 }  // namespace ch09

@@ -1,0 +1,141 @@
+// tma_ring.cu: step c. Step b's loop with its copies handed to the TMA unit: K and V tiles land in a
+// ring of kStages stages while the warpgroup computes on an earlier one.
+//
+// In step b every thread loaded K and V into registers and stored them into the swizzled layout,
+// between two __syncthreads, while the tensor cores waited. Here one thread asks for whole boxes
+// (simt/tma.cuh): per tile, one box of 64 columns x Bc keys per column block of K and of V, which the
+// TMA unit writes in the 128-byte swizzle that wgmma reads (the tensor maps say so), zeros past the
+// last key included. Each stage has two mbarriers (simt/mbarrier.cuh): `full`, whose phase completes
+// when the stage's bytes have landed (the issuing thread announces them with expect_tx), and
+// `empty`, whose phase completes when all 128 threads have arrived, done with the stage. The
+// issuing thread waits on `empty` before it refills a stage: no __syncthreads in the loop. Tile j
+// lives in stage j % kStages, and the waits name the phase by its parity, (j / kStages) % 2.
+// Cost: thread 0 both computes and refills, so a refill waits until its own warpgroup is done with
+// the stage; and the products still wait for each other and for the softmax (steps d to f).
+#include <cuda.h>
+
+#include <type_traits>
+
+#include "05_flash_v2/products.cuh"  // and fa2_tile.cuh
+#include "hopper.h"
+#include "smem_tiles.cuh"
+
+namespace ch09 {
+namespace {
+
+template <class T, int D>
+__global__ void __launch_bounds__(kThreads)
+    tma_ring_kernel(const __grid_constant__ CUtensorMap q_map, const __grid_constant__ CUtensorMap k_map,
+                    const __grid_constant__ CUtensorMap v_map, const attn::AttentionParams p) {
+  T* Qs = aligned_smem<T>();
+  T* Ks = Qs + kBr * D;               // [kStages][D / 64][kBc][64]
+  T* Vs = Ks + kStages * kBc * D;     // the same
+  uint64_t* full = reinterpret_cast<uint64_t*>(Vs + kStages * kBc * D);
+  uint64_t* empty = full + kStages;
+  uint64_t* q_full = empty + kStages;
+  const int bh = static_cast<int>(blockIdx.y), q0 = static_cast<int>(blockIdx.x) * kBr;
+  const int warp = static_cast<int>(threadIdx.x / 32), row = q0 + warp * 16 + static_cast<int>(threadIdx.x % 32 / 4);
+  const int tiles = (p.Lk + kBc - 1) / kBc;
+  const float scale_log2 = p.scale * attn::kLog2e;
+  constexpr unsigned kTileBytes = kBc * D * sizeof(T);  // a whole box, zeros past the last key included
+
+  auto refill = [&](int j) {  // thread 0: tile j's K and V into stage j % kStages
+    const int s = j % kStages;
+    simt::mbarrier_arrive_expect_tx(&full[s], 2 * kTileBytes);
+    for (int cb = 0; cb < D / 64; ++cb) {
+      simt::tma_load_3d(Ks + (s * (D / 64) + cb) * kBc * 64, &k_map, cb * 64, j * kBc, bh, &full[s]);
+      simt::tma_load_3d(Vs + (s * (D / 64) + cb) * kBc * 64, &v_map, cb * 64, j * kBc, bh, &full[s]);
+    }
+  };
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      simt::mbarrier_init(&full[s], 1);
+      simt::mbarrier_init(&empty[s], kThreads);
+    }
+    simt::mbarrier_init(q_full, 1);
+  }
+  simt::fence_mbarrier_init();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    simt::mbarrier_arrive_expect_tx(q_full, kBr * D * sizeof(T));
+    for (int cb = 0; cb < D / 64; ++cb) simt::tma_load_3d(Qs + cb * kBr * 64, &q_map, cb * 64, q0, bh, q_full);
+    for (int j = 0; j < kStages && j < tiles; ++j) refill(j);
+  }
+
+  simt::WgmmaAccumulator<D> O;
+  for (int i = 0; i < D / 2; ++i) O[i] = 0.f;
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+  simt::mbarrier_wait_parity(q_full, 0);
+  const uint64_t q_desc = k_major(Qs);
+
+  for (int j = 0; j < tiles; ++j) {
+    const int s = j % kStages, k0 = j * kBc;
+    const unsigned phase = static_cast<unsigned>(j / kStages) & 1u;
+    simt::mbarrier_wait_parity(&full[s], phase);  // tile j has landed
+    const uint64_t k_desc = k_major(Ks + s * kBc * D), v_desc = n_major<kBc>(Vs + s * kBc * D);
+
+    simt::WgmmaAccumulator<kBc> S;
+    simt::wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < D / 16; ++ks)
+      simt::wgmma_ss<T, kBc>(S, q_desc + k_major_step<kBr>(ks), k_desc + k_major_step<kBc>(ks), ks > 0);
+    simt::wgmma_commit();
+    simt::wgmma_wait<0>(S);
+
+    float (&sc)[kBc / 8][4] = S.tiles();
+    ch05::scale_and_mask<kBc, false>(sc, row, p, bh / p.H, bh % p.H, k0, scale_log2);
+    ch05::online_softmax<kBc, D, ch05::Exp2Ftz>(sc, O.tiles(), m, l);
+    uint32_t pa[kBc / 16][4];
+    ch05::pack_p<T, kBc>(pa, sc);
+
+    simt::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kBc / 16; ++kk) simt::wgmma_rs<T, D, true>(O, pa[kk], v_desc + n_major_step(kk), true);
+    simt::wgmma_commit();
+    simt::wgmma_wait<0>(O);
+
+    simt::mbarrier_arrive(&empty[s]);  // this thread is done with stage s
+    if (threadIdx.x == 0 && j + kStages < tiles) {
+      simt::mbarrier_wait_parity(&empty[s], phase);  // and so is every other
+      refill(j + kStages);
+    }
+  }
+  ch05::store_rows<T, D>(O.tiles(), m, l, row, p, bh);
+}
+
+// A tensor map of one of Q, K, V: [B * H][L][D] as a 3D tensor (D contiguous), boxes of 64 columns
+// (128 bytes, the swizzle's span) by `rows`, one (batch, head) deep: rows past L read as zeros.
+template <class T, int D>
+cudaError_t tensor_map(CUtensorMap* map, const void* base, int L, int rows, long long heads) {
+  const CUtensorMapDataType type =
+      std::is_same_v<T, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  const cuuint64_t dims[3] = {D, static_cast<cuuint64_t>(L), static_cast<cuuint64_t>(heads)};
+  const cuuint64_t strides[2] = {D * sizeof(T), static_cast<cuuint64_t>(L) * D * sizeof(T)};
+  const cuuint32_t box[3] = {64, static_cast<cuuint32_t>(rows), 1};
+  return simt::make_tensor_map(map, type, 3, base, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B);
+}
+
+}  // namespace
+
+cudaError_t tma_ring(const attn::AttentionParams& p) {
+  return attn::dispatch_dtype(p.dtype, [&](auto t) {
+    using T = decltype(t);
+    if constexpr (std::is_same_v<T, float>) {
+      return cudaErrorInvalidValue;
+    } else {
+      return attn::dispatch_head_dim(HopperDims{}, p.d, [&](auto d) {
+        constexpr int D = decltype(d)::value;
+        const long long heads = static_cast<long long>(p.B) * p.H;
+        CUtensorMap q_map, k_map, v_map;
+        cudaError_t e = tensor_map<T, D>(&q_map, p.q, p.Lq, kBr, heads);
+        if (e == cudaSuccess) e = tensor_map<T, D>(&k_map, p.k, p.Lk, kBc, heads);
+        if (e == cudaSuccess) e = tensor_map<T, D>(&v_map, p.v, p.Lk, kBc, heads);
+        if (e != cudaSuccess) return e;
+        return simt::launch(tma_ring_kernel<T, D>, dim3((p.Lq + kBr - 1) / kBr, p.B * p.H), dim3(kThreads),
+                            ring_smem_bytes(D) + kAlign, q_map, k_map, v_map, p);
+      });
+    }
+  });
+}
+
+}  // namespace ch09
