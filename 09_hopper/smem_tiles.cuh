@@ -13,8 +13,9 @@
 namespace ch09 {
 
 // Dynamic shared memory from its first 1024-byte boundary: the 128-byte swizzle's pattern repeats
-// every 1024 bytes of shared address, and a GPU promises dynamic shared memory only 16-byte
-// alignment (simt/gpu.h). A launch asks for kAlign bytes more.
+// every 1024 bytes of shared address. A GPU's starts so aligned when no static __shared__ precedes
+// it (simt/tma.cuh), but the declaration promises 16 bytes (simt/gpu.h): this makes sure. A
+// launch asks for kAlign bytes more.
 inline constexpr int kAlign = 1024;
 template <class T>
 __device__ __forceinline__ T* aligned_smem() {

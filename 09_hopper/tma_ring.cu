@@ -88,7 +88,8 @@ __global__ void __launch_bounds__(kThreads)
     uint32_t pa[kBc / 16][4];
     ch05::pack_p<T, kBc>(pa, sc);
 
-    simt::wgmma_fence();
+    simt::wgmma_fence_operand(O);  // O's rescale stays before the fence
+    simt::wgmma_fence();  // O was rescaled, P packed: the wgmma must see them
 #pragma unroll
     for (int kk = 0; kk < kBc / 16; ++kk) simt::wgmma_rs<T, D, true>(O, pa[kk], v_desc + n_major_step(kk), true);
     simt::wgmma_commit();
@@ -99,6 +100,7 @@ __global__ void __launch_bounds__(kThreads)
       simt::mbarrier_wait_parity(&empty[s], phase);  // and so is every other
       refill(j + kStages);
     }
+    __syncwarp();  // warp 0 whole again before the next wgmma (.sync.aligned)
   }
   ch05::store_rows<T, D>(O.tiles(), m, l, row, p, bh);
 }

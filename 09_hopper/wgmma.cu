@@ -60,7 +60,8 @@ __global__ void __launch_bounds__(kThreads) wgmma_kernel(const attn::AttentionPa
     uint32_t pa[kBc / 16][4];
     ch05::pack_p<T, kBc>(pa, s);
 
-    simt::wgmma_fence();  // O was rescaled by the softmax: the wgmma must see it
+    simt::wgmma_fence_operand(O);  // O's rescale stays before the fence
+    simt::wgmma_fence();  // O was rescaled, P packed: the wgmma must see them
 #pragma unroll
     for (int kk = 0; kk < kBc / 16; ++kk) simt::wgmma_rs<T, D, true>(O, pa[kk], v_desc + n_major_step(kk), true);
     simt::wgmma_commit();

@@ -54,7 +54,9 @@ std::vector<Problem> shape_sweep_of_this_order() {
   if (order != "reverse" && order != "shuffle") return all;
   std::vector<Problem> part;
   for (size_t i = 0; i < all.size(); ++i) {
-    if (all[i].causal != static_cast<Causal>(i % 3) || (i % 3 && all[i].Lq != all[i - 1].Lq)) {
+    const bool same_group = i % 3 == 0 || (all[i].Lq == all[i - 1].Lq && all[i].Lk == all[i - 1].Lk &&
+                                           all[i].d == all[i - 1].d && all[i].dtype == all[i - 1].dtype);
+    if (all[i].causal != static_cast<Causal>(i % 3) || !same_group) {
       std::fprintf(stderr, "shape_sweep: problem %zu breaks the groups of three (is_causal must vary fastest)\n", i);
       std::exit(2);
     }

@@ -285,7 +285,8 @@ void BlockRunner::on_exit(Fiber& f) {
   if (w.exited == w.present) counters::warp_exited(f.t.warp);
   for (unsigned id = 1; id < 16; ++id) named_warp_check(id, f.t.warp);  // its other lanes may be all that is left
   if (!w.wgmma.empty())  // its accumulators are gone
-    fail("lane %u of warp %u returned with %zu wgmma in flight (the first issued at %s:%d): wgmma_wait<0> first",
+    fail("lane %u of warp %u returned with %zu wgmma in flight (the first issued at %s:%d): wgmma_commit and "
+         "wgmma_wait<0> first",
          f.t.lane, f.t.warp, w.wgmma.size(), w.wgmma[0].file, w.wgmma[0].line);
   --live_;
   ++exited_;

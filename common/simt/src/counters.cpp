@@ -667,7 +667,9 @@ void tma_row(const void* src, unsigned bytes) {
   if (classify(h, s, space, al) && space == kGlobal) mark(al, s, bytes, kLd);
   if (!h.sampled) return;
   uint64_t* c = h.worker->raw.g[kTmaLoad];
-  c[2] += bytes, c[3] += ((s + bytes - 1) >> 5) - (s >> 5) + 1;  // a box's rows never share a sector
+  // Sectors counted per row: two rows share none unless narrower than a sector or off its boundary
+  // (chapter 09's are 128-byte rows), where this would count a shared sector twice.
+  c[2] += bytes, c[3] += ((s + bytes - 1) >> 5) - (s >> 5) + 1;
 }
 void tma_box(unsigned bytes) {
   Hot& h = t_hot;

@@ -249,10 +249,15 @@ uint32_t wgmma_smem_offset(const void* p, const char* file, int line) {
     kernel_error(file, line, "wgmma_desc: dynamic shared memory + %zu is not 16-byte aligned", static_cast<size_t>(q - base));
   return static_cast<uint32_t>(q - base);
 }
+void wgmma_out_of_scope(const WgmmaInFlight& f) {
+  kernel_error(f.file, f.line,
+               "an accumulator of this wgmma went out of scope before the wgmma_wait that completes it (the wgmma "
+               "would write registers that hold something else by then)");
+}
 void wgmma_early_access(const WgmmaInFlight& f) {
   kernel_error(f.file, f.line,
-               "an accumulator of this wgmma was read or written before the wgmma_wait that completes it (on a GPU "
-               "it holds no defined value until then)");
+               "an accumulator of this wgmma was read, written or copied before the wgmma_wait that completes it (on "
+               "a GPU it holds no defined value until then)");
 }
 
 }  // namespace simt::detail

@@ -318,6 +318,33 @@ __global__ void wgmma_warps_disagree(float* out) {
   out[threadIdx.x] = acc[0];
 }
 
+__global__ void wgmma_read_newer_group(float* out) {
+  const uint64_t b = zero_b();
+  const uint32_t a[4] = {};
+  simt::WgmmaAccumulator<64> acc1, acc2;
+  simt::wgmma_fence();
+  simt::wgmma_rs<__half, 64>(acc1, a, b, false);
+  simt::wgmma_commit();
+  simt::wgmma_rs<__half, 64>(acc2, a, b, false);
+  simt::wgmma_commit();
+  simt::wgmma_wait<1>(acc1);  // completes the older group only
+  out[threadIdx.x] = acc1[0] + acc2[0];
+  simt::wgmma_wait<0>(acc2);
+}
+
+__global__ void wgmma_out_of_scope(float* out) {
+  const uint64_t b = zero_b();
+  const uint32_t a[4] = {};
+  simt::wgmma_fence();
+  {
+    simt::WgmmaAccumulator<64> acc;
+    simt::wgmma_rs<__half, 64>(acc, a, b, false);
+    simt::wgmma_commit();
+  }  // acc gone, its wgmma in flight
+  simt::wgmma_wait<0>();
+  out[threadIdx.x] = 0.f;
+}
+
 }  // namespace
 
 cudaError_t run_buggy(Bug bug, void* out, const void* in, size_t smem_bytes) {
@@ -365,6 +392,8 @@ cudaError_t run_buggy(Bug bug, void* out, const void* in, size_t smem_bytes) {
     case Bug::wgmma_returns_in_flight: return simt::launch(wgmma_returns_in_flight, one, dim3(128), 4096, fout);
     case Bug::wgmma_warps_disagree: return simt::launch(wgmma_warps_disagree, one, dim3(128), 4096, fout);
     case Bug::wgmma_partial_warpgroup: return simt::launch(wgmma_read_before_wait, one, dim3(96), 4096, fout);
+    case Bug::wgmma_read_newer_group: return simt::launch(wgmma_read_newer_group, one, dim3(128), 4096, fout);
+    case Bug::wgmma_out_of_scope: return simt::launch(wgmma_out_of_scope, one, dim3(128), 4096, fout);
   }
   return cudaErrorInvalidValue;
 }

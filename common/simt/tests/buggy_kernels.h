@@ -45,6 +45,8 @@ enum class Bug {
   wgmma_returns_in_flight,       // the threads return with a wgmma committed and not waited for
   wgmma_warps_disagree,          // warp 1 passes another B descriptor
   wgmma_partial_warpgroup,       // wgmma in a block of 96 threads
+  wgmma_read_newer_group,        // after wgmma_wait<1>, the accumulator of the newer group read
+  wgmma_out_of_scope,            // an accumulator's scope ends with its wgmma in flight
 };
 
 // Launches the kernel of `bug` with one block; out holds at least 128 ints or floats, in at

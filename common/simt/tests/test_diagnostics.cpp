@@ -242,8 +242,16 @@ TEST_CASE("wgmma: a fence first, accumulators and operands left alone until the 
           "[simt][diagnostics][wgmma]") {
   with_quiet_schedules([] {
     CHECK_THAT(failure_of(Bug::wgmma_read_before_wait),
-               Contains("an accumulator of this wgmma was read or written before the wgmma_wait that completes it (on "
-                        "a GPU it holds no defined value until then) [common/simt/tests/buggy_kernels.cu:261]"));
+               Contains("an accumulator of this wgmma was read, written or copied before the wgmma_wait that completes "
+                        "it (on a GPU it holds no defined value until then) [common/simt/tests/buggy_kernels.cu:261]"));
+    // wgmma_wait<1> leaves the newer group in flight: reading its accumulator names its wgmma.
+    CHECK_THAT(failure_of(Bug::wgmma_read_newer_group),
+               Contains("read, written or copied before the wgmma_wait that completes it (on a GPU it holds no defined "
+                        "value until then) [common/simt/tests/buggy_kernels.cu:328]"));
+    CHECK_THAT(failure_of(Bug::wgmma_out_of_scope),
+               Contains("an accumulator of this wgmma went out of scope before the wgmma_wait that completes it (the "
+                        "wgmma would write registers that hold something else by then) "
+                        "[common/simt/tests/buggy_kernels.cu:341]"));
     CHECK_THAT(failure_of(Bug::wgmma_without_fence),
                Contains("wgmma (common/simt/tests/buggy_kernels.cu:271) in warp "));
     CHECK_THAT(failure_of(Bug::wgmma_without_fence), Contains(" without a wgmma_fence since the kernel's start"));
@@ -254,8 +262,8 @@ TEST_CASE("wgmma: a fence first, accumulators and operands left alone until the 
                Contains("wgmma (common/simt/tests/buggy_kernels.cu:295): B starts at dynamic shared memory + 128: with a "
                         "128-byte swizzle its first row must start at a multiple of 1024 bytes"));
     CHECK_THAT(failure_of(Bug::wgmma_returns_in_flight),
-               Contains("returned with 1 wgmma in flight (the first issued at common/simt/tests/buggy_kernels.cu:306): "
-                        "wgmma_wait<0> first"));
+               Contains("went out of scope before the wgmma_wait that completes it (the wgmma would write registers "
+                        "that hold something else by then) [common/simt/tests/buggy_kernels.cu:306]"));
     CHECK_THAT(failure_of(Bug::wgmma_warps_disagree),
                Contains("differs from the wgmma (common/simt/tests/buggy_kernels.cu:315) another warp of its warpgroup "
                         "issued as its wgmma 1"));

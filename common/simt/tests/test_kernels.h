@@ -85,7 +85,7 @@ struct WgmmaOperands {
   unsigned b_at, b_step, b_lbo, b_sbo, b_swizzle;
   int ksteps;
 };
-// One warpgroup: D (64 x n, fp32, row-major) = A B^T over t.ksteps k-steps of 16, A and B from the
+// One warpgroup: D (64 x n, fp32, row-major) = A B^T over t.ksteps (at most 4) k-steps of 16, A and B from the
 // image of shared memory (`bytes`, a multiple of 16) with descriptors t; n 64 or 128; trans_a /
 // trans_b: M- / N-major (the combinations test_wgmma.cpp uses; others: cudaErrorInvalidValue). With
 // a_regs, A comes from registers instead: a_regs[((s * 4 + warp) * 32 + lane) * 4 + i] is register i

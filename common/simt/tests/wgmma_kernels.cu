@@ -20,19 +20,22 @@ __global__ void wgmma_product_kernel(const uint4* image, unsigned chunks, WgmmaO
   __syncthreads();
   const unsigned char* base = reinterpret_cast<const unsigned char*>(smem);
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  // A's registers, all written before the fence (a wgmma must not read registers written after it).
+  uint32_t a[4][4] = {};
+  if (a_regs)
+    for (int s = 0; s < t.ksteps && s < 4; ++s)
+      for (int i = 0; i < 4; ++i) a[s][i] = a_regs[((s * 4 + warp) * 32 + lane) * 4 + i];
   simt::WgmmaAccumulator<N> acc;
   simt::wgmma_fence();
-  for (int s = 0; s < t.ksteps; ++s) {
+  for (int s = 0; s < t.ksteps && s < 4; ++s) {
     const uint64_t b = simt::wgmma_desc(base + t.b_at + s * t.b_step, static_cast<simt::WgmmaSwizzle>(t.b_swizzle),
                                         t.b_lbo, t.b_sbo);
     if (a_regs) {  // A from registers: a_regs[((s * 4 + warp) * 32 + lane) * 4 + i]
-      uint32_t a[4];
-      for (int i = 0; i < 4; ++i) a[i] = a_regs[((s * 4 + warp) * 32 + lane) * 4 + i];
-      simt::wgmma_rs<T, N, TransB>(acc, a, b, s > 0);
+      simt::wgmma_rs<T, N, TransB>(acc, a[s], b, s > 0);
     } else {
-      const uint64_t a = simt::wgmma_desc(base + t.a_at + s * t.a_step, static_cast<simt::WgmmaSwizzle>(t.a_swizzle),
-                                          t.a_lbo, t.a_sbo);
-      simt::wgmma_ss<T, N, TransA, TransB>(acc, a, b, s > 0);
+      const uint64_t a_desc = simt::wgmma_desc(base + t.a_at + s * t.a_step,
+                                               static_cast<simt::WgmmaSwizzle>(t.a_swizzle), t.a_lbo, t.a_sbo);
+      simt::wgmma_ss<T, N, TransA, TransB>(acc, a_desc, b, s > 0);
     }
   }
   simt::wgmma_commit();

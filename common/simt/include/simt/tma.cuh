@@ -25,7 +25,8 @@
 // load reads its box when issued and completes its bytes on the barrier then, but writes shared
 // memory only when a wait on that barrier sees the phase complete: a tile read without any such
 // wait shows the poison (NaN) of dynamic shared memory, or the previous tile, as a missing wait
-// would on a GPU. Not counted yet by the counters build (notes/emulator.md, section 8).
+// would on a GPU. The counters build counts a box as one request of its rows' bytes and sectors
+// (simt/counters.h, kTmaLoad) and its write into shared memory (kTmaDestination).
 #pragma once
 #include <cuda.h>
 

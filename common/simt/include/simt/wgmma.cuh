@@ -10,7 +10,8 @@
 //                                      frag::wgmma_d_row/col, says which element each holds), or
 //                                      d.tiles()[N / 8][4], as mma.sync's C tiles
 //   wgmma_fence()                      before the first wgmma_ss/rs, and again once registers the
-//                                      next ones use (its accumulator, A's registers) were written
+//                                      next ones use (its accumulator, A's registers) were written;
+//                                      wgmma_fence_operand(d) first keeps d's writes before it
 //   wgmma_ss<T, N, TransA, TransB>(d, desc_a, desc_b, accumulate)   D = A*B (+ D if accumulate)
 //   wgmma_rs<T, N, TransB>(d, a, desc_b, accumulate)   the same, A from registers: a[4] per
 //                                      thread, warp w's 16 rows in mma.m16n8k16's A layout
@@ -33,12 +34,16 @@
 //
 // On the CPU the 4 warps each compute their 16 rows: a wgmma reads its operands when issued and
 // writes the accumulators at the wait that completes its group. Every misuse is a launch error
-// naming the kernel's line: a wgmma without a wgmma_fence since the last wait (or the kernel's
+// naming a line of the kernel: a wgmma without a wgmma_fence since the last wait (or the kernel's
 // start), a block that is not whole warpgroups, lanes or warps of a warpgroup that disagree
 // (descriptors, shape, order), an operand outside dynamic shared memory or misaligned for its
-// swizzle, a descriptor with a base offset (not emulated), an accumulator read or written while a
-// wgmma on it is in flight, its shared memory written before its wait (the GPU may read either), a
-// thread that returns with wgmma in flight. Not checked: A's registers written before the wait.
+// swizzle, a descriptor with a base offset (not emulated), its shared memory written before its
+// wait (the GPU may read either), a thread that returns with wgmma in flight; and an accumulator
+// read, written, copied or gone out of scope while a wgmma on it is in flight (the message names
+// that wgmma's line: element access has no caller's line). Not checked: A's registers or the
+// accumulator written between the fence and the wgmma (one fence since the last wait is all it
+// asks), the fence.proxy.async a GPU needs between the threads' stores and a wgmma reading them
+// (both are plain memory here), fence, commit and wait agreeing across a warpgroup's warps.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -69,6 +74,22 @@ struct WgmmaAccumulator {
   float v[N / 2];
 #if SIMT_CPU
   detail::WgmmaInFlight in_flight{};
+  // On the CPU a copy, an assignment or the end of its scope while a wgmma on it is in flight is an
+  // error too (on a GPU the registers would be read or reused before the wgmma writes them).
+  WgmmaAccumulator() = default;
+  WgmmaAccumulator(const WgmmaAccumulator& o) {
+    if (o.in_flight.ops) detail::wgmma_early_access(o.in_flight);
+    for (int i = 0; i < N / 2; ++i) v[i] = o.v[i];
+  }
+  WgmmaAccumulator& operator=(const WgmmaAccumulator& o) {
+    if (o.in_flight.ops) detail::wgmma_early_access(o.in_flight);
+    if (in_flight.ops) detail::wgmma_early_access(in_flight);
+    for (int i = 0; i < N / 2; ++i) v[i] = o.v[i];
+    return *this;
+  }
+  ~WgmmaAccumulator() {
+    if (in_flight.ops) detail::wgmma_out_of_scope(in_flight);
+  }
   float& operator[](int i) {
     if (in_flight.ops) detail::wgmma_early_access(in_flight);
     return v[i];
@@ -211,6 +232,8 @@ template <int Pending, int N1, int N2>
 __device__ __forceinline__ void wgmma_wait(WgmmaAccumulator<N1>&, WgmmaAccumulator<N2>&, SIMT_CALLER) {
   wgmma_wait<Pending>(simt_file, simt_line);
 }
+template <int N>
+__device__ __forceinline__ void wgmma_fence_operand(WgmmaAccumulator<N>&) {}  // the compiler's matter
 #else
 __device__ __forceinline__ void wgmma_fence() {
 #if SIMT_WGMMA_ARCH
@@ -235,8 +258,10 @@ __device__ __forceinline__ void wgmma_wait() {
   __trap();
 #endif
 }
-// The accumulators named are fenced after the wait: the compiler sees the wgmma's asm write them
-// when issued, and could otherwise move their reads above the wait.
+// Keeps the compiler from moving the accumulator's reads and writes across this point (CUTLASS's
+// warpgroup_fence_operand): before wgmma_fence, so that writes such as a rescale of O stay before
+// it; after the wait, so that reads stay after (the compiler sees the wgmma's asm write the
+// registers when issued).
 template <int N>
 __device__ __forceinline__ void wgmma_fence_operand(WgmmaAccumulator<N>& d) {
   #pragma unroll

@@ -123,6 +123,7 @@ void wgmma_commit(Thread* const* lanes, unsigned mask, const void*);
 void wgmma_wait(Thread* const* lanes, unsigned mask, const void* pending);
 uint32_t wgmma_smem_offset(const void* p, const char* file, int line);  // checked: in dynamic shared memory
 [[noreturn]] void wgmma_early_access(const WgmmaInFlight& f);
+[[noreturn]] void wgmma_out_of_scope(const WgmmaInFlight& f);
 // setmaxnreg by warp `warp` (simt/setmaxnreg.cuh): checked against its warpgroup's other warps.
 void register_change(unsigned warp, bool inc, unsigned regs, const char* file, int line);
 // Fails the running block with a message naming file:line (the launch returns an error).
