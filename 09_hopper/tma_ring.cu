@@ -16,9 +16,7 @@
 
 #include <type_traits>
 
-#include "05_flash_v2/products.cuh"  // and fa2_tile.cuh
-#include "hopper.h"
-#include "smem_tiles.cuh"
+#include "tile.cuh"
 
 namespace ch09 {
 namespace {
@@ -74,26 +72,7 @@ __global__ void __launch_bounds__(kThreads)
     simt::mbarrier_wait_parity(&full[s], phase);  // tile j has landed
     const uint64_t k_desc = k_major(Ks + s * kBc * D), v_desc = n_major<kBc>(Vs + s * kBc * D);
 
-    simt::WgmmaAccumulator<kBc> S;
-    simt::wgmma_fence();
-#pragma unroll
-    for (int ks = 0; ks < D / 16; ++ks)
-      simt::wgmma_ss<T, kBc>(S, q_desc + k_major_step<kBr>(ks), k_desc + k_major_step<kBc>(ks), ks > 0);
-    simt::wgmma_commit();
-    simt::wgmma_wait<0>(S);
-
-    float (&sc)[kBc / 8][4] = S.tiles();
-    ch05::scale_and_mask<kBc, false>(sc, row, p, bh / p.H, bh % p.H, k0, scale_log2);
-    ch05::online_softmax<kBc, D, ch05::Exp2Ftz>(sc, O.tiles(), m, l);
-    uint32_t pa[kBc / 16][4];
-    ch05::pack_p<T, kBc>(pa, sc);
-
-    simt::wgmma_fence_operand(O);  // O's rescale stays before the fence
-    simt::wgmma_fence();  // O was rescaled, P packed: the wgmma must see them
-#pragma unroll
-    for (int kk = 0; kk < kBc / 16; ++kk) simt::wgmma_rs<T, D, true>(O, pa[kk], v_desc + n_major_step(kk), true);
-    simt::wgmma_commit();
-    simt::wgmma_wait<0>(O);
+    attend_tile<T, D>(O, m, l, q_desc, k_desc, v_desc, p, row, bh, k0, scale_log2);
 
     simt::mbarrier_arrive(&empty[s]);  // this thread is done with stage s
     if (threadIdx.x == 0 && j + kStages < tiles) {

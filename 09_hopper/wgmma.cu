@@ -14,9 +14,7 @@
 // mask code, unrolled over S's 64 floats per thread, would take the registers past 255 (spills).
 // Cost: the copies are still ordinary loads by every thread, and the warpgroup waits for each
 // product before the next begins: nothing overlaps yet (steps c to f).
-#include "05_flash_v2/products.cuh"  // and fa2_tile.cuh
-#include "hopper.h"
-#include "smem_tiles.cuh"
+#include "tile.cuh"
 
 namespace ch09 {
 namespace {
@@ -46,26 +44,7 @@ __global__ void __launch_bounds__(kThreads) wgmma_kernel(const attn::AttentionPa
     simt::fence_proxy_async();  // the threads' stores, visible to the tensor cores' reads
     __syncthreads();
 
-    simt::WgmmaAccumulator<kBc> S;
-    simt::wgmma_fence();
-#pragma unroll
-    for (int s = 0; s < D / 16; ++s)
-      simt::wgmma_ss<T, kBc>(S, q_desc + k_major_step<kBr>(s), k_desc + k_major_step<kBc>(s), s > 0);
-    simt::wgmma_commit();
-    simt::wgmma_wait<0>(S);
-
-    float (&s)[kBc / 8][4] = S.tiles();
-    ch05::scale_and_mask<kBc, false>(s, row, p, bh / p.H, bh % p.H, k0, scale_log2);  // is_causal; no attn_mask
-    ch05::online_softmax<kBc, D, ch05::Exp2Ftz>(s, O.tiles(), m, l);
-    uint32_t pa[kBc / 16][4];
-    ch05::pack_p<T, kBc>(pa, s);
-
-    simt::wgmma_fence_operand(O);  // O's rescale stays before the fence
-    simt::wgmma_fence();  // O was rescaled, P packed: the wgmma must see them
-#pragma unroll
-    for (int kk = 0; kk < kBc / 16; ++kk) simt::wgmma_rs<T, D, true>(O, pa[kk], v_desc + n_major_step(kk), true);
-    simt::wgmma_commit();
-    simt::wgmma_wait<0>(O);
+    attend_tile<T, D>(O, m, l, q_desc, k_desc, v_desc, p, row, bh, k0, scale_log2);
   }
   ch05::store_rows<T, D>(O.tiles(), m, l, row, p, bh);
 }
