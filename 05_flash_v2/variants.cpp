@@ -7,11 +7,6 @@
 namespace {
 using namespace attn;
 
-// FlashAttention-2 reads Q and writes O once, and reads K and V once per Q tile of Br rows.
-double fa2_bytes(const Problem& p, int Br) {
-  const double t = dtype_size(p.dtype), heads = static_cast<double>(p.heads()), Tr = (p.Lq + Br - 1) / Br;
-  return heads * t * (2.0 * p.Lq * p.d + Tr * 2.0 * p.Lk * p.d);
-}
 int fast_br(const Problem& p) { return ch05::fa2_tiles(p.d).Br; }
 
 // What every step shares: the chapter, lse written, one grid row per head, the emulator's pace.
@@ -27,7 +22,7 @@ Variant step(const char* name, const char* description, cudaError_t (*kernel)(co
   v.writes_lse = true;
   v.max_heads = 65535;
   v.cpu_flops_per_second = 8e8;
-  v.hbm_bytes = [Br](const Problem& p) { return fa2_bytes(p, Br(p)); };
+  v.hbm_bytes = [Br](const Problem& p) { return p.fa2_bytes(Br(p)); };
   const std::string stage = std::string("FlashAttention-2 (") + name + ")";
   v.run = [kernel, stage](const AttentionParams& p, Stages& st) { st.run(stage, [&] { return kernel(p); }); };
   return v;

@@ -10,13 +10,9 @@
 namespace {
 using namespace attn;
 
-// FlashAttention-2's traffic: Q read and O written once, K and V once per Q tile of Br rows.
-double fa2_bytes(const Problem& p, int Br) {
-  const double t = dtype_size(p.dtype), heads = static_cast<double>(p.heads()), Tr = (p.Lq + Br - 1) / Br;
-  return heads * t * (2.0 * p.Lq * p.d + Tr * 2.0 * p.Lk * p.d);
-}
-
-Variant step(const char* name, const char* description, cudaError_t (*kernel)(const AttentionParams&), int Br) {
+// Every step's traffic is FlashAttention-2's (Problem::fa2_bytes) for its Q tile of Br rows.
+Variant step(const char* name, const char* description, cudaError_t (*kernel)(const AttentionParams&),
+             int (*Br)(const Problem&)) {
   Variant v{.chapter = "09_hopper", .name = name, .description = description};
   v.dtypes = {DType::fp16, DType::bf16};
   v.head_dims.list = as_vector(ch09::HopperDims{});
@@ -24,7 +20,7 @@ Variant step(const char* name, const char* description, cudaError_t (*kernel)(co
   v.writes_lse = true;
   v.max_heads = 65535;
   v.cpu_flops_per_second = 8e8;
-  v.hbm_bytes = [Br](const Problem& p) { return fa2_bytes(p, Br); };
+  v.hbm_bytes = [Br](const Problem& p) { return p.fa2_bytes(Br(p)); };
   const std::string stage = std::string("Hopper (") + name + ")";
   v.run = [kernel, stage](const AttentionParams& p, Stages& st) { st.run(stage, [&] { return kernel(p); }); };
   return v;
@@ -32,8 +28,7 @@ Variant step(const char* name, const char* description, cudaError_t (*kernel)(co
 
 const Register a([] {
   Variant v = step("fa2_baseline", "chapter 05's best (lean_loop): mma.sync, ldmatrix, cp.async; the baseline",
-                   ch05::lean_loop, 0);
-  v.hbm_bytes = [](const Problem& p) { return fa2_bytes(p, ch05::fa2_tiles(p.d).Br); };
+                   ch05::lean_loop, [](const Problem& p) { return ch05::fa2_tiles(p.d).Br; });
   v.mask = true;  // chapter 05's kernel has attn_mask; only the chapter's own steps go without
   return v;
 }());
@@ -45,13 +40,13 @@ std::string plan(const Problem& p, const char* copies, long smem) {
 }
 const Register b([] {
   Variant v = step("wgmma", "both products as wgmma from shared memory, a warpgroup per 64 rows, P from registers",
-                   ch09::wgmma, ch09::kBr);
+                   ch09::wgmma, [](const Problem&) { return ch09::kBr; });
   v.plan = [](const Problem& p) { return plan(p, "copies by every thread", ch09::smem_bytes(p.d)); };
   return v;
 }());
 const Register c([] {
   Variant v = step("tma_ring", "K/V tiles copied by TMA into a ring of 2 stages, full and empty mbarriers",
-                   ch09::tma_ring, ch09::kBr);
+                   ch09::tma_ring, [](const Problem&) { return ch09::kBr; });
   v.best = true;
   v.plan = [](const Problem& p) { return plan(p, "TMA into 2 stages", ch09::ring_smem_bytes(p.d)); };
   return v;

@@ -91,6 +91,10 @@ long long Problem::visible_pairs() const {
   return n;
 }
 double Problem::flops() const { return 4.0 * static_cast<double>(heads()) * d * static_cast<double>(visible_pairs()); }
+double Problem::fa2_bytes(int Br) const {
+  const double t = dtype_size(dtype), Tr = (Lq + Br - 1) / Br;
+  return static_cast<double>(heads()) * t * (2.0 * Lq * d + Tr * 2.0 * Lk * d);
+}
 double Problem::qkvo_bytes() const {
   return static_cast<double>(dtype_size(dtype)) * (2.0 * static_cast<double>(q_elems()) + 2.0 * static_cast<double>(kv_elems()));
 }

@@ -37,6 +37,8 @@ struct Problem {
   double flops() const;
   // Bytes of Q, K, V read and O written once: the least any variant moves.
   double qkvo_bytes() const;
+  // FlashAttention-2's loop: Q read and O written once, K and V once per Q tile of Br rows.
+  double fa2_bytes(int Br) const;
 };
 
 const char* causal_name(Causal c);
