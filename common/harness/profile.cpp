@@ -1,6 +1,8 @@
 // profile.cpp: one counted run of a variant, printed stage by stage, and its modelled GPU time.
 #include "profile.h"
 
+#include <CLI/CLI.hpp>
+
 #include <chrono>
 #include <cstdio>
 #include <ctime>

@@ -4,7 +4,6 @@
 // for a profile is refused before any work, with the command that configures one. A problem too
 // large to emulate whole is modelled from a few of its heads (model/sampling.h).
 #pragma once
-#include <CLI/CLI.hpp>
 #include <functional>
 #include <memory>
 #include <string>
@@ -13,6 +12,12 @@
 #include "model/model.h"
 #include "model/sampling.h"
 #include "runner.h"
+
+// Declared, not included: CLI11 is a header library that costs every translation unit including
+// it several seconds, and only the command lines need it (profile.cpp, cli.cpp).
+namespace CLI {
+class App;
+}
 
 namespace attn {
 
