@@ -12,10 +12,7 @@
 // lives in stage j % kStages, and the waits name the phase by its parity, (j / kStages) % 2.
 // Cost: thread 0 both computes and refills, so a refill waits until its own warpgroup is done with
 // the stage; and the products still wait for each other and for the softmax (steps d to f).
-#include <cuda.h>
-
-#include <type_traits>
-
+#include "dispatch.cuh"
 #include "tile.cuh"
 
 namespace ch09 {
@@ -84,38 +81,15 @@ __global__ void __launch_bounds__(kThreads)
   ch05::store_rows<T, D>(O.tiles(), m, l, row, p, bh);
 }
 
-// A tensor map of one of Q, K, V: [B * H][L][D] as a 3D tensor (D contiguous), boxes of 64 columns
-// (128 bytes, the swizzle's span) by `rows`, one (batch, head) deep: rows past L read as zeros.
-template <class T, int D>
-cudaError_t tensor_map(CUtensorMap* map, const void* base, int L, int rows, long long heads) {
-  const CUtensorMapDataType type =
-      std::is_same_v<T, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
-  const cuuint64_t dims[3] = {D, static_cast<cuuint64_t>(L), static_cast<cuuint64_t>(heads)};
-  const cuuint64_t strides[2] = {D * sizeof(T), static_cast<cuuint64_t>(L) * D * sizeof(T)};
-  const cuuint32_t box[3] = {64, static_cast<cuuint32_t>(rows), 1};
-  return simt::make_tensor_map(map, type, 3, base, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B);
-}
-
 }  // namespace
 
 cudaError_t tma_ring(const attn::AttentionParams& p) {
-  return attn::dispatch_dtype(p.dtype, [&](auto t) {
-    using T = decltype(t);
-    if constexpr (std::is_same_v<T, float>) {
-      return cudaErrorInvalidValue;
-    } else {
-      return attn::dispatch_head_dim(HopperDims{}, p.d, [&](auto d) {
-        constexpr int D = decltype(d)::value;
-        const long long heads = static_cast<long long>(p.B) * p.H;
-        CUtensorMap q_map, k_map, v_map;
-        cudaError_t e = tensor_map<T, D>(&q_map, p.q, p.Lq, kBr, heads);
-        if (e == cudaSuccess) e = tensor_map<T, D>(&k_map, p.k, p.Lk, kBc, heads);
-        if (e == cudaSuccess) e = tensor_map<T, D>(&v_map, p.v, p.Lk, kBc, heads);
-        if (e != cudaSuccess) return e;
-        return simt::launch(tma_ring_kernel<T, D>, dim3((p.Lq + kBr - 1) / kBr, p.B * p.H), dim3(kThreads),
-                            ring_smem_bytes(D) + kAlign, q_map, k_map, v_map, p);
-      });
-    }
+  return dispatch(p, [&](auto t, auto d) {
+    constexpr int D = decltype(d)::value;
+    TensorMaps maps;
+    if (const cudaError_t e = tensor_maps<decltype(t), D>(p, kBr, &maps); e != cudaSuccess) return e;
+    return simt::launch(tma_ring_kernel<decltype(t), D>, dim3((p.Lq + kBr - 1) / kBr, p.B * p.H), dim3(kThreads),
+                        ring_smem_bytes(D) + kAlign, maps.q, maps.k, maps.v, p);
   });
 }
 

@@ -14,6 +14,7 @@
 // mask code, unrolled over S's 64 floats per thread, would take the registers past 255 (spills).
 // Cost: the copies are still ordinary loads by every thread, and the warpgroup waits for each
 // product before the next begins: nothing overlaps yet (steps c to f).
+#include "dispatch.cuh"
 #include "tile.cuh"
 
 namespace ch09 {
@@ -52,17 +53,10 @@ __global__ void __launch_bounds__(kThreads) wgmma_kernel(const attn::AttentionPa
 }  // namespace
 
 cudaError_t wgmma(const attn::AttentionParams& p) {
-  return attn::dispatch_dtype(p.dtype, [&](auto t) {
-    using T = decltype(t);
-    if constexpr (std::is_same_v<T, float>) {
-      return cudaErrorInvalidValue;
-    } else {
-      return attn::dispatch_head_dim(HopperDims{}, p.d, [&](auto d) {
-        constexpr int D = decltype(d)::value;
-        return simt::launch(wgmma_kernel<T, D>, dim3((p.Lq + kBr - 1) / kBr, p.B * p.H), dim3(kThreads),
-                            smem_bytes(D) + kAlign, p);
-      });
-    }
+  return dispatch(p, [&](auto t, auto d) {
+    constexpr int D = decltype(d)::value;
+    return simt::launch(wgmma_kernel<decltype(t), D>, dim3((p.Lq + kBr - 1) / kBr, p.B * p.H), dim3(kThreads),
+                        smem_bytes(D) + kAlign, p);
   });
 }
 
