@@ -15,6 +15,7 @@ using HopperDims = attn::HeadDimList<64, 128>;
 // Step a is chapter 05's best (lean_loop), the baseline every later step is measured against.
 cudaError_t wgmma(const attn::AttentionParams& p);     // b: both products as wgmma, a warpgroup per 64 rows
 cudaError_t tma_ring(const attn::AttentionParams& p);  // c: TMA copies into a ring of stages, mbarriers
+cudaError_t warp_specialized(const attn::AttentionParams& p);  // d: a producer warpgroup, two consumers
 
 // The tiles of step b: a warpgroup of 128 threads owns Br = 64 query rows and walks K/V tiles of
 // Bc = 128 keys (S: 64 floats per thread, as O at d = 128).
@@ -25,5 +26,12 @@ inline constexpr long smem_bytes(int d) { return 2L * (kBr + 2 * kBc) * d; }
 // Q): 144 KiB of tiles at d = 128.
 inline constexpr int kStages = 2;
 inline constexpr long ring_smem_bytes(int d) { return 2L * (kBr + 2 * kStages * kBc) * d + 8L * (2 * kStages + 1); }
+// Step d: a producer warpgroup that only copies, and kConsumers warpgroups of kBr rows each (a
+// block's Q tile is kConsumers * kBr = 128 rows) sharing the ring. setmaxnreg moves registers from
+// the producer to the consumers: 128 x 24 + 256 x 240 = 64512 of the SM's 65536 (FlashAttention-3's
+// counts with two consumers). 160 KiB of tiles at d = 128.
+inline constexpr int kConsumers = 2, kWsThreads = kThreads * (1 + kConsumers);
+inline constexpr unsigned kProducerRegs = 24, kConsumerRegs = 240;
+inline constexpr long ws_smem_bytes(int d) { return ring_smem_bytes(d) + 2L * (kConsumers - 1) * kBr * d; }
 
 }  // namespace ch09

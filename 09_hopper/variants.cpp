@@ -1,6 +1,6 @@
 // variants.cpp: chapter 09 in the registry. Step a is chapter 05's best, registered again here so
 // that every later step has its baseline in the same chapter and the same run; step b moves both
-// products to wgmma; step c hands the copies to TMA.
+// products to wgmma; step c hands the copies to TMA; step d gives them to a warpgroup of their own.
 #include <cstdio>
 
 #include "05_flash_v2/flash_v2.h"
@@ -32,23 +32,33 @@ const Register a([] {
   v.mask = true;  // chapter 05's kernel has attn_mask; only the chapter's own steps go without
   return v;
 }());
-std::string plan(const Problem& p, const char* copies, long smem) {
-  char s[200];
-  std::snprintf(s, sizeof s, "Br = %d (a warpgroup), Bc = %d, %s, %ld bytes of shared memory, wgmma m64n%dk16 and m64n%dk16",
-                ch09::kBr, ch09::kBc, copies, smem, ch09::kBc, p.d);
+std::string plan(const Problem& p, const char* rows, const char* copies, long smem) {
+  char s[240];
+  std::snprintf(s, sizeof s, "Br = %s, Bc = %d, %s, %ld bytes of shared memory, wgmma m64n%dk16 and m64n%dk16",
+                rows, ch09::kBc, copies, smem, ch09::kBc, p.d);
   return std::string(s);
 }
 const Register b([] {
   Variant v = step("wgmma", "both products as wgmma from shared memory, a warpgroup per 64 rows, P from registers",
                    ch09::wgmma, [](const Problem&) { return ch09::kBr; });
-  v.plan = [](const Problem& p) { return plan(p, "copies by every thread", ch09::smem_bytes(p.d)); };
+  v.plan = [](const Problem& p) { return plan(p, "64 (a warpgroup)", "copies by every thread", ch09::smem_bytes(p.d)); };
   return v;
 }());
 const Register c([] {
   Variant v = step("tma_ring", "K/V tiles copied by TMA into a ring of 2 stages, full and empty mbarriers",
                    ch09::tma_ring, [](const Problem&) { return ch09::kBr; });
+  v.plan = [](const Problem& p) { return plan(p, "64 (a warpgroup)", "TMA into 2 stages", ch09::ring_smem_bytes(p.d)); };
+  return v;
+}());
+const Register d([] {
+  Variant v = step("warp_specialized",
+                   "a producer warpgroup (24 registers) issues the TMA copies; two consumer warpgroups (240) compute",
+                   ch09::warp_specialized, [](const Problem&) { return ch09::kConsumers * ch09::kBr; });
   v.best = true;
-  v.plan = [](const Problem& p) { return plan(p, "TMA into 2 stages", ch09::ring_smem_bytes(p.d)); };
+  v.plan = [](const Problem& p) {
+    return plan(p, "128 (two consumer warpgroups of 64 rows, one producer)", "TMA into 2 stages by the producer",
+                ch09::ws_smem_bytes(p.d));
+  };
   return v;
 }());
 
