@@ -16,6 +16,7 @@ using HopperDims = attn::HeadDimList<64, 128>;
 cudaError_t wgmma(const attn::AttentionParams& p);     // b: both products as wgmma, a warpgroup per 64 rows
 cudaError_t tma_ring(const attn::AttentionParams& p);  // c: TMA copies into a ring of stages, mbarriers
 cudaError_t warp_specialized(const attn::AttentionParams& p);  // d: a producer warpgroup, two consumers
+cudaError_t ping_pong(const attn::AttentionParams& p);         // e: the consumers take turns (named barriers)
 
 // The tiles of step b: a warpgroup of 128 threads owns Br = 64 query rows and walks K/V tiles of
 // Bc = 128 keys (S: 64 floats per thread, as O at d = 128).

@@ -9,19 +9,28 @@
 
 namespace ch09 {
 
+// Who may issue the S chain when: steps b to d issue it at once (NoTurn); step e's consumers take
+// turns (ping_pong.cu).
+struct NoTurn {
+  __device__ __forceinline__ void take() const {}
+  __device__ __forceinline__ void pass() const {}
+};
+
 // One warpgroup's rows (this thread's row and row + 8) against keys k0 .. k0 + kBc - 1: Q, K and V
 // given by their k-step 0 descriptors (smem_tiles.cuh). O, m and l carry the online softmax.
-template <class T, int D>
+template <class T, int D, class Turn = NoTurn>
 __device__ __forceinline__ void attend_tile(simt::WgmmaAccumulator<D>& O, float (&m)[2], float (&l)[2],
                                             uint64_t q_desc, uint64_t k_desc, uint64_t v_desc,
                                             const attn::AttentionParams& p, int row, int bh, int k0,
-                                            float scale_log2) {
+                                            float scale_log2, const Turn& turn = {}) {
   simt::WgmmaAccumulator<kBc> S;
+  turn.take();
   simt::wgmma_fence();
 #pragma unroll
   for (int s = 0; s < D / 16; ++s)
     simt::wgmma_ss<T, kBc>(S, q_desc + k_major_step<kBr>(s), k_desc + k_major_step<kBc>(s), s > 0);
   simt::wgmma_commit();
+  turn.pass();
   simt::wgmma_wait<0>(S);
 
   float (&s)[kBc / 8][4] = S.tiles();

@@ -4,7 +4,7 @@
 
 For each kernel of 09_hopper/*.cu: registers, stack frame and spills (ptxas -v), and the Hopper
 instructions of its SASS (nvdisasm: HGMMA by shape, WARPGROUP.ARRIVE and DEPBAR, UTMALDG (TMA), USETMAXREG,
-SYNCS (mbarrier), BAR.SYNC),
+SYNCS (mbarrier), BAR.SYNC and BAR.ARV (barriers, named ones included)),
 counted statically: each instruction once where it appears in the code. A compiler report: nothing
 runs on a GPU.
 
@@ -48,7 +48,7 @@ def report(nvcc, nvdisasm, src, tmp):
             continue
         if cur is None:
             continue
-        for op in re.findall(r"\b(HGMMA\.[0-9x]+\.F32(?:\.BF16)?|WARPGROUP\.\w+|BAR\.SYNC|UTMALDG\.\w+|SYNCS\.\w+|USETMAXREG[.\w]*)\b", line):
+        for op in re.findall(r"\b(HGMMA\.[0-9x]+\.F32(?:\.BF16)?|WARPGROUP\.\w+|BAR\.(?:SYNC|ARV)|UTMALDG\.\w+|SYNCS\.\w+|USETMAXREG[.\w]*)\b", line):
             counts[cur][op] = counts[cur].get(op, 0) + 1
     rows = []
     for entry in re.split(r"ptxas info\s+: Compiling entry function '", r.stdout + r.stderr)[1:]:
@@ -114,7 +114,7 @@ def main():
     lines = ["# ptxas -v and the SASS of chapter 09's kernels, sm_90a (a compiler report: nothing here ran on a GPU)",
              "# the sources of commit %s, %s:" % (kr.commit_of_tree(), version),
              "#   nvcc " + " ".join(FLAGS) + " 09_hopper/<file>.cu   (tools/hopper_resources.py)",
-             "# SASS: HGMMA by shape, WARPGROUP.ARRIVE/DEPBAR, UTMALDG, SYNCS, USETMAXREG and BAR.SYNC in nvdisasm's listing, each counted once",
+             "# SASS: HGMMA by shape, WARPGROUP.ARRIVE/DEPBAR, UTMALDG, SYNCS, USETMAXREG, BAR.SYNC and BAR.ARV in nvdisasm's listing, each counted once",
              "# where it appears (static counts; the tile loop's body runs once per K/V tile).",
              "%-10s %-8s %-5s %4s %9s %7s %13s  %s" % ("file", "kernel", "dtype", "d", "registers", "stack B",
                                                        "spill st/ld B", "SASS")]
