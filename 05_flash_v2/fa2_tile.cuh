@@ -64,19 +64,20 @@ struct Exp2Ftz {
   __device__ static float f(float x) { return simt::ex2_approx_ftz(x); }
 };
 
-// The online softmax on a tile of scores: new maxima, alpha = exp2(m_old - m_new) applied to l
-// and O, and the scores replaced by P = exp2(c * s - m_new) (fp32, still in the accumulators).
-// c = 1 when the scores are already in base 2 (scale_and_mask); c = scale * log2(e) > 0 when they
-// are raw, which folds the scaling into the exponent's FFMA (step h).
-template <int Bc, int D, class E = Exp2>
-__device__ __forceinline__ void online_softmax(float (&s)[Bc / 8][4], float (&o)[D / 8][4], float (&m)[2],
-                                               float (&l)[2], float c = 1.f) {
+// The online softmax's first half, on a tile of scores: new maxima, the scores replaced by
+// P = exp2(c * s - m_new) (fp32, still in the accumulators), l rescaled and summed, and in alpha
+// what O must be multiplied by, exp2(m_old - m_new). c = 1 when the scores are already in base 2
+// (scale_and_mask); c = scale * log2(e) > 0 when they are raw, which folds the scaling into the
+// exponent's FFMA (step h).
+template <int Bc, class E = Exp2>
+__device__ __forceinline__ void softmax_scores(float (&s)[Bc / 8][4], float (&m)[2], float (&l)[2], float (&alpha)[2],
+                                               float c = 1.f) {
   float m_new[2] = {-INFINITY, -INFINITY};
 #pragma unroll
   for (int nt = 0; nt < Bc / 8; ++nt)
 #pragma unroll
     for (int e = 0; e < 4; ++e) m_new[e / 2] = fmaxf(m_new[e / 2], s[nt][e]);
-  float alpha[2], m_use[2], sum[2] = {0.f, 0.f};
+  float m_use[2], sum[2] = {0.f, 0.f};
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     m_new[r] = fmaxf(m[r], attn::quad_max(m_new[r]) * c);
@@ -90,11 +91,23 @@ __device__ __forceinline__ void online_softmax(float (&s)[Bc / 8][4], float (&o)
     for (int e = 0; e < 4; ++e) sum[e / 2] += s[nt][e] = E::f(fmaf(s[nt][e], c, -m_use[e / 2]));
 #pragma unroll
   for (int r = 0; r < 2; ++r) l[r] = l[r] * alpha[r] + sum[r];
+}
+// Its second half: O's rows multiplied by their alpha.
+template <int D>
+__device__ __forceinline__ void rescale_o(float (&o)[D / 8][4], const float (&alpha)[2]) {
 #pragma unroll
   for (int nt = 0; nt < D / 8; ++nt) {
     o[nt][0] *= alpha[0], o[nt][1] *= alpha[0];
     o[nt][2] *= alpha[1], o[nt][3] *= alpha[1];
   }
+}
+// Both halves at once, as every step of chapters 05 to 08 runs them.
+template <int Bc, int D, class E = Exp2>
+__device__ __forceinline__ void online_softmax(float (&s)[Bc / 8][4], float (&o)[D / 8][4], float (&m)[2],
+                                               float (&l)[2], float c = 1.f) {
+  float alpha[2];
+  softmax_scores<Bc, E>(s, m, l, alpha, c);
+  rescale_o<D>(o, alpha);
 }
 template <int Bc, int D, class E = Exp2>
 __device__ __forceinline__ void online_softmax(float (&s)[Bc / 8][4], RowState<D>& st, float c = 1.f) {
