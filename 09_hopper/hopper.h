@@ -17,6 +17,7 @@ cudaError_t wgmma(const attn::AttentionParams& p);     // b: both products as wg
 cudaError_t tma_ring(const attn::AttentionParams& p);  // c: TMA copies into a ring of stages, mbarriers
 cudaError_t warp_specialized(const attn::AttentionParams& p);  // d: a producer warpgroup, two consumers
 cudaError_t ping_pong(const attn::AttentionParams& p);         // e: the consumers take turns (named barriers)
+cudaError_t intra_overlap(const attn::AttentionParams& p);     // f: softmax of tile j under P V of tile j - 1
 
 // The tiles of step b: a warpgroup of 128 threads owns Br = 64 query rows and walks K/V tiles of
 // Bc = 128 keys (S: 64 floats per thread, as O at d = 128).

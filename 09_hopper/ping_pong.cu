@@ -4,37 +4,25 @@
 // In step d both consumers issued their S chains whenever their tiles landed: often together, and
 // then both waited for S, both ran the softmax with the tensor cores idle, and both issued P V.
 // Here a consumer issues its S chain only in its turn, and hands the turn to the other as soon as
-// the chain is issued: consumer 0's Q K^T, then consumer 1's, then consumer 0's again, ... Each
-// consumer c has a named barrier (simt/named_barrier.cuh), id kTurn + c, for the two warpgroups'
-// 256 threads: c waits on it (bar.sync, 128 threads) until the other has arrived (bar.arrive, 128),
-// which the other does right after issuing its own chain. While consumer 0 runs its softmax on S,
-// the tensor cores run consumer 1's Q K^T and then consumer 0's P V; the softmax of one hides
-// under the products of the other (FlashAttention-3's ping-pong). Consumer 1 arrives once before
-// the loop to give consumer 0 the first turn, and not after its last chain, which no turn follows.
-// Cost: a consumer whose tile has landed may wait for its turn; the softmax still waits for its
-// own warpgroup's S (step f).
+// the chain is issued: consumer 0's Q K^T, then consumer 1's, then consumer 0's again, ... The turn
+// is a named barrier per consumer (simt/named_barrier.cuh; PingPong in ring.cuh, which step f
+// shares), id kTurn + c, for the two warpgroups' 256 threads: c waits on it (bar.sync, 128
+// threads) until the other has arrived (bar.arrive, 128), which the other does right after issuing
+// its own chain. While consumer 0 runs its softmax on S, the tensor cores run consumer 1's Q K^T
+// and then consumer 0's P V: the softmax of one hides under the products of the other
+// (FlashAttention-3's ping-pong). Consumer 1 arrives once before the loop to give consumer 0 the
+// first turn, and not after its last chain, which no turn follows.
+// Cost: a consumer whose tile has landed may wait for its turn; and its own softmax and its own
+// products still take turns (step f).
 #include "ring.cuh"
-#include "simt/named_barrier.cuh"
 
 namespace ch09 {
 namespace {
-
-inline constexpr unsigned kTurn = 1;  // named barriers kTurn and kTurn + 1 (0 is __syncthreads')
-
-struct PingPong {
-  unsigned mine, other;
-  bool pass_on;  // false for the last chain of all: no turn follows it
-  __device__ __forceinline__ void take() const { simt::named_barrier_sync(mine, kConsumers * kThreads); }
-  __device__ __forceinline__ void pass() const {
-    if (pass_on) simt::named_barrier_arrive(other, kConsumers * kThreads);
-  }
-};
 
 template <class T, int D>
 __global__ void __launch_bounds__(kWsThreads, 1)
     ping_pong_kernel(const __grid_constant__ CUtensorMap q_map, const __grid_constant__ CUtensorMap k_map,
                      const __grid_constant__ CUtensorMap v_map, const attn::AttentionParams p) {
-  static_assert(kConsumers == 2, "the turn goes back and forth between two consumers");
   const Ring<T, D> ring;
   const int bh = static_cast<int>(blockIdx.y), q0 = static_cast<int>(blockIdx.x) * kConsumers * kBr;
   const int wg = static_cast<int>(threadIdx.x) / kThreads;  // 0: the producer; 1 .. kConsumers: consumers
@@ -53,16 +41,15 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   const int c = wg - 1, warp = static_cast<int>(threadIdx.x / 32) % 4;
   const int row = q0 + c * kBr + warp * 16 + static_cast<int>(threadIdx.x % 32 / 4);
   const float scale_log2 = p.scale * attn::kLog2e;
-  const unsigned mine = kTurn + static_cast<unsigned>(c), other = kTurn + static_cast<unsigned>(1 - c);
   simt::WgmmaAccumulator<D> O;
   for (int i = 0; i < D / 2; ++i) O[i] = 0.f;
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
-  if (c == 1) simt::named_barrier_arrive(other, kConsumers * kThreads);  // consumer 0 goes first
+  PingPong::start(c);  // consumer 0 goes first
   simt::mbarrier_wait_parity(ring.q_full, 0);
 
   for (int j = 0; j < tiles; ++j) {
     const int s = ring.wait_tile(j);
-    const PingPong turn{mine, other, c == 0 || j + 1 < tiles};
+    const PingPong turn(c, j, tiles);
     attend_tile<T, D>(O, m, l, ring.q_desc(c), ring.k_desc(s), ring.v_desc(s), p, row, bh, j * kBc, scale_log2, turn);
     simt::mbarrier_arrive(&ring.empty[s]);  // this thread is done with stage s
   }

@@ -3,6 +3,7 @@
 // in their consumers.
 #pragma once
 #include "dispatch.cuh"
+#include "simt/named_barrier.cuh"
 #include "simt/setmaxnreg.cuh"
 #include "tile.cuh"
 
@@ -55,6 +56,29 @@ struct Ring {
   __device__ __forceinline__ uint64_t q_desc(int c) const { return k_major(Qs + c * kBr * D); }
   __device__ __forceinline__ uint64_t k_desc(int s) const { return k_major(Ks + s * kBc * D); }
   __device__ __forceinline__ uint64_t v_desc(int s) const { return n_major<kBc>(Vs + s * kBc * D); }
+};
+
+// Steps e onwards: the two consumers take turns at issuing their S chains (attend_tile's Turn).
+// Consumer c's named barrier is kTurn + c, for both warpgroups' 256 threads: c takes its turn by
+// waiting on it (bar.sync, 128 threads), the other gives it by arriving (bar.arrive, 128) once its
+// own chain is issued. Consumer 1 gives consumer 0 the first turn (start), and nobody passes the
+// turn after the last chain of all, which no turn follows.
+inline constexpr unsigned kTurn = 1;  // named barriers 1 and 2 (0 is __syncthreads')
+struct PingPong {
+  unsigned mine, other;
+  bool pass_on;
+  // Consumer c's turn for its chain of tile j.
+  __device__ __forceinline__ PingPong(int c, int j, int tiles)
+      : mine(kTurn + static_cast<unsigned>(c)), other(kTurn + static_cast<unsigned>(1 - c)), pass_on(c == 0 || j + 1 < tiles) {
+    static_assert(kConsumers == 2, "the turn goes back and forth between two consumers");
+  }
+  __device__ __forceinline__ static void start(int c) {
+    if (c == 1) simt::named_barrier_arrive(kTurn, kConsumers * kThreads);
+  }
+  __device__ __forceinline__ void take() const { simt::named_barrier_sync(mine, kConsumers * kThreads); }
+  __device__ __forceinline__ void pass() const {
+    if (pass_on) simt::named_barrier_arrive(other, kConsumers * kThreads);
+  }
 };
 
 // Launches a kernel of steps d onwards, kernel(t, d) naming its instantiation: Q tiles of

@@ -1,7 +1,8 @@
 // variants.cpp: chapter 09 in the registry. Step a is chapter 05's best, registered again here so
 // that every later step has its baseline in the same chapter and the same run; step b moves both
 // products to wgmma; step c hands the copies to TMA; step d gives them to a warpgroup of their own;
-// step e has the two consumer warpgroups take turns.
+// step e has the two consumer warpgroups take turns; step f overlaps each one's softmax with its own
+// P V.
 #include <cstdio>
 
 #include "05_flash_v2/flash_v2.h"
@@ -64,6 +65,15 @@ const Register d([] {
 const Register e([] {
   Variant v = step("ping_pong", "step d's consumers take turns issuing Q K^T (named barriers): one's softmax under the other's products",
                    ch09::ping_pong, [](const Problem&) { return ch09::kConsumers * ch09::kBr; });
+  v.plan = [](const Problem& p) {
+    return plan(p, "128 (two consumer warpgroups taking turns, one producer)", "TMA into 2 stages by the producer",
+                ch09::ws_smem_bytes(p.d));
+  };
+  return v;
+}());
+const Register f([] {
+  Variant v = step("intra_overlap", "step e with each consumer's softmax of tile j overlapping its own P V of tile j - 1 (wgmma_wait<1>)",
+                   ch09::intra_overlap, [](const Problem&) { return ch09::kConsumers * ch09::kBr; });
   v.best = true;
   v.plan = [](const Problem& p) {
     return plan(p, "128 (two consumer warpgroups taking turns, one producer)", "TMA into 2 stages by the producer",
