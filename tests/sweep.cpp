@@ -24,6 +24,15 @@ std::vector<Problem> shape_sweep() {
           p.seed = static_cast<uint64_t>(l.Lq * 1000 + l.Lk + d);
           out.push_back(p);
         }
+  // A long K: 9 tiles of 128 keys (the last ragged) turn every stage of a ring over several times,
+  // so that a pipeline's barrier phases and refills are exercised beyond their first uses
+  // (chapter 09's rings of 2 stages; chapter 05's cp.async).
+  for (Causal c : {Causal::none, Causal::top_left, Causal::bottom_right}) {
+    Problem p;
+    p.B = 1, p.H = 1, p.Lq = 130, p.Lk = 1100, p.d = 64, p.dtype = DType::fp16, p.causal = c;
+    p.seed = 1100;
+    out.push_back(p);
+  }
   // The other head dims the tensor-core chapters state: 96 and 256.
   for (Lengths l : {Lengths{17, 97}, Lengths{97, 17}, Lengths{130, 130}})
     for (int d : {96, 256})
