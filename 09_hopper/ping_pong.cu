@@ -8,9 +8,9 @@
 // is a named barrier per consumer (simt/named_barrier.cuh; PingPong in ring.cuh, which step f
 // shares), id kTurn + c, for the two warpgroups' 256 threads: c waits on it (bar.sync, 128
 // threads) until the other has arrived (bar.arrive, 128), which the other does right after issuing
-// its own chain. While consumer 0 runs its softmax on S, the tensor cores run consumer 1's Q K^T
-// and then consumer 0's P V: the softmax of one hides under the products of the other
-// (FlashAttention-3's ping-pong). Consumer 1 arrives once before the loop to give consumer 0 the
+// its own chain. While consumer 0 runs its softmax on S, the tensor cores run consumer 1's Q K^T;
+// while consumer 1 runs its own, they run consumer 0's P V and next Q K^T: the softmax of one hides
+// under the products of the other (FlashAttention-3's ping-pong). Consumer 1 arrives once before the loop to give consumer 0 the
 // first turn, and not after its last chain, which no turn follows.
 // Cost: a consumer whose tile has landed may wait for its turn; and its own softmax and its own
 // products still take turns (step f).
