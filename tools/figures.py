@@ -32,6 +32,22 @@ Nothing here is a measurement. Each figure takes its rule from the file that def
                           rows_per_block of 08_decoding/gqa_packed.cu, the row mapping of decode.cuh
   08_roofline.svg         decoding's arithmetic intensity against the H100's roofs, the numbers of
                           common/model/gpu.h
+  09_wgmma_layout.svg     which thread and register of a warpgroup hold each element of wgmma's
+                          m64nNk16 accumulator (drawn at N = 16): frag::wgmma_d_row / wgmma_d_col read
+                          from common/simt/include/simt/fragments.h, tiles()[N / 8][4] from simt/wgmma.cuh
+  09_swizzle_descriptor.svg  a K-major tile in the 128-byte swizzle: swizzled<R> and k_major_step<R> read
+                          from 09_hopper/smem_tiles.cuh, checked against the address wgmma reads (the
+                          emulator's element_offset in common/simt/src/wgmma.cpp) for every element
+  09_pipeline.svg         steps c (tma_ring.cu) and d (warp_specialized.cu) as a schematic timeline of the
+                          ring's stages and mbarriers, kStages from 09_hopper/hopper.h: the order of events
+                          is the code's, the durations are illustrative
+  09_registers.svg        the SM's 65536 registers by role, d = 128: ptxas's counts
+                          (results/static-sm90a/09_hopper_ptxas.txt) and setmaxnreg's (09_hopper/hopper.h)
+  09_ping_pong.svg        steps d (warp_specialized.cu), e (ping_pong.cu) and f (intra_overlap.cu): the two
+                          consumers and the tensor cores over 4 K/V tiles, a small event simulation of the code's
+                          order (attend_tile in tile.cuh, PingPong in ring.cuh, read and checked here; kConsumers
+                          from hopper.h), durations illustrative; checked: e's S chains alternate, f's softmax of
+                          tile j overlaps its own P V of tile j - 1
 
   tools/figures.py                          # writes notes/figures/*.svg
   tools/figures.py --out DIR --check        # CI: writes into DIR, draws each figure twice and
@@ -92,8 +108,9 @@ def check(cond, what):
 # --------------------------------------------------------------------------------------------
 
 def c_expr_to_python(expr):
-    """An integer C++ expression of +, *, /, %, ^, &, >>, parentheses and names, as Python."""
-    check(re.fullmatch(r"[\w\s+*/%^&<>()]+", expr) is not None, f"unexpected characters in {expr!r}")
+    """An integer C++ expression of +, -, *, /, %, ^, &, <<, >>, parentheses, names and calls, as Python
+    (whose precedence of these operators is C's)."""
+    check(re.fullmatch(r"[\w\s+\-*/%^&<>(),]+", expr) is not None, f"unexpected characters in {expr!r}")
     return expr.replace("/", "//")
 
 
@@ -983,6 +1000,806 @@ def fig_roofline(args):
     return fig
 
 
+# --------------------------------------------------------------------------------------------
+# Chapter 09: Hopper (wgmma's accumulator, the 128-byte swizzle, the ring, the register budget)
+# --------------------------------------------------------------------------------------------
+
+def hopper_constants():
+    """The constants of 09_hopper/hopper.h that the figures use, each evaluated from its definition."""
+    src = (ROOT / "09_hopper/hopper.h").read_text()
+    k = {}
+    for name in ("kBr", "kBc", "kThreads", "kStages", "kConsumers", "kWsThreads", "kProducerRegs", "kConsumerRegs"):
+        m = re.search(r"\b" + name + r" = ([^,;]+)[,;]", src)
+        check(m is not None, f"09_hopper/hopper.h: cannot read {name}; tools/figures.py must follow it")
+        k[name] = eval(c_expr_to_python(m.group(1)), {}, dict(k))  # noqa: S307 (our own header)
+    m = re.search(r"long ring_smem_bytes\(int d\) \{ return ([^;]+); \}", src)
+    check(m is not None, "09_hopper/hopper.h: cannot read ring_smem_bytes()")
+    ring = c_expr_to_python(re.sub(r"(\d)L\b", r"\1", m.group(1)))
+    k["ring_smem_bytes"] = lambda d: eval(ring, {}, dict(k, d=d))  # noqa: S307
+    return k
+
+
+def fig_wgmma_layout(args):
+    f = fragment_layout()
+    src = (ROOT / "common/simt/include/simt/fragments.h").read_text()
+    rules = {}
+    for name, params in (("wgmma_d_row", "warp, lane, i"), ("wgmma_d_col", "lane, i")):
+        m = re.search(name + r"\(" + ", ".join(f"int {p}" for p in params.split(", ")) +
+                      r"\)\s*\{\s*return (.+?);\s*\}", src)
+        check(m is not None, f"simt/fragments.h: cannot read {name}(); tools/figures.py must follow the header")
+        rules[name] = eval(f"lambda {params}: " + c_expr_to_python(m.group(1)), dict(f))  # noqa: S307
+    acc = (ROOT / "common/simt/include/simt/wgmma.cuh").read_text()
+    check("reinterpret_cast<float(*)[N / 8][4]>(v)" in acc and "float v[N / 2];" in acc,
+          "simt/wgmma.cuh: WgmmaAccumulator<N> is no longer float v[N / 2] seen as tiles()[N / 8][4]")
+    ring = (ROOT / "09_hopper/tma_ring.cu").read_text()
+    check("row = q0 + warp * 16 + static_cast<int>(threadIdx.x % 32 / 4)" in ring,
+          "09_hopper/tma_ring.cu: a thread's row is no longer q0 + warp * 16 + lane / 4")
+    N, show = 16, 1  # N columns drawn (the kernels' N is Bc = 128 for S and d for O); warp `show` zoomed
+    owner = {}
+    for t in range(128):
+        w, lane = t // 32, t % 32
+        for i in range(N // 2):
+            rc = (rules["wgmma_d_row"](w, lane, i), rules["wgmma_d_col"](lane, i))
+            check(0 <= rc[0] < 64 and 0 <= rc[1] < N, f"D: element {rc} outside 64 x {N}")
+            check(rc not in owner, f"D: element {rc} held by two (thread, register) pairs")
+            owner[rc] = (t, i)
+            nt, e = i // 4, i % 4  # tiles()[nt][e] is v[4 nt + e]: tile nt in mma.m16n8k16's C layout
+            check(rc == (16 * w + f["c_row"](lane, e), 8 * nt + f["c_col"](lane, e)),
+                  f"D: tiles()[{nt}][{e}] of thread {t} is not element {e} of C tile {nt} of warp {w}'s rows")
+            if i == 0:
+                check(rc[0] == 16 * w + lane // 4, "the kernels' row (warp * 16 + lane / 4) is d[0]'s row")
+    check(len(owner) == 64 * N, "D: every element held by exactly one (thread, register)")
+    t5 = 32 * show + 5
+    rows5 = sorted({r for (r, c), (t, i) in owner.items() if t == t5})
+    cols5 = sorted({c for (r, c), (t, i) in owner.items() if t == t5})
+    warp_colors = [BLUE, ORANGE, GREEN, "#8172b2"]
+    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(14, 8.0), gridspec_kw={"width_ratios": [0.9, 1.5]})
+    for r in range(64):  # a row's colour is its warp's, darker for odd lane quads (g = r % 8 here)
+        for ax in (ax0, ax1) if r // 16 == show else (ax0,):
+            ax.add_patch(Rectangle((0, r), N, 1, facecolor=warp_colors[r // 16], edgecolor="none",
+                                   alpha=0.35 + 0.5 * (r % 2)))
+    for ax, r0, r1 in ((ax0, 0, 64), (ax1, 16 * show, 16 * show + 16)):  # cell edges
+        ax.vlines(range(1, N), r0, r1, colors="white", linewidth=0.5)
+        ax.hlines(range(r0 + 1, r1), 0, N, colors="white", linewidth=0.5)
+    for (r, c), (t, i) in owner.items():
+        check((t % 32) // 4 % 2 == r % 2, "a row's colour is its lane quad's")
+        ax0.text(c + 0.5, r + 0.55, str(t), ha="center", va="center", fontsize=4.8)
+        if t // 32 == show:
+            bold = t % 32 == 5
+            ax1.text(c + 0.5, r + 0.27, f"T{t}", ha="center", va="center", fontsize=7,
+                     fontweight="bold" if bold else "normal")
+            ax1.text(c + 0.5, r + 0.55, f"d[{i}]", ha="center", va="center", fontsize=6)
+            ax1.text(c + 0.5, r + 0.8, f"[{i // 4}][{i % 4}]", ha="center", va="center", fontsize=5.5, color="#333333")
+            if bold:
+                ax1.add_patch(Rectangle((c, r), 1, 1, fill=False, edgecolor="black", linewidth=1.6, zorder=3))
+    for w in range(4):
+        ax0.add_patch(Rectangle((0, 16 * w), N, 16, fill=False, edgecolor="black", linewidth=1.4, zorder=3))
+        ax0.text(N + 0.4, 16 * w + 8, f"warp {w}\nthreads\n{32 * w}-{32 * w + 31}\nrows\n{16 * w}-{16 * w + 15}",
+                 va="center", fontsize=8, color=warp_colors[w])
+    ax0.add_patch(Rectangle((0, 16 * show), N, 16, fill=False, edgecolor=RED, linewidth=2.2, zorder=3))
+    ax0.set_xlim(0, N + 4.2)
+    ax0.set_ylim(64, 0)
+    ax0.set_xticks([c + 0.5 for c in range(0, N, 2)], range(0, N, 2), fontsize=7)
+    ax0.set_yticks([r + 0.5 for r in range(0, 64, 8)], range(0, 64, 8), fontsize=7)
+    ax0.tick_params(length=0)
+    for side in ("top", "right"):
+        ax0.spines[side].set_visible(False)
+    ax0.spines["bottom"].set_bounds(0, N)
+    ax0.set(xlabel="column n", ylabel="row m")
+    ax0.set_title(f"D (64 x {N}): the thread (0-127) holding each element", fontsize=9)
+    ax1.plot([8, 8], [16 * show, 16 * show + 16], color="black", linewidth=1.6)
+    ax1.set_xlim(0, N)
+    ax1.set_ylim(16 * show + 16, 16 * show)
+    ax1.set_aspect("equal")
+    ax1.set_xticks([c + 0.5 for c in range(N)], range(N), fontsize=7)
+    ax1.set_yticks([r + 0.5 for r in range(16 * show, 16 * show + 16)], range(16 * show, 16 * show + 16), fontsize=7)
+    ax1.tick_params(length=0)
+    ax1.set(xlabel="column n  (tiles()[0]: columns 0-7, tiles()[1]: 8-15)", ylabel="row m")
+    ax1.set_title(f"warp {show} (rows {16 * show}-{16 * show + 15}), enlarged: thread T, its float d[i] and "
+                  "tiles()[i / 4][i % 4]\n"
+                  f"T{t5} (lane 5: g = 1, t = 1) outlined: rows {' and '.join(map(str, rows5))}, "
+                  f"columns {', '.join(map(str, cols5))}",
+                  fontsize=9)
+    fig.suptitle(f"wgmma.m64nNk16's fp32 accumulator D over a warpgroup (4 warps, 128 threads), drawn at N = {N} "
+                 f"(the kernels use N = Bc = 128 for S, d for O): each thread holds N / 2 = {N // 2} floats.\n"
+                 "Warp w owns rows 16w to 16w + 15; every 8 columns are mma.m16n8k16's C tile, so WgmmaAccumulator's "
+                 "tiles()[N / 8][4] is chapter 05's layout.\nFrom frag::wgmma_d_row / wgmma_d_col "
+                 "(common/simt/include/simt/fragments.h) and simt/wgmma.cuh; lighter and darker: alternate lane quads",
+                 fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    return fig
+
+
+def swizzle128_rules():
+    """smem_tiles.cuh's swizzled<R>(r, c), k_major()'s descriptor fields and k_major_step<R>(s); and the
+    address the emulator's wgmma reads for element (r, k) of a swizzled K-major operand (wgmma.cpp's
+    element_offset, then block_runner.h's swizzled(o, span)), all as Python."""
+    def read(path, pattern, what):
+        m = re.search(pattern, (ROOT / path).read_text())
+        check(m is not None, f"{path}: cannot read {what}; tools/figures.py must follow the code")
+        return m.groups()
+    tiles = "09_hopper/smem_tiles.cuh"
+    (swz,) = read(tiles, r"int swizzled\(int r, int c\) \{\s*return ([^;]+);", "swizzled<R>")
+    kind, lbo, sbo = read(tiles, r"k_major\(const T\* tile\) \{\s*return simt::wgmma_desc\(tile, "
+                          r"simt::WgmmaSwizzle::(\w+), (\d+), (\d+)\);", "k_major()")
+    step, shift = read(tiles, r"k_major_step\(int s\) \{\s*return static_cast<uint64_t>\((.+)\) >> (\d+);",
+                       "k_major_step<R>")
+    (code,) = read("common/simt/include/simt/wgmma.cuh", kind + r" = (\d+)", f"WgmmaSwizzle::{kind}")
+    (spans,) = read("common/simt/src/wgmma.cpp", r"kSpan\[4\] = \{([\d, ]+)\}", "the swizzle field's spans")
+    (offset,) = read("common/simt/src/wgmma.cpp", r"d\.span \? (d\.start [^:]+?)\s*:", "element_offset (K-major)")
+    (xor,) = read("common/simt/src/block_runner.h", r"size_t swizzled\(size_t o, unsigned span\) \{ return span \? "
+                  r"(.+?) : o; \}", "swizzled(o, span)")
+    span = int(spans.split(",")[int(code)])
+    check(span == 128, f"k_major() names WgmmaSwizzle::{kind}, not the 128-byte swizzle")
+    rule = dict(
+        swizzled=eval("lambda R, r, c: " + c_expr_to_python(swz)),  # noqa: S307 (our own code, as the others)
+        step=eval(f"lambda R, s: ({c_expr_to_python(step)}) >> {shift}"),  # noqa: S307
+        offset=eval("lambda start, span, sbo, r, k: " + c_expr_to_python(offset.replace("d.", ""))),  # noqa: S307
+        xor=eval("lambda o, span: " + c_expr_to_python(xor)),  # noqa: S307
+        span=span, lbo=int(lbo), sbo=int(sbo))
+    for R in (64, 128):  # Q (kBr rows) and K (kBc rows) at d = 128: every element, both ways
+        D = 128
+        seen = {rule["swizzled"](R, r, c) for r in range(R) for c in range(D)}
+        check(seen == set(range(R * D)), f"swizzled<{R}> is not a permutation of the {R} x {D} tile")
+        for s in range(D // 16):
+            start = rule["step"](R, s) * 16
+            check(start % (8 * span) + 32 <= span, f"k-step {s}'s 32 bytes leave the swizzle's row (wgmma.cpp)")
+            for r in range(R):
+                for k in range(16):
+                    a = rule["xor"](rule["offset"](start, span, rule["sbo"], r, k), span)
+                    check(a == 2 * rule["swizzled"](R, r, 16 * s + k),
+                          f"R = {R}: wgmma reads element ({r}, {16 * s + k}) at byte {a}, swizzled<R> put it at "
+                          f"{2 * rule['swizzled'](R, r, 16 * s + k)}")
+    return rule
+
+
+def fig_swizzle_descriptor(args):
+    rule, R = swizzle128_rules(), hopper_constants()["kBr"]
+    D, rows = 128, 16
+    step_colors = [BLUE, ORANGE, GREEN, "#8172b2"]
+    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(15, 7.6), gridspec_kw={"width_ratios": [1, 1.55]})
+    # Left: rows 0-15 of column block 0, where each logical chunk lands.
+    for r in range(rows):
+        for c in range(8):
+            byte = 2 * rule["swizzled"](R, r, 8 * c)
+            p = (byte - 128 * r) // 16
+            check(byte % 16 == 0 and 0 <= p < 8 and p == c ^ (r % 8), f"row {r}: chunk {c} not at chunk c ^ (r % 8)")
+            ax0.add_patch(Rectangle((p, r), 1, 1, facecolor=step_colors[c // 2], edgecolor="white",
+                                    alpha=0.45 if c % 2 == 0 else 0.8))
+            ax0.text(p + 0.5, r + 0.4, f"c{c}", ha="center", va="center", fontsize=8, fontweight="bold")
+            ax0.text(p + 0.5, r + 0.75, f"k {8 * c}-{8 * c + 7}", ha="center", va="center", fontsize=5.5)
+    for g in range(rows // 8):
+        ax0.add_patch(Rectangle((0, 8 * g), 8, 8, fill=False, edgecolor="black", linewidth=1.6))
+        ax0.text(8.25, 8 * g + 4, f"8-row group {g}:\nbytes {1024 * g}-{1024 * g + 1023}" +
+                 ("\n\nthe next group:\n+ sbo = 1024 B" if g else ""), va="center", fontsize=8)
+    ax0.set_xlim(0, 11)
+    ax0.set_ylim(rows, 0)
+    ax0.set_aspect("equal")
+    ax0.set_xticks([p + 0.5 for p in range(8)], [f"{p}\n+{16 * p}" for p in range(8)], fontsize=7)
+    ax0.set_yticks([r + 0.5 for r in range(rows)], [f"{r}  @{128 * r}" for r in range(rows)], fontsize=7)
+    ax0.tick_params(length=0)
+    ax0.xaxis.set_label_position("top")
+    ax0.xaxis.tick_top()
+    ax0.set_xlabel("16-byte chunk in the row's 128 bytes, and its byte offset")
+    ax0.set_ylabel("row r, and the byte where it starts (r · 128)")
+    for side in ("bottom", "right"):
+        ax0.spines[side].set_visible(False)
+    ax0.spines["top"].set_bounds(0, 8)
+    ax0.set_title(f"Column block 0, rows 0-{rows - 1}: logical chunk c (columns k = 8c to 8c + 7) lands at chunk "
+                  "c ^ (r % 8);\ncolour: the k-step s = c / 2 that reads it (32 bytes of each row)", fontsize=9, pad=34)
+    # Right: the whole tile, logical (r, k), with the k-steps' descriptor starts.
+    ax1.set_xlim(-4, D + 30)
+    ax1.set_ylim(R + 22, -16)
+    ax1.axis("off")
+    for s in range(D // 16):
+        start = rule["step"](R, s) * 16
+        check(start == s // 4 * R * 128 + s % 4 * 32, f"k-step {s} starts where the notes say")
+        ax1.add_patch(Rectangle((16 * s, 0), 16, R, facecolor=step_colors[s % 4], alpha=0.45 if s < 4 else 0.25,
+                                edgecolor="black", linewidth=0.6))
+        ax1.text(16 * s + 8, -1.5, f"s = {s}\n+{start} B", ha="center", va="bottom", fontsize=8)
+    for g in range(1, R // 8):
+        ax1.plot([0, D], [8 * g, 8 * g], color="black", linewidth=0.5, linestyle="--")
+    ax1.plot([64, 64], [-0.5, R + 0.5], color="black", linewidth=2.2)
+    ax1.add_patch(Rectangle((0, 0), 64, rows, fill=False, edgecolor=RED, linewidth=2))
+    ax1.text(D + 1.5, 8, "8-row groups\n(dashed):\n+ sbo = 1024 B\neach", va="center", fontsize=8)
+    ax1.text(D + 1.5, R / 2, f"R = {R} rows\n(Q: kBr;\nK: kBc = 128,\nthe same rule)", va="center", fontsize=8)
+    for cb in range(D // 64):
+        ax1.text(64 * cb + 32, R + 2.5, f"column block {cb}: k = {64 * cb}-{64 * cb + 63}\nbytes {cb * R * 128}-"
+                 f"{(cb + 1) * R * 128 - 1}" + ("  (+ R · 128)" if cb else ""), ha="center", va="top", fontsize=8)
+    ax1.text(D / 2 + 10, R + 10, f"k_major(tile) = wgmma_desc(tile, WgmmaSwizzle::b128, lbo = {rule['lbo']}, sbo = "
+             f"{rule['sbo']})\nk_major_step<R>(s) = (s / 4 · R · 128 + s % 4 · 32) >> 4, added to the start field "
+             "(16-byte units)\nwgmma reads (r, k) of k-step s at start + (r % 8) · 128 + (r / 8) · sbo + 2k,\n"
+             "its bits 4-6 (the chunk) then XORed with bits 7-9 (r % 8 here)",
+             ha="center", va="top", fontsize=8.5,
+             bbox=dict(facecolor="white", edgecolor=GREY, boxstyle="round,pad=0.4"))
+    ax1.set_title(f"The whole K-major tile, {R} x {D} (d = 128), by logical column k: k-step s (16 columns) and "
+                  "its start address\n(red: the rows enlarged on the left)", fontsize=9)
+    fig.suptitle("wgmma's 128-byte swizzle as 09_hopper/smem_tiles.cuh lays out a K-major tile (Q, K): "
+                 "swizzled<R>(r, c) = column block c / 64 at c / 64 · R · 64 elements, row r at r · 64,\n"
+                 "chunk c % 64 / 8 at that ^ (r % 8). "
+                 "Checked here: a permutation, and equal to the address the emulator's wgmma reads from the descriptor "
+                 "(wgmma.cpp)\nfor every element of a 64 x 128 and a 128 x 128 tile", fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    return fig
+
+
+def ring_timeline(stages, tiles, consumers, dur, specialized):
+    """The events of step c (specialized False: thread 0 of the one warpgroup refills) or d (a producer
+    thread refills), in illustrative time units: per tile j its landing, the stage's refill issue,
+    and per consumer its (start, QK end, softmax end, end)."""
+    land, issue, comp, empty_done = {}, {}, [], {}
+    t_issue = dur["q"]  # the Q copy is issued first (its own barrier)
+    for j in range(min(stages, tiles)):  # the prologue: no wait on empty
+        issue[j] = t_issue
+        land[j] = t_issue + dur["copy"]
+        t_issue += dur["issue"]
+    q_land = dur["q"] + dur["copy"] / 2
+    ends = [q_land] * consumers
+    for j in range(tiles):
+        row = []
+        for c in range(consumers):
+            st = max(land[j], ends[c]) + (dur["skew"] * c if j == 0 else 0)  # consumer c later (illustrative)
+            qk = st + dur["qk"]
+            sm = qk + dur["softmax"]
+            en = sm + dur["pv"]
+            row.append((st, qk, sm, en))
+            ends[c] = en
+        comp.append(row)
+        empty_done[j] = max(r[3] for r in row)  # every consumer thread has arrived on empty[j % stages]
+        if j + stages < tiles:  # the refill of stage j % stages with tile j + stages
+            issue[j + stages] = empty_done[j] + dur["wait"] + dur["issue"]
+            land[j + stages] = issue[j + stages] + dur["copy"]
+            if not specialized:  # thread 0's warp waited and issued before the warpgroup's next wgmma
+                ends[0] = max(ends[0], issue[j + stages])
+    # thread 0's waits on empty: in step c from its own arrival; in step d from its previous issue
+    waits = {j: (empty_done[j - stages] if not specialized else issue[j - 1] + 0.05, issue[j] - dur["issue"])
+             for j in range(stages, tiles)}
+    return land, issue, comp, empty_done, waits
+
+
+def fig_pipeline(args):
+    k = hopper_constants()
+    S, tiles = k["kStages"], 5
+    check(S >= 2, "09_hopper/hopper.h: a ring of at least 2 stages")
+    ring = (ROOT / "09_hopper/tma_ring.cu").read_text()
+    ws = "".join((ROOT / "09_hopper" / f).read_text() for f in ("warp_specialized.cu", "ring.cuh")
+                 if (ROOT / "09_hopper" / f).exists())  # step d: its consumers, and the ring they share
+    for src, name, rule in ((ring, "tma_ring.cu", r"mbarrier_init\(&empty\[s\], kThreads\)"),
+                            (ring, "tma_ring.cu", r"for \(int j = 0; j < kStages && j < tiles; \+\+j\) refill\(j\);"),
+                            (ring, "tma_ring.cu", r"if \(threadIdx\.x == 0 && j \+ kStages < tiles\) \{\s*"
+                             r"simt::mbarrier_wait_parity\(&empty\[s\], phase\);"),
+                            (ws, "warp_specialized.cu", r"mbarrier_init\(&empty\[s\], kConsumers \* kThreads\)"),
+                            (ws, "warp_specialized.cu", r"if \(j >= kStages\) simt::mbarrier_wait_parity\(&empty\[s\]"),
+                            (ws, "warp_specialized.cu", r"mbarrier_arrive\(&(ring\.)?empty\[s\]\);")):
+        check(re.search(rule, src) is not None, f"09_hopper/{name} (or ring.cuh) no longer matches `{rule}`; "
+              "tools/figures.py must follow it")
+    dur = dict(q=0.2, copy=2.4, issue=0.2, wait=0.3, qk=1.0, pv=1.0, softmax=1.4, skew=0.35)
+    steps = [(False, 1, "step c, tma_ring.cu: one warpgroup (128 threads, rows 0-63); thread 0 also refills",
+              ["warpgroup (rows 0-63)"], "thread 0 (of warp 0)"),
+             (True, k["kConsumers"], f"step d, warp_specialized.cu: a producer warpgroup and {k['kConsumers']} "
+              f"consumers ({k['kConsumers'] * k['kBr']} rows of Q); empty[s] counts all "
+              f"{k['kConsumers'] * k['kThreads']} consumer threads",
+              [f"consumer {c + 1} (rows {c * k['kBr']}-{(c + 1) * k['kBr'] - 1})" for c in range(k["kConsumers"])],
+              "producer (its thread 0)")]
+    fig, axes = plt.subplots(2, 1, figsize=(14, 9.4), sharex=True, gridspec_kw={"height_ratios": [4, 5]})
+    tile_colors = ["#c6d7ee", "#f6d3bd", "#cde8d3", "#ddd5ea", "#eeeeee"]
+    for ax, (spec, consumers, title, names, issuer) in zip(axes, steps):
+        land, issue, comp, empty_done, waits = ring_timeline(S, tiles, consumers, dur, spec)
+        labels = [f"stage {s}" for s in range(S)] + [issuer] + names
+        y = {name: i for i, name in enumerate(labels)}
+        ax.plot([0], [y[issuer]], marker="v", color=RED, markersize=7)
+        ax.text(-0.1, y[issuer] - 0.22, "Q, " + ", ".join(f"{j}→{j}" for j in range(min(S, tiles))),
+                va="bottom", fontsize=7, color=RED)
+        for j in range(tiles):
+            s = j % S
+            check(all(c[0] >= land[j] for c in comp[j]), f"tile {j} read before it landed")
+            if j >= S:
+                check(issue[j] >= empty_done[j - S], f"stage {s} refilled before every consumer arrived on empty")
+            ax.barh(y[f"stage {s}"], land[j] - issue[j], left=issue[j], height=0.7, color="white",
+                    edgecolor=GREY, hatch="///")
+            ax.text((issue[j] + land[j]) / 2, y[f"stage {s}"], f"TMA: K, V {j}", ha="center", va="center",
+                    fontsize=7.5, bbox=dict(facecolor="white", edgecolor="none", pad=0.5))
+            ax.barh(y[f"stage {s}"], empty_done[j] - land[j], left=land[j], height=0.7,
+                    color=tile_colors[j % len(tile_colors)], edgecolor="black", linewidth=0.6)
+            ax.text((land[j] + empty_done[j]) / 2, y[f"stage {s}"], f"tile {j}: full[{s}] → empty[{s}]",
+                    ha="center", va="center", fontsize=7.5)
+            ax.plot([issue[j]], [y[issuer]], marker="v", color=RED, markersize=7)
+            if j >= S:
+                ax.text(issue[j], y[issuer] - 0.22, f"{j}→{s}", ha="center", va="bottom", fontsize=7, color=RED)
+            if j >= S:
+                ax.barh(y[issuer], waits[j][1] - waits[j][0], left=waits[j][0], height=0.3, color=RED, alpha=0.6)
+            for c, (st, qk, sm, en) in enumerate(comp[j]):
+                yc = y[names[c]]
+                for a, b, text, color in ((st, qk, f"QKᵀ {j}", BLUE), (qk, sm, "softmax", ORANGE),
+                                          (sm, en, "PV", GREEN)):
+                    ax.barh(yc, b - a, left=a, height=0.6, color=color, alpha=0.75, edgecolor="black", linewidth=0.5)
+                    ax.text((a + b) / 2, yc, text, ha="center", va="center", fontsize=7.5)
+                ax.plot([en], [yc - 0.36], marker="v", color="black", markersize=5)
+        if spec:
+            check(all(issue[j] < min(c[3] for c in comp[0]) for j in range(S)),
+                  "step d: the first kStages tiles are issued without a wait on empty")
+            ax.text(0.05, y[issuer] + 0.33, "setmaxnreg.dec: 24 registers; the other 127 threads have returned",
+                    fontsize=7, color=GREY, va="center")
+        else:
+            ax.text(0.05, y[issuer] + 0.33, "thread 0 computes too: its refill waits for its own warpgroup",
+                    fontsize=7, color=GREY, va="center")
+        ax.set_yticks(range(len(labels)), labels, fontsize=8)
+        ax.set_ylim(len(labels) - 0.4, -0.7)
+        ax.set_title(title, fontsize=9.5)
+    axes[-1].set_xlabel("time (schematic: the order of events is the code's, the durations are illustrative)")
+    axes[-1].set_xticks([])
+    handles = [Rectangle((0, 0), 1, 1, facecolor="white", edgecolor=GREY, hatch="///"),
+               Rectangle((0, 0), 1, 1, facecolor=tile_colors[0], edgecolor="black"),
+               Rectangle((0, 0), 1, 1, facecolor=RED, alpha=0.6)]
+    handles += [Rectangle((0, 0), 1, 1, facecolor=c, alpha=0.75, edgecolor="black") for c in (BLUE, ORANGE, GREEN)]
+    handles += [plt.Line2D([], [], marker="v", color=RED, linestyle="none"),
+                plt.Line2D([], [], marker="v", color="black", linestyle="none", markersize=5)]
+    fig.legend(handles, ["copy in flight (expect_tx on full[s])", "stage holds the tile: from full[s] to the last "
+                         "arrival on empty[s]", "wait on empty[s] (the refill's)", "QKᵀ: 8 wgmma_ss + wait",
+                         "softmax (ch05's, on S's registers)", "PV: 8 wgmma_rs + wait",
+                         "issue tile j into stage s (j→s)", "arrive on empty[s] (every thread)"],
+               loc="lower center", ncol=4, frameon=False, fontsize=8)
+    fig.suptitle(f"SCHEMATIC, NOT MEASURED: durations illustrative. The ring of kStages = {S} stages "
+                 f"(09_hopper/hopper.h), {tiles} K/V tiles: tile j in stage j % {S}, refilled with tile j + {S} once "
+                 f"empty[s] completes.\nConsumer 2 is drawn starting a little later than consumer 1, to show empty[s] "
+                 "waiting for the later arrival. Not modelled: the tensor cores the consumers share",
+                 fontsize=10)
+    fig.tight_layout(rect=(0, 0.07, 1, 0.98))
+    return fig
+
+
+def ptxas_registers():
+    """results/static-sm90a/09_hopper_ptxas.txt: {(kernel, dtype, d): registers per thread} (ptxas -v)."""
+    regs = {}
+    for line in (ROOT / "results/static-sm90a/09_hopper_ptxas.txt").read_text().splitlines():
+        m = re.match(r"\S+\.cu\s+(\w+)\s+(fp16|bf16)\s+(\d+)\s+(\d+)\s", line)
+        if m:
+            regs[(m.group(1), m.group(2), int(m.group(3)))] = int(m.group(4))
+    for kernel in ("tma_ring", "warp_specialized"):
+        check((kernel, "fp16", 128) in regs, f"results/static-sm90a/09_hopper_ptxas.txt: no row for {kernel} fp16 "
+              "d = 128; tools/figures.py must follow its table")
+    return regs
+
+
+def fig_registers(args):
+    k, regs, pool = hopper_constants(), ptxas_registers(), 65536
+    thr, cons = k["kThreads"], k["kConsumers"]
+    check(k["kWsThreads"] == thr * (1 + cons), "kWsThreads is a producer and kConsumers consumer warpgroups")
+    ring, ws = regs[("tma_ring", "fp16", 128)], regs[("warp_specialized", "fp16", 128)]
+    check(regs[("tma_ring", "bf16", 128)] == ring and regs[("warp_specialized", "bf16", 128)] == ws,
+          "ptxas gives fp16 and bf16 the same registers at d = 128")
+    at_launch = k["kWsThreads"] * ws
+    check(at_launch <= pool < 2 * at_launch, f"step d's launch ({k['kWsThreads']} x {ws}): one block per SM")
+    after = thr * k["kProducerRegs"] + cons * thr * k["kConsumerRegs"]
+    check(after <= pool, f"step d's budget after setmaxnreg, {after}, exceeds the SM's {pool} registers")
+    smem, per_sm = k["ring_smem_bytes"](128) + 1024 + 1024, 228 * 1024  # + kAlign + 1 KiB reserved per block
+    check(2 * smem > per_sm, "step c at d = 128: one block per SM (shared memory)")
+    bars = [  # label, [(text, threads, registers per thread, color)]
+        ("step c, tma_ring\nd = 128, 1 block per SM", [(f"1 warpgroup: {thr} x {ring}", thr, ring, BLUE)]),
+        ("step d, warp_specialized\nat launch (d = 128)",
+         [(f"{'producer' if g == 0 else f'consumer {g}'}: {thr} x {ws}", thr, ws, GREY if g == 0 else GREEN)
+          for g in range(1 + cons)]),
+        (f"step d after setmaxnreg\n(dec {k['kProducerRegs']}, inc {k['kConsumerRegs']})",
+         [(f"producer:\n{thr} x {k['kProducerRegs']}", thr, k["kProducerRegs"], GREY)] +
+         [(f"consumer {c + 1}: {thr} x {k['kConsumerRegs']}", thr, k["kConsumerRegs"], GREEN) for c in range(cons)]),
+    ]
+    fig, ax = plt.subplots(figsize=(13, 4.8))
+    for yb, (label, parts) in enumerate(bars):
+        x = 0
+        for text, n, r, color in parts:
+            ax.barh(yb, n * r, left=x, height=0.6, color=color, alpha=0.7, edgecolor="black", linewidth=0.8)
+            if n * r >= 8000:
+                ax.text(x + n * r / 2, yb, f"{text}\n= {n * r}", ha="center", va="center", fontsize=8)
+            else:  # too narrow: below the bar
+                ax.text(x, yb + 0.34, f"{text} = {n * r}".replace("\n", " "), va="top", fontsize=8)
+            x += n * r
+        ax.text(x + 600, yb, f"{x} of {pool}\n({x / pool:.1%})", va="center", fontsize=8)
+        if yb == 0:
+            ax.text((x + pool) / 2, yb, f"unused: two blocks would need {2 * smem // 1024} KiB of shared memory\n"
+                    f"(ring_smem_bytes(128), kAlign and 1 KiB reserved, twice); an SM has {per_sm // 1024}",
+                    ha="center", va="center", fontsize=8, color=GREY)
+    check(sum(n * r for _, n, r, _ in bars[2][1]) == after, "the bar adds up to the budget")
+    ax.axvline(pool, color=RED, linewidth=1.4)
+    ax.text(pool, -0.55, f"the SM's {pool} registers", color=RED, ha="right", va="center", fontsize=8)
+    moved = cons * thr * (k["kConsumerRegs"] - ws)
+    ax.text(thr * ws * 1.1, 2.36, f"setmaxnreg moves {thr} x ({ws} − {k['kProducerRegs']}) = "
+            f"{thr * (ws - k['kProducerRegs'])} registers from the producer to the consumers\n"
+            f"({cons} x {thr} x ({k['kConsumerRegs']} − {ws}) = {moved}); .inc waits until the SM has them free",
+            fontsize=8, va="top")
+    ax.set_yticks(range(len(bars)), [b[0] for b in bars], fontsize=8.5)
+    ax.set_ylim(len(bars) + 0.05, -0.9)
+    ax.set_xlim(0, pool * 1.16)
+    ax.set_xlabel("registers of one SM (32-bit), per resident block")
+    ax.set_title("The register budget by role, d = 128: per-thread counts are ptxas's "
+                 "(results/static-sm90a/09_hopper_ptxas.txt) and hopper.h's kProducerRegs, kConsumerRegs\n"
+                 "(a compiler report and the code's constants, not a measurement); each bar one block, the SM's "
+                 "only one", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+# --------------------------------------------------------------------------------------------
+# Chapter 09, steps d to f: who issues what when on the shared tensor cores
+# --------------------------------------------------------------------------------------------
+
+PP_CALL = re.compile(r"\b(take|pass|start|wait_tile|attend_tile|issue_s|issue_pv|softmax_s|rescale_o|pack_p|"
+                     r"mbarrier_arrive|store_rows)\s*(?:<[^<>()]*>)?\s*\(|\bwgmma_wait<(\d+)>\s*\(")
+
+
+def uncommented(path):
+    """09_hopper/<path> without its // comments (which may hold braces: `P_{j-1}`)."""
+    return re.sub(r"//[^\n]*", "", (ROOT / "09_hopper" / path).read_text())
+
+
+def consumer_calls(text):
+    """The calls of C++ text that 09_ping_pong.svg models, in source order: wgmma_wait<N> as "wait<N>", the
+    others by name (turn.take() is "take", PingPong::start(c) is "start")."""
+    return [m.group(1) or f"wait<{m.group(2)}>" for m in PP_CALL.finditer(text)]
+
+
+def matching(text, at):
+    """The index of the bracket that closes the one at text[at]."""
+    pair = {"{": "}", "(": ")"}[text[at]]
+    depth = 0
+    for i in range(at, len(text)):
+        depth += (text[i] == text[at]) - (text[i] == pair)
+        if depth == 0:
+            return i
+    raise CheckFailed(f"unbalanced {text[at]} in 09_hopper")
+
+
+def consumer_code(path):
+    """A consumer's code in 09_hopper/<path>, from its setmaxnreg_inc to its store_rows, split around its one loop
+    over the K/V tiles: (calls before it, the loop's first j, calls in it, calls after it, the whole text)."""
+    src = uncommented(path)
+    a = src.find("setmaxnreg_inc")
+    check(a >= 0, f"09_hopper/{path}: no setmaxnreg_inc; tools/figures.py must follow the consumers")
+    m = re.compile(r"for \(int j = (\d+); j < tiles; \+\+j\) \{").search(src, a)
+    check(m is not None, f"09_hopper/{path}: no `for (int j = ...; j < tiles; ++j) {{` after setmaxnreg_inc")
+    close = matching(src, m.end() - 1)
+    b = src.find(";", src.find("store_rows", close)) + 1
+    check(b > close, f"09_hopper/{path}: no store_rows after the loop")
+    return (consumer_calls(src[a:m.start()]), int(m.group(1)), consumer_calls(src[m.end():close]),
+            consumer_calls(src[close:b]), src[a:b])
+
+
+def ping_pong_rules():
+    """The order of steps d, e and f's consumers, read from the code and checked against the order that
+    09_ping_pong.svg simulates (line numbers as of writing), and PingPong's rules (ring.cuh)."""
+    k = hopper_constants()
+    # hopper.h:36 `kConsumers = 2`; ring.cuh:73 static_asserts it for the turns
+    check(k["kConsumers"] == 2, f"09_hopper/hopper.h: kConsumers = {k['kConsumers']}; the figure draws two consumers")
+    tile = uncommented("tile.cuh")
+    m = re.search(r"template <class T, int D, class Turn = NoTurn>\s*__device__ __forceinline__ void attend_tile\(",
+                  tile)
+    check(m is not None, "09_hopper/tile.cuh: attend_tile<T, D, Turn = NoTurn> not found")
+    body_at = tile.index("{", matching(tile, m.end() - 1))
+    attend = consumer_calls(tile[body_at:matching(tile, body_at)])
+    # tile.cuh:64-74 (attend_tile): take; issue_s; pass; wgmma_wait<0>(S); softmax_s; rescale_o; pack_p;
+    # issue_pv; wgmma_wait<0>(O)
+    want = ["take", "issue_s", "pass", "wait<0>", "softmax_s", "rescale_o", "pack_p", "issue_pv", "wait<0>"]
+    check(attend == want, f"09_hopper/tile.cuh: attend_tile calls {attend}, the figure simulates {want}")
+    # tile.cuh:15-17: NoTurn's take and pass do nothing (step d)
+    check(re.search(r"struct NoTurn \{\s*__device__ __forceinline__ void take\(\) const \{\}\s*"
+                    r"__device__ __forceinline__ void pass\(\) const \{\}", tile) is not None,
+          "09_hopper/tile.cuh: NoTurn's take() and pass() are no longer empty")
+    # the chains: tile.cuh:26 D / 16 wgmma_ss for S; tile.cuh:51 kBc / 16 wgmma_rs for P V (one group each)
+    n_s = re.search(r"void issue_s\(.*?for \(int s = 0; s < D / (\d+); \+\+s\)\s*simt::wgmma_ss<", tile, re.S)
+    n_pv = re.search(r"void issue_pv\(.*?for \(int kk = 0; kk < kBc / (\d+); \+\+kk\) simt::wgmma_rs<", tile, re.S)
+    check(n_s is not None and n_pv is not None, "09_hopper/tile.cuh: issue_s / issue_pv's loops not found")
+    d = 128  # the figure's head dim
+    n_instr = {"S": d // int(n_s.group(1)), "PV": k["kBc"] // int(n_pv.group(1))}
+
+    loop = ["wait_tile", "attend_tile", "mbarrier_arrive"]
+    steps = {  # (calls before the loop, first j, in the loop, after it) that the figure simulates
+        # warp_specialized.cu:48-53: for j: wait_tile; attend_tile (NoTurn); arrive on empty; then store_rows
+        "d": ([], 0, loop, ["store_rows"]),
+        # ping_pong.cu:47-56: PingPong::start(c); for j: wait_tile; attend_tile with PingPong; arrive; store_rows
+        "e": (["start"], 0, loop, ["store_rows"]),
+        # intra_overlap.cu:46-59: start; tile 0's wait_tile, take, issue_s, pass, wgmma_wait<0>, softmax_s, pack_p;
+        # :61-74: for j >= 1: wait_tile; take; issue_s (S_j); issue_pv (P_{j-1} V_{j-1}); pass; wgmma_wait<1>;
+        #          softmax_s (tile j); wgmma_wait<0>; arrive on empty (tile j - 1); rescale_o; pack_p;
+        # :76-79: issue_pv (the last tile); wgmma_wait<0>; arrive on empty; store_rows
+        "f": (["start", "wait_tile", "take", "issue_s", "pass", "wait<0>", "softmax_s", "pack_p"], 1,
+              ["wait_tile", "take", "issue_s", "issue_pv", "pass", "wait<1>", "softmax_s", "wait<0>",
+               "mbarrier_arrive", "rescale_o", "pack_p"], ["issue_pv", "wait<0>", "mbarrier_arrive", "store_rows"]),
+    }
+    files = {"d": "warp_specialized.cu", "e": "ping_pong.cu", "f": "intra_overlap.cu"}
+    texts = {}
+    for step, path in files.items():
+        before, j0, body, after, texts[step] = consumer_code(path)
+        got = (before, j0, body, after)
+        check(got == steps[step], f"09_hopper/{path}: the consumer calls {got}, the figure simulates {steps[step]}")
+    rules = [  # (step, rule): the arguments that say which tile and which turn each call is for
+        ("d", r"attend_tile<T, D>\([^;]*, scale_log2\);"),                 # warp_specialized.cu:50: NoTurn
+        ("e", r"const PingPong turn\(c, j, tiles\);\s*attend_tile<T, D>\([^;]*, scale_log2, turn\);"),  # :52-53
+        ("f", r"int s = ring\.wait_tile\(0\);\s*const PingPong first\(c, 0, tiles\);"),  # intra_overlap.cu:52-53
+        ("f", r"const int prev = s;\s*s = ring\.wait_tile\(j\);\s*const PingPong turn\(c, j, tiles\);"),  # :62-64
+        ("f", r"issue_pv<T, D>\(O, pa, ring\.v_desc\(prev\)\);"),          # :67: P_{j-1} V_{j-1}
+        ("f", r"mbarrier_arrive\(&ring\.empty\[prev\]\);"),                # :72: tile j - 1's stage
+        ("f", r"\}\s*issue_pv<T, D>\(O, pa, ring\.v_desc\(s\)\);"),         # :76: the last tile's P V
+    ]
+    for step, rule in rules:
+        check(re.search(rule, texts[step]) is not None,
+              f"09_hopper/{files[step]} no longer matches `{rule}`; tools/figures.py must follow it")
+    ring = uncommented("ring.cuh")
+    # ring.cuh:72: mine = kTurn + c, other = kTurn + (1 - c), pass_on(c == 0 || j + 1 < tiles)
+    m = re.search(r"PingPong\(int c, int j, int tiles\)\s*:\s*mine\(kTurn \+ static_cast<unsigned>\(c\)\), "
+                  r"other\(kTurn \+ static_cast<unsigned>\(1 - c\)\), pass_on\(([^(){};]*)\)", ring)
+    check(m is not None, "09_hopper/ring.cuh: PingPong's constructor no longer reads as expected")
+    expr = m.group(1).replace("||", " or ").replace("&&", " and ")
+    check(re.fullmatch(r"[\w\s+\-*<>=]+", expr) is not None, f"ring.cuh: unexpected pass_on({m.group(1)})")
+    pass_on = eval("lambda c, j, tiles: " + expr)  # noqa: S307 (our own header)
+    # ring.cuh:75-80: start: consumer 1 arrives on kTurn (consumer 0's barrier); take: bar.sync on mine;
+    # pass: if pass_on, bar.arrive on other
+    m = re.search(r"static void start\(int c\) \{\s*if \(c == (\d)\) "
+                  r"simt::named_barrier_arrive\(kTurn(?: \+ (\d))?,", ring)
+    check(m is not None, "09_hopper/ring.cuh: PingPong::start no longer reads as expected")
+    starter, first = int(m.group(1)), int(m.group(2) or 0)
+    check(first == 1 - starter, "ring.cuh: PingPong::start gives the first turn to the consumer that does not arrive")
+    for rule in (r"void take\(\) const \{ simt::named_barrier_sync\(mine, kConsumers \* kThreads\); \}",
+                 r"void pass\(\) const \{\s*if \(pass_on\) "
+                 r"simt::named_barrier_arrive\(other, kConsumers \* kThreads\);"):
+        check(re.search(rule, ring) is not None, f"09_hopper/ring.cuh no longer matches `{rule}`")
+    return dict(steps=steps, attend=want, n_instr=n_instr, pass_on=pass_on, starter=starter, d=d)
+
+
+def consumer_program(rules, step, c, tiles):
+    """Consumer c's operations in step d, e or f, one per modelled call, each (what, tile, argument): the calls
+    of ping_pong_rules, the loop unrolled, attend_tile expanded, NoTurn's take and pass dropped (step d), a pass
+    dropped where pass_on is false, K/V tiles taken as landed (wait_tile: the producer is not modelled)."""
+    before, j0, body, after = rules["steps"][step]
+    # the tile each call is for: in step f's loop issue_pv and the arrive are tile j - 1's (prev)
+    seq = [(call, 0) for call in before] + [(call, j - 1 if step == "f" and call in ("issue_pv", "mbarrier_arrive")
+                                             else j) for j in range(j0, tiles) for call in body]
+    seq += [(call, tiles - 1) for call in after]
+    ops = []
+    for call, j in seq:
+        for call in rules["attend"] if call == "attend_tile" else [call]:
+            if call in ("take", "pass") and step == "d" or call == "wait_tile":
+                continue
+            if call == "pass" and not rules["pass_on"](c, j, tiles):
+                continue
+            if call == "start" and c != rules["starter"]:
+                continue
+            what = {"issue_s": "S", "issue_pv": "PV", "softmax_s": "softmax", "rescale_o": "rescale",
+                    "pack_p": "pack", "mbarrier_arrive": "empty", "store_rows": "end"}.get(call, call)
+            if what.startswith("wait<"):
+                ops.append(("wait", j, int(what[5:-1])))
+            else:
+                ops.append((what, j, None))
+    return ops
+
+
+def ping_pong_sim(programs, dur, n_instr, issue):
+    """Runs the consumers' programs against one tensor-core queue. Issuing a chain issues its n_instr[kind]
+    wgmma one per `issue` time units (two consumers issuing at once interleave them); the tensor cores
+    execute wgmma one at a time in the order they were issued, each dur[kind] / n_instr[kind]. wait<N> blocks
+    until at most N of the consumer's own groups are unfinished; softmax, rescale and pack take dur[...] on the
+    consumer; take blocks until the other consumer has arrived on this one's turn barrier (pass, start).
+    Returns each consumer's end, the executed wgmma, the groups and each consumer's log."""
+    n = len(programs)
+    t, pc, sub, blocked = [0.0] * n, [0] * n, [0] * n, [False] * n
+    tc_free, tc, groups = 0.0, [], {}
+    arrived = [[] for _ in range(n)]  # arrivals on consumer c's turn barrier not yet taken
+    log = [[] for _ in range(n)]      # (what, tile, start, end, argument)
+    while True:
+        ready = [c for c in range(n) if pc[c] < len(programs[c]) and not blocked[c]]
+        if not ready:
+            check(all(pc[c] == len(programs[c]) for c in range(n)),
+                  "the turns deadlock: a consumer waits on its barrier for an arrival that never comes")
+            check(not any(arrived), "a bar.arrive that no bar.sync completes: a turn passed after the last chain")
+            break
+        c = min(ready, key=lambda c: (t[c], c))  # the earliest consumer next (ties: consumer 0)
+        what, j, arg = programs[c][pc[c]]
+        if what in ("S", "PV"):
+            g = groups.setdefault((c, what, j), dict(issued=t[c], instr=[]))
+            start = max(t[c], tc_free)
+            tc_free = start + dur[what] / n_instr[what]
+            g["instr"].append((start, tc_free))
+            tc.append(((c, what, j), t[c], start, tc_free))
+            t[c] += issue
+            sub[c] += 1
+            if sub[c] < n_instr[what]:
+                continue  # the rest of the chain: the other consumer may issue in between
+            sub[c], g["end"] = 0, tc_free
+            log[c].append((what, j, g["issued"], t[c], None))
+        elif what == "wait":
+            ends = sorted(g["end"] for (cc, _, _), g in groups.items() if cc == c and g["end"] > t[c])
+            t0 = t[c]
+            if len(ends) > arg:
+                t[c] = ends[len(ends) - arg - 1]
+            log[c].append((what, j, t0, t[c], arg))
+        elif what in ("softmax", "rescale", "pack"):
+            log[c].append((what, j, t[c], t[c] + dur[what], None))
+            t[c] += dur[what]
+        elif what == "take":
+            if not arrived[c]:
+                blocked[c] = True  # bar.sync: until the other consumer arrives
+                continue
+            t0 = t[c]
+            t[c] = max(t0, arrived[c].pop(0))
+            log[c].append((what, j, t0, t[c], None))
+        elif what in ("pass", "start"):
+            o = 1 - c
+            check(not arrived[o], "a second bar.arrive before the barrier completed (the emulator's error)")
+            arrived[o].append(t[c])
+            blocked[o] = False
+            log[c].append((what, j, t[c], t[c], o))
+        else:  # empty, end: markers
+            log[c].append((what, j, t[c], t[c], None))
+        pc[c] += 1
+    return t, tc, groups, log
+
+
+def check_ping_pong(step, programs, tc, groups, log):
+    """What the simulated timeline must show: each consumer's work in its code's order, the queue's rules, and
+    per step: e's S chains alternating, f's softmax of tile j under its own P V of tile j - 1."""
+    where = f"09_ping_pong step {step}"
+    for i in range(len(tc) - 1):  # one wgmma at a time, in issue order
+        check(tc[i][1] <= tc[i + 1][1] and tc[i][3] <= tc[i + 1][2], f"{where}: the queue is not FIFO, one at a time")
+    check(all(issued <= start for _, issued, start, _ in tc), f"{where}: a wgmma ran before it was issued")
+    for c, prog in enumerate(programs):
+        check([(w, j) for w, j, *_ in log[c]] == [(w, j) for w, j, _ in prog],
+              f"{where}: consumer {c} did not follow its code's order")
+        check(all(a[3] <= b[2] for a, b in zip(log[c], log[c][1:])), f"{where}: consumer {c} did two things at once")
+        done = {(w, j): e for w, j, s, e, _ in log[c]}
+        for w, j, s, e, arg in log[c]:
+            if w == "wait":  # wgmma_wait<N>: at most N of its groups unfinished when it returns
+                left = [g for (cc, _, _), g in groups.items() if cc == c and g["issued"] < e and g["end"] > e]
+                check(len(left) <= arg, f"{where}: consumer {c} passed wait<{arg}> with {len(left)} groups running")
+            if w == "softmax":
+                check(s >= groups[(c, "S", j)]["end"], f"{where}: consumer {c}'s softmax of tile {j} before its S")
+            if w == "PV":
+                check(s >= done[("pack", j)], f"{where}: consumer {c}'s P V {j} issued before P {j} was packed")
+            if w == "empty":
+                check(s >= groups[(c, "PV", j)]["end"], f"{where}: consumer {c} freed tile {j} before its P V")
+    s_chains = sorted((g["instr"][0][0], g["instr"][-1][1], c) for (c, w, _), g in groups.items() if w == "S")
+    if step in "ef":  # the turn: S chains alternate c0, c1, c0, ... and never interleave
+        check([c for _, _, c in s_chains] == [i % 2 for i in range(len(s_chains))],
+              f"{where}: the S chains do not alternate between the consumers: {[c for *_, c in s_chains]}")
+        check(all(a[1] <= b[0] for a, b in zip(s_chains, s_chains[1:])), f"{where}: two S chains interleave")
+    if step == "f":
+        for c in range(len(programs)):
+            for w, j, s, e, _ in log[c]:
+                if w == "softmax" and j >= 1:
+                    pv = groups[(c, "PV", j - 1)]
+                    check(min(e, pv["end"]) - max(s, pv["instr"][0][0]) > 0,
+                          f"{where}: consumer {c}'s softmax of tile {j} does not overlap its P V of tile {j - 1}")
+
+
+def fig_ping_pong(args):
+    rules = ping_pong_rules()
+    tiles, n_instr, issue = 4, rules["n_instr"], 1 / 64
+    check(n_instr["S"] == n_instr["PV"] == 8, f"d = 128, kBc = 128: 8 wgmma per chain, not {n_instr}")
+    # S (64 x 128 x 128) and P V (64 x 128 x 128) are the same work at d = 128: one unit each. Powers of two
+    # keep the times exact (no float ties broken by rounding).
+    dur = dict(S=1.0, PV=1.0, softmax=1.25, rescale=0.125, pack=0.125)
+    PURPLE = "#8172b2"
+    steps = [("d", "step d, warp_specialized.cu: attend_tile with NoTurn, the consumers uncoordinated "
+                   "(both issue their first S chain at once: the tensor cores interleave the two)"),
+             ("e", "step e, ping_pong.cu: S chains in turns (PingPong, ring.cuh: bar.sync on kTurn + c before "
+                   "issue_s, bar.arrive on the other's after it; consumer 1 gives consumer 0 the first turn)"),
+             ("f", "step f, intra_overlap.cu: in its turn S of tile j, then P V of tile j − 1; wgmma_wait<1>, the "
+                   "softmax of tile j while that P V runs; wgmma_wait<0>, rescale_o, pack_p")]
+    results = {}
+    for step, _ in steps:
+        programs = [consumer_program(rules, step, c, tiles) for c in range(2)]
+        ends, tc, groups, log = ping_pong_sim(programs, dur, n_instr, issue)
+        check_ping_pong(step, programs, tc, groups, log)
+        total = max(ends)
+        busy = sum(e - s for *_, s, e in tc) / total
+        results[step] = (total, busy, tc, groups, log)
+    check(results["f"][0] < results["e"][0] < results["d"][0],
+          "09_ping_pong: with these durations each step should finish before the one it improves on")
+
+    sub = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+    name = lambda w, j: (f"S{j}" if w == "S" else f"PV{j}").translate(sub)  # noqa: E731
+    span = max(r[0] for r in results.values())
+    fig, axes = plt.subplots(3, 1, figsize=(14, 10.2), sharex=True)
+    rows = ["consumer 0", "consumer 1", "tensor cores"]
+    for ax, (step, title) in zip(axes, steps):
+        total, busy, tc, groups, log = results[step]
+        for c in range(2):
+            y = c
+            issued = []  # consecutive issues share one label
+            for w, j, s, e, arg in log[c]:
+                if w in ("S", "PV"):
+                    ax.barh(y, e - s, left=s, height=0.7, color=BLUE if w == "S" else GREEN, edgecolor="black",
+                            linewidth=0.4)
+                    if issued and s - issued[-1][1] < 1e-9:
+                        issued[-1] = (issued[-1][0], e, issued[-1][2] + " + " + name(w, j))
+                    else:
+                        issued.append((s, e, name(w, j)))
+                elif w in ("softmax", "rescale", "pack"):
+                    ax.barh(y, e - s, left=s, height=0.7, color=ORANGE if w == "softmax" else PURPLE,
+                            alpha=0.8, edgecolor="black", linewidth=0.5)
+                    if w == "softmax":
+                        ax.text((s + e) / 2, y, f"softmax {j}", ha="center", va="center", fontsize=7.5)
+                elif w in ("wait", "take") and e > s:
+                    ax.barh(y, e - s, left=s, height=0.22, color=LIGHT if w == "wait" else RED,
+                            alpha=1.0 if w == "wait" else 0.6, edgecolor=GREY, linewidth=0.5)
+                    if e - s >= 0.75:
+                        ax.text((s + e) / 2, y + 0.2, f"wait<{arg}>" if w == "wait" else "turn", ha="center",
+                                va="top", fontsize=6.5, color="black" if w == "wait" else RED)
+                elif w in ("pass", "start"):
+                    ax.add_patch(FancyArrowPatch((s, y + (0.36 if arg > c else -0.36)),
+                                                 (s, arg + (-0.36 if arg > c else 0.36)), arrowstyle="-|>",
+                                                 mutation_scale=8, color=RED, linewidth=1.1))
+                elif w == "empty":
+                    ax.plot([s], [y + 0.3], marker="^", color="black", markersize=4.5)
+                elif w == "end":
+                    ax.plot([s, s], [y - 0.42, y + 0.42], color="black", linewidth=1.6)
+            for s, e, text in issued:
+                ax.text(s, y - 0.37, text, ha="left", va="bottom", fontsize=6.5,
+                        color="black", bbox=dict(facecolor="white", edgecolor="none", pad=0.2, alpha=0.8))
+        # the tensor cores: a box per group, the wgmma of interleaved groups as slivers
+        segs = []
+        for key, _, s, e in tc:
+            if segs and segs[-1][0] == key and abs(segs[-1][2] - s) < 1e-9:
+                segs[-1][2] = e
+            else:
+                segs.append([key, s, e])
+        count = {}
+        for key, *_ in segs:
+            count[key] = count.get(key, 0) + 1
+        clusters = []  # interleaved groups: [start, end, names]
+        for (c, w, j), s, e in segs:
+            ax.barh(2, e - s, left=s, height=0.7, color=BLUE if w == "S" else GREEN, alpha=0.85 if c == 0 else 0.4,
+                    hatch=None if c == 0 else "///", edgecolor="black",
+                    linewidth=0.5 if count[(c, w, j)] == 1 else 0.15)
+            if count[(c, w, j)] == 1:
+                ax.text((s + e) / 2, 2, f"{name(w, j)} (c{c})", ha="center", va="center", fontsize=7.5)
+                continue
+            text = f"{name(w, j)} (c{c})"
+            if clusters and s <= clusters[-1][1] + 1e-9:
+                clusters[-1][1] = max(clusters[-1][1], e)
+                if text not in clusters[-1][2]:
+                    clusters[-1][2].append(text)
+            else:
+                clusters.append([s, e, [text]])
+        for s, e, texts in clusters:
+            ax.text((s + e) / 2, 2, " ∥ ".join(texts) + "\ninterleaved", ha="center", va="center", fontsize=7,
+                    bbox=dict(facecolor="white", edgecolor="none", pad=0.5, alpha=0.85))
+        ax.axvline(total, color=GREY, linestyle="--", linewidth=0.8)
+        ax.text(total + 0.08, 2.45, f"{total:g}", color=GREY, fontsize=7.5, va="center")
+        ax.set_yticks(range(3), rows, fontsize=8.5)
+        ax.set_ylim(2.55, -0.75)
+        ax.set_xlim(-0.2, span + 0.8)
+        ax.set_title(f"{title}\n{tiles} K/V tiles in {total:g} units: tensor cores busy {busy:.0%} of the time "
+                     "(of this simulation, schematic)", fontsize=9)
+        ax.grid(axis="x", color=LIGHT, linewidth=0.6)
+        ax.set_axisbelow(True)
+    axes[-1].set_xlabel("time (illustrative units: the order of events is the code's, the durations are chosen)")
+    axes[-1].set_xticks(range(0, int(span) + 1))
+    handles = [Rectangle((0, 0), 1, 1, facecolor=BLUE, alpha=0.85, edgecolor="black"),
+               Rectangle((0, 0), 1, 1, facecolor=BLUE, alpha=0.4, hatch="///", edgecolor="black"),
+               Rectangle((0, 0), 1, 1, facecolor=GREEN, alpha=0.85, edgecolor="black"),
+               Rectangle((0, 0), 1, 1, facecolor=ORANGE, alpha=0.8, edgecolor="black"),
+               Rectangle((0, 0), 1, 1, facecolor=PURPLE, alpha=0.8, edgecolor="black"),
+               Rectangle((0, 0), 1, 1, facecolor=LIGHT, edgecolor=GREY),
+               Rectangle((0, 0), 1, 1, facecolor=RED, alpha=0.6, edgecolor=GREY),
+               plt.Line2D([], [], marker=r"$\downarrow$", color=RED, linestyle="none", markersize=9),
+               plt.Line2D([], [], marker="^", color="black", linestyle="none", markersize=4.5),
+               plt.Line2D([], [], marker="|", color="black", linestyle="none", markersize=9, markeredgewidth=1.6)]
+    fig.legend(handles, ["S chain Q Kᵀ (c0; on a consumer's row: issuing it)", "the same, consumer 1's (c1)",
+                         "P V chain (c1's hatched)", "softmax_s (scale, mask, m, l, P)", "rescale_o, pack_p",
+                         "wgmma_wait<N>: until at most N of its groups run", "bar.sync: waiting for its turn",
+                         "bar.arrive: the turn to the other consumer", "arrive on empty (the tile's stage)",
+                         "store_rows"],
+               loc="lower center", ncol=5, frameon=False, fontsize=8)
+    fig.suptitle("SCHEMATIC, NOT MEASURED: durations illustrative. Steps d, e, f of chapter 09 as a small event "
+                 f"simulation of the code's order (tools/figures.py), kConsumers = 2 (hopper.h), {tiles} K/V tiles "
+                 "taken as landed (producer not drawn).\n"
+                 f"S chain = P V chain = 1 unit ({n_instr['S']} wgmma each at d = {rules['d']}, issued 1/64 unit "
+                 "apart, executed one at a time in issue order), softmax_s = "
+                 f"{dur['softmax']:g}, rescale_o = pack_p = {dur['rescale']:g}.\nStep d loses its time where both "
+                 "consumers issue at once; not modelled: what could keep them in step on a GPU (the same full[s] "
+                 "releasing both, two softmaxes sharing the SM's ALUs)", fontsize=10)
+    fig.tight_layout(rect=(0, 0.055, 1, 0.96))
+    return fig
+
+
 FIGURES = {
     "01_memory_traffic": fig_memory_traffic,
     "02_reduction_trees": fig_reduction_trees,
@@ -997,6 +1814,11 @@ FIGURES = {
     "08_paged_cache": fig_paged_cache,
     "08_gqa_packing": fig_gqa_packing,
     "08_roofline": fig_roofline,
+    "09_wgmma_layout": fig_wgmma_layout,
+    "09_swizzle_descriptor": fig_swizzle_descriptor,
+    "09_pipeline": fig_pipeline,
+    "09_registers": fig_registers,
+    "09_ping_pong": fig_ping_pong,
 }
 
 
