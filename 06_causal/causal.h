@@ -22,4 +22,18 @@ __host__ __device__ inline int tiles_to_visit(const attn::AttentionParams& p, in
   return keys >= p.Lk ? all : (keys + Bc - 1) / Bc;
 }
 
+// The (Q tile, K/V tile) pairs of one head that a pass with tiles Br x Bc visits: with skipping,
+// tiles_to_visit's per Q tile; without, every pair. The cost models' count (host code).
+inline long long visited_pairs(const attn::AttentionParams& p, int Br, int Bc, bool skip) {
+  long long n = 0;
+  for (int q0 = 0; q0 < p.Lq; q0 += Br) n += skip ? tiles_to_visit(p, q0, Br, Bc) : (p.Lk + Bc - 1) / Bc;
+  return n;
+}
+
+// Whether a K/V tile from key k0, Bc keys, holds a key that is_causal hides from a row of a Q tile
+// whose first row is q0 (its last key past that row's limit): only such a tile needs the mask.
+__host__ __device__ inline bool crosses_diagonal(const attn::AttentionParams& p, int q0, int k0, int Bc) {
+  return k0 + Bc - 1 > q0 + p.causal_offset();
+}
+
 }  // namespace ch06

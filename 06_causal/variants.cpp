@@ -14,15 +14,11 @@ long long visited_pairs(const Problem& p, bool skip) {
   const ch05::Tiles t = ch05::fa2_tiles(p.d);
   AttentionParams a{};
   a.Lq = p.Lq, a.Lk = p.Lk, a.causal = p.causal;
-  long long n = 0;
-  for (int q0 = 0; q0 < p.Lq; q0 += t.Br)
-    n += skip ? ch06::tiles_to_visit(a, q0, t.Br, t.Bc) : (p.Lk + t.Bc - 1) / t.Bc;
-  return n;
+  return ch06::visited_pairs(a, t.Br, t.Bc, skip);
 }
 // K and V are read once per visited pair; Q read and O written once.
 double causal_bytes(const Problem& p, bool skip) {
-  const double pairs = static_cast<double>(visited_pairs(p, skip)), Bc = ch05::fa2_tiles(p.d).Bc;
-  return static_cast<double>(p.heads()) * dtype_size(p.dtype) * p.d * (2.0 * p.Lq + 2.0 * Bc * pairs);
+  return p.fa2_bytes_visited(visited_pairs(p, skip), ch05::fa2_tiles(p.d).Bc);
 }
 std::string tiles_plan(const Problem& p) {
   const ch05::Tiles t = ch05::fa2_tiles(p.d);

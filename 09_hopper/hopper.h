@@ -18,6 +18,7 @@ cudaError_t tma_ring(const attn::AttentionParams& p);  // c: TMA copies into a r
 cudaError_t warp_specialized(const attn::AttentionParams& p);  // d: a producer warpgroup, two consumers
 cudaError_t ping_pong(const attn::AttentionParams& p);         // e: the consumers take turns (named barriers)
 cudaError_t intra_overlap(const attn::AttentionParams& p);     // f: softmax of tile j under P V of tile j - 1
+cudaError_t causal_skip(const attn::AttentionParams& p);       // g: chapter 06's causal policy on step f
 
 // The tiles of step b: a warpgroup of 128 threads owns Br = 64 query rows and walks K/V tiles of
 // Bc = 128 keys (S: 64 floats per thread, as O at d = 128).

@@ -82,14 +82,16 @@ struct PingPong {
 };
 
 // Launches a kernel of steps d onwards, kernel(t, d) naming its instantiation: Q tiles of
-// kConsumers * kBr rows, kWsThreads threads, the ring's shared memory.
+// kConsumers * kBr rows, kWsThreads threads, the ring's shared memory. The grid is (Q tiles, heads),
+// or (heads, Q tiles) for step g, which launches the heaviest Q tiles first (causal_skip.cu).
 template <class Kernel>
-cudaError_t launch_ring(const attn::AttentionParams& p, Kernel&& kernel) {
+cudaError_t launch_ring(const attn::AttentionParams& p, Kernel&& kernel, bool heaviest_first = false) {
   return dispatch(p, [&](auto t, auto d) {
     constexpr int D = decltype(d)::value, rows = kConsumers * kBr;
     TensorMaps maps;
     if (const cudaError_t e = tensor_maps<decltype(t), D>(p, kBr, &maps); e != cudaSuccess) return e;
-    return simt::launch(kernel(t, d), dim3((p.Lq + rows - 1) / rows, p.B * p.H), dim3(kWsThreads),
+    const unsigned q_tiles = static_cast<unsigned>((p.Lq + rows - 1) / rows), heads = static_cast<unsigned>(p.B * p.H);
+    return simt::launch(kernel(t, d), heaviest_first ? dim3(heads, q_tiles) : dim3(q_tiles, heads), dim3(kWsThreads),
                         ws_smem_bytes(D) + kAlign, maps.q, maps.k, maps.v, p);
   });
 }

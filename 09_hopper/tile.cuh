@@ -31,13 +31,14 @@ __device__ __forceinline__ void issue_s(simt::WgmmaAccumulator<kBc>& S, uint64_t
 // S's scores scaled and masked (is_causal; no attn_mask), then the first half of chapter 05's
 // online softmax on them: new m and l, S holding P in fp32, and alpha, what O must be multiplied by
 // (the second half, ch05::rescale_o). This thread's rows are row and row + 8, its keys k0 .. k0 +
-// kBc - 1.
+// kBc - 1. Step g passes masked = false for a tile that neither the diagonal nor the end of the
+// keys crosses: the scale then goes into the exponent's FFMA, as in chapter 05's step h.
 __device__ __forceinline__ void softmax_s(simt::WgmmaAccumulator<kBc>& S, float (&m)[2], float (&l)[2],
                                           float (&alpha)[2], const attn::AttentionParams& p, int row, int bh,
-                                          int k0, float scale_log2) {
+                                          int k0, float scale_log2, bool masked = true) {
   float (&s)[kBc / 8][4] = S.tiles();
-  ch05::scale_and_mask<kBc, false>(s, row, p, bh / p.H, bh % p.H, k0, scale_log2);
-  ch05::softmax_scores<kBc, ch05::Exp2Ftz>(s, m, l, alpha);
+  if (masked) ch05::scale_and_mask<kBc, false>(s, row, p, bh / p.H, bh % p.H, k0, scale_log2);
+  ch05::softmax_scores<kBc, ch05::Exp2Ftz>(s, m, l, alpha, masked ? 1.f : scale_log2);
 }
 
 // O += P V, P from registers, V by its k-step 0 descriptor, issued as one group.

@@ -2,10 +2,11 @@
 // that every later step has its baseline in the same chapter and the same run; step b moves both
 // products to wgmma; step c hands the copies to TMA; step d gives them to a warpgroup of their own;
 // step e has the two consumer warpgroups take turns; step f overlaps each one's softmax with its own
-// P V.
+// P V; step g skips what is_causal hides, as chapter 06 does.
 #include <cstdio>
 
 #include "05_flash_v2/flash_v2.h"
+#include "06_causal/causal.h"
 #include "harness/registry.h"
 #include "hopper.h"
 
@@ -74,10 +75,31 @@ const Register e([] {
 const Register f([] {
   Variant v = step("intra_overlap", "step e with each consumer's softmax of tile j overlapping its own P V of tile j - 1 (wgmma_wait<1>)",
                    ch09::intra_overlap, [](const Problem&) { return ch09::kConsumers * ch09::kBr; });
-  v.best = true;
   v.plan = [](const Problem& p) {
     return plan(p, "128 (two consumer warpgroups taking turns, one producer)", "TMA into 2 stages by the producer",
                 ch09::ws_smem_bytes(p.d));
+  };
+  return v;
+}());
+// Step g's (Q tile, K/V tile) pairs per head: chapter 06's tiles_to_visit on its Q tiles of 128 rows.
+long long skipped_pairs(const Problem& p, bool skip) {
+  AttentionParams a{};
+  a.Lq = p.Lq, a.Lk = p.Lk, a.causal = p.causal;
+  return ch06::visited_pairs(a, ch09::kConsumers * ch09::kBr, ch09::kBc, skip);
+}
+const Register g([] {
+  Variant v = step("causal_skip",
+                   "step f with chapter 06's policy: K/V tiles above the diagonal skipped, only the crossing ones masked, "
+                   "heaviest Q tiles first",
+                   ch09::causal_skip, [](const Problem&) { return ch09::kConsumers * ch09::kBr; });
+  v.best = true;
+  v.hbm_bytes = [](const Problem& p) { return p.fa2_bytes_visited(skipped_pairs(p, true), ch09::kBc); };
+  v.plan = [](const Problem& p) {
+    char s[120];
+    std::snprintf(s, sizeof s, "; %lld of %lld (Q tile, K/V tile) pairs visited per head", skipped_pairs(p, true),
+                  skipped_pairs(p, false));
+    return plan(p, "128 (two consumer warpgroups taking turns, one producer), heaviest first",
+                "TMA into 2 stages by the producer", ch09::ws_smem_bytes(p.d)) + s;
   };
   return v;
 }());

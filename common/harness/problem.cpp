@@ -95,6 +95,9 @@ double Problem::fa2_bytes(int Br) const {
   const double t = dtype_size(dtype), Tr = (Lq + Br - 1) / Br;
   return static_cast<double>(heads()) * t * (2.0 * Lq * d + Tr * 2.0 * Lk * d);
 }
+double Problem::fa2_bytes_visited(long long pairs, int Bc) const {
+  return static_cast<double>(heads()) * dtype_size(dtype) * d * (2.0 * Lq + 2.0 * Bc * static_cast<double>(pairs));
+}
 double Problem::qkvo_bytes() const {
   return static_cast<double>(dtype_size(dtype)) * (2.0 * static_cast<double>(q_elems()) + 2.0 * static_cast<double>(kv_elems()));
 }

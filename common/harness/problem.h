@@ -39,6 +39,9 @@ struct Problem {
   double qkvo_bytes() const;
   // FlashAttention-2's loop: Q read and O written once, K and V once per Q tile of Br rows.
   double fa2_bytes(int Br) const;
+  // The same pass when it visits `pairs` (Q tile, K/V tile) pairs per head, K/V tiles of Bc keys
+  // (chapter 06's skipping): Q read and O written once, a K and a V tile per pair.
+  double fa2_bytes_visited(long long pairs, int Bc) const;
 };
 
 const char* causal_name(Causal c);

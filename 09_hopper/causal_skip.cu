@@ -1,0 +1,103 @@
+// causal_skip.cu: step g. Step f with chapter 06's causal policy: the K/V tiles above the diagonal
+// are never copied nor multiplied, only the tiles the diagonal (or the end of the keys) crosses are
+// masked, and the heaviest Q tiles are launched first.
+//
+// Steps b to f applied is_causal key by key on every K/V tile: about half of a causal problem's
+// products and copies were thrown away. Here a block visits the tiles that chapter 06's
+// tiles_to_visit gives for its 128 rows; the producer copies only those, and both consumers walk
+// the same list (the ring's empty barrier counts both, and the turns need the same number of
+// chains): consumer 0's rows end 64 rows earlier, so its last tile may be masked whole. Of the tiles
+// visited, only those crossing a consumer's own diagonal or the last key (ch06::crosses_diagonal)
+// go through the mask; the others take the scale into the exponent (softmax_s with masked =
+// false), as chapter 05's step h does. And since a block's work now grows with its Q tile, the
+// grid is (heads, Q tiles) with the last Q tile first (chapter 06's balanced order), so that the
+// last wave is made of light blocks. A block whose rows see no key (bottom-right, Lq > Lk) copies
+// nothing and writes zeros.
+// Cost: a branch per tile; consumer 0 may multiply one tile that it masks whole.
+#include "06_causal/causal.h"
+#include "ring.cuh"
+
+namespace ch09 {
+namespace {
+
+template <class T, int D>
+__global__ void __launch_bounds__(kWsThreads, 1)
+    causal_skip_kernel(const __grid_constant__ CUtensorMap q_map, const __grid_constant__ CUtensorMap k_map,
+                       const __grid_constant__ CUtensorMap v_map, const attn::AttentionParams p) {
+  constexpr int rows = kConsumers * kBr;
+  const Ring<T, D> ring;
+  const int q_tiles = (p.Lq + rows - 1) / rows;
+  const int bh = static_cast<int>(blockIdx.x), q0 = (q_tiles - 1 - static_cast<int>(blockIdx.y)) * rows;
+  const int wg = static_cast<int>(threadIdx.x) / kThreads;  // 0: the producer; 1 .. kConsumers: consumers
+  const int tiles = ch06::tiles_to_visit(p, q0, rows, kBc);
+  if (threadIdx.x == 0) ring.init();
+  simt::fence_mbarrier_init();
+  __syncthreads();  // the last barrier of the whole block
+
+  if (wg == 0) {  // the producer
+    simt::setmaxnreg_dec<kProducerRegs>();
+    if (threadIdx.x == 0 && tiles > 0) ring.produce(&q_map, &k_map, &v_map, q0, bh, tiles);
+    return;
+  }
+
+  simt::setmaxnreg_inc<kConsumerRegs>();
+  const int c = wg - 1, warp = static_cast<int>(threadIdx.x / 32) % 4;
+  const int row = q0 + c * kBr + warp * 16 + static_cast<int>(threadIdx.x % 32 / 4);
+  const float scale_log2 = p.scale * attn::kLog2e;
+  simt::WgmmaAccumulator<D> O;
+  for (int i = 0; i < D / 2; ++i) O[i] = 0.f;
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, alpha[2];
+  if (tiles == 0) {  // no row of this block sees a key: O = 0
+    ch05::store_rows<T, D>(O.tiles(), m, l, row, p, bh);
+    return;
+  }
+  // Raw scores only where no mask can remove a key (and for a positive scale: the maximum of the
+  // raw scores is then the maximum of the scaled ones).
+  const auto masked = [&](int j) {
+    return j * kBc + kBc > p.Lk || !(scale_log2 > 0.f) ||
+           (p.causal != attn::Causal::none && ch06::crosses_diagonal(p, q0 + c * kBr, j * kBc, kBc));
+  };
+  PingPong::start(c);  // consumer 0 goes first
+  simt::mbarrier_wait_parity(ring.q_full, 0);
+  const uint64_t q_desc = ring.q_desc(c);
+
+  simt::WgmmaAccumulator<kBc> S;
+  uint32_t pa[kBc / 16][4];  // P of the previous tile, waiting for its P V
+  int s = ring.wait_tile(0);
+  const PingPong first(c, 0, tiles);
+  first.take();
+  issue_s<T, D>(S, q_desc, ring.k_desc(s));
+  first.pass();
+  simt::wgmma_wait<0>(S);
+  softmax_s(S, m, l, alpha, p, row, bh, 0, scale_log2, masked(0));  // O is still 0: no rescale
+  ch05::pack_p<T, kBc>(pa, S.tiles());
+
+  for (int j = 1; j < tiles; ++j) {
+    const int prev = s;
+    s = ring.wait_tile(j);
+    const PingPong turn(c, j, tiles);
+    turn.take();
+    issue_s<T, D>(S, q_desc, ring.k_desc(s));  // S_j
+    issue_pv<T, D>(O, pa, ring.v_desc(prev));  // O += P_{j-1} V_{j-1}
+    turn.pass();
+    simt::wgmma_wait<1>(S);  // S_j is done; P_{j-1} V_{j-1} may still run
+    softmax_s(S, m, l, alpha, p, row, bh, j * kBc, scale_log2, masked(j));  // P_j, in fp32 in S
+    simt::wgmma_wait<0>(O);  // P_{j-1} V_{j-1} is done: its P registers and O are free again
+    simt::mbarrier_arrive(&ring.empty[prev]);  // and so are K and V of tile j - 1
+    ch05::rescale_o<D>(O.tiles(), alpha);
+    ch05::pack_p<T, kBc>(pa, S.tiles());
+  }
+  issue_pv<T, D>(O, pa, ring.v_desc(s));
+  simt::wgmma_wait<0>(O);
+  simt::mbarrier_arrive(&ring.empty[s]);
+  ch05::store_rows<T, D>(O.tiles(), m, l, row, p, bh);
+}
+
+}  // namespace
+
+cudaError_t causal_skip(const attn::AttentionParams& p) {
+  return launch_ring(
+      p, [](auto t, auto d) { return causal_skip_kernel<decltype(t), decltype(d)::value>; }, true);
+}
+
+}  // namespace ch09
