@@ -2,11 +2,13 @@
 """hopper_resources.py: what ptxas made of chapter 09's kernels for sm_90a, until kernel_resources.py
 (sm_90, chapters 05 and 06) reads sm_90a's SASS too.
 
-For each kernel of 09_hopper/*.cu: registers, stack frame and spills (ptxas -v), and the Hopper
-instructions of its SASS (nvdisasm: HGMMA by shape, WARPGROUP.ARRIVE and DEPBAR, UTMALDG (TMA), USETMAXREG,
-SYNCS (mbarrier), BAR.SYNC and BAR.ARV (barriers, named ones included)),
-counted statically: each instruction once where it appears in the code. A compiler report: nothing
-runs on a GPU.
+For each kernel of 09_hopper/*.cu: registers, stack frame and spills (ptxas -v); the tile loop's
+instructions counted by control flow, with its issue and shared-memory ceilings and the highest
+register it names (tile_loop_ceilings: past ptxas's count at launch where setmaxnreg.inc gave the
+consumers more); and the Hopper instructions of its SASS (nvdisasm: HGMMA by shape, WARPGROUP.ARRIVE
+and DEPBAR, UTMALDG (TMA), USETMAXREG, SYNCS (mbarrier), BAR.SYNC and BAR.ARV, named barriers
+included), counted statically: each instruction once where it appears in the code. A compiler
+report: nothing runs on a GPU.
 
   tools/hopper_resources.py                               # print the table
   tools/hopper_resources.py --out results/static-sm90a    # write 09_hopper_ptxas.txt there
@@ -39,6 +41,8 @@ def report(nvcc, nvdisasm, src, tmp):
     if r.returncode != 0:
         kr.fail("nvcc failed on %s:\n%s" % (src, r.stderr[-3000:]))
     sass = subprocess.run([nvdisasm, "-c", cubin], capture_output=True, text=True, check=True).stdout
+    funcs = kr.parse_sass(sass)
+    kbc, consumers = hopper_constants()
     counts, cur = {}, None
     for line in sass.splitlines():
         m = re.match(r"\s*\.section\s+\.text\.([^,]+),", line)
@@ -59,9 +63,74 @@ def report(nvcc, nvdisasm, src, tmp):
         dem = subprocess.run(["c++filt", name], capture_output=True, text=True).stdout.strip()
         m = re.search(r"(\w+)_kernel<(__half|__nv_bfloat16), (\d+)", dem)
         kernel, dtype, d = (m.group(1), "fp16" if m.group(2) == "__half" else "bf16", int(m.group(3))) if m else (dem, "-", 0)
+        sass_counts = counts.get(name, {})
+        specialized = any(k.startswith("USETMAXREG") for k in sass_counts)
+        loop = tile_loop_ceilings(funcs.get(name, []), d, any(k.startswith("UTMALDG") for k in sass_counts),
+                                  4 * consumers if specialized else 4, kbc)
         rows.append({"file": os.path.basename(src), "kernel": kernel, "dtype": dtype, "d": d, "registers": regs,
-                     "frame": frame, "spill": "%d/%d" % (st, ld), "sass": counts.get(name, {})})
+                     "frame": frame, "spill": "%d/%d" % (st, ld), "sass": sass_counts, "loop": loop})
     return rows
+
+
+def hopper_constants():
+    """kBc, kConsumers from 09_hopper/hopper.h (the tiles and the warpgroups the analysis assumes)."""
+    text = open(os.path.join(kr.ROOT, "09_hopper", "hopper.h")).read()
+    get = lambda name: int(re.search(r"\b%s = (\d+)" % name, text).group(1))  # noqa: E731
+    return get("kBc"), get("kConsumers")
+
+
+def hgmma_n(x):
+    """N of an HGMMA.64xNx16 (parse_sass's op stops at the shape's lower-case x: the rest is in args)."""
+    return int(re.match(r"HGMMA\.64x(\d+)x16", x["op"] + x["args"]).group(1))
+
+
+def kernel_loops(instrs, blocks):
+    """kr.find_loops without the back edges of ptxas's out-of-line slow paths: an mbarrier wait's retry
+    (SYNCS.PHASECHK.TRANS64.TRYWAIT) sits after the function's last unconditional EXIT and jumps back to
+    the code after the wait, which would make a loop of everything in between."""
+    last_exit = max((i for i, x in enumerate(instrs) if x["op"] == "EXIT" and x["pred"] in ("", "@PT")), default=len(instrs))
+    inline = [{**b, "succ": [t for t in b["succ"] if not (b["start"] > last_exit and blocks[t]["start"] <= last_exit)]}
+              for b in blocks]
+    return kr.find_loops(inline), inline
+
+
+def tile_loop_ceilings(instrs, d, tma, consumer_warps, kbc):
+    """The loop with the most HGMMA (a consumer's K/V tile loop), of two with as many the smaller, one
+    iteration per warp along the longest path (kr.common_path with no cold lines: where the evaluator
+    cannot decide a branch, the side with more instructions; for step g the masked tile's). Issue
+    ceiling: 4 x HMMA-eq / instructions (4 schedulers, one instruction per clock each). Shared ceiling:
+    HMMA-eq / (shared bytes / 128 per clock): an HGMMA's operands from shared memory (A and B from
+    descriptors, or B alone when A is in registers) split over the warpgroup's 4 warps, LDS/STS
+    wavefronts, and with TMA the K and V tiles written once per block and tile, split over its
+    consumer warps."""
+    blocks = kr.basic_blocks(instrs)
+    loops, flow = kernel_loops(instrs, blocks)
+    def n_hgmma(body):
+        return sum(1 for b in body for i in range(blocks[b]["start"], blocks[b]["end"]) if instrs[i]["op"].startswith("HGMMA"))
+    ranked = sorted(loops.items(), key=lambda hb: (-n_hgmma(hb[1]), len(hb[1])))
+    if not ranked or not n_hgmma(ranked[0][1]):
+        return None
+    head, body = ranked[0]
+    walk = kr.common_path(instrs, flow, loops, head, body, set())
+    if walk is None:
+        return None
+    loop = [instrs[i] for b, n in walk[0].items() for _ in range(n) for i in range(blocks[b]["start"], blocks[b]["end"])]
+    hg = [x for x in loop if x["op"].startswith("HGMMA")]
+    if len(hg) != d // 16 + kbc // 16:  # one S chain (k-steps over d) and one P V chain (over Bc)
+        kr.fail("the tile loop found holds %d HGMMA, not the %d of one S and one P V chain" % (len(hg), d // 16 + kbc // 16))
+    top = max(int(r) for x in loop for r in re.findall(r"\bR(\d+)\b", x["args"]))
+    # One warp's HGMMA.64xNx16 is its quarter of the warpgroup's 64 x N x 16 product: N / 8 m16n8k16
+    # HMMA of work, one of which per clock per SM is the 989 TFLOP/s peak.
+    work = sum(hgmma_n(x) // 8 for x in hg)
+    shared = 0.0
+    for x in hg:
+        a_in_regs = re.match(r"\S*\s+R\d+, R\d+,", x["args"]) is not None
+        shared += ((0 if a_in_regs else 64 * 16 * 2) + hgmma_n(x) * 16 * 2) / 4.0
+    shared += 128 * sum(0 if x["never"] else kr.wavefronts(x["op"]) for x in loop)
+    if tma:
+        shared += 2 * kbc * d * 2 / consumer_warps
+    return {"instrs": len(loop), "hgmma": len(hg), "per_hgmma": len(loop) / len(hg), "work": work, "top_reg": top,
+            "issue": min(1.0, 4.0 * work / len(loop)), "shared": min(1.0, work / (shared / 128))}
 
 
 def check_logs(build):
@@ -116,12 +185,22 @@ def main():
              "#   nvcc " + " ".join(FLAGS) + " 09_hopper/<file>.cu   (tools/hopper_resources.py)",
              "# SASS: HGMMA by shape, WARPGROUP.ARRIVE/DEPBAR, UTMALDG, SYNCS, USETMAXREG, BAR.SYNC and BAR.ARV in nvdisasm's listing, each counted once",
              "# where it appears (static counts; the tile loop's body runs once per K/V tile).",
-             "%-10s %-8s %-5s %4s %9s %7s %13s  %s" % ("file", "kernel", "dtype", "d", "registers", "stack B",
-                                                       "spill st/ld B", "SASS")]
+             "# The tile loop (the loop with the most HGMMA: a consumer's), one iteration per warp counted by",
+             "# control flow along its longest path (tile_loop_ceilings): its instructions, its HGMMA, the",
+             "# instructions per HGMMA, and the issue and shared-memory ceilings as % of the 989 TFLOP/s peak",
+             "# (upper bounds from the instruction stream alone: no latency, no memory system).",
+             "# 'loop top R': the highest register the loop names (R0 counts as the first).",
+             "%-10s %-8s %-5s %4s %9s %7s %13s %10s %11s %6s %9s %7s %8s  %s" % (
+                 "file", "kernel", "dtype", "d", "registers", "stack B", "spill st/ld B", "loop top R", "loop instr",
+                 "HGMMA", "per HGMMA", "issue %", "shared %", "SASS")]
     for r in rows:
         sass = ", ".join("%s x%d" % (k, v) for k, v in sorted(r["sass"].items()))
-        lines.append("%-10s %-8s %-5s %4d %9d %7d %13s  %s" % (r["file"], r["kernel"], r["dtype"], r["d"], r["registers"],
-                                                              r["frame"], r["spill"], sass))
+        lp = r["loop"] or {}
+        loop = ("%10s %11d %6d %9.1f %7.0f %8.0f" % ("R%d" % lp["top_reg"], lp["instrs"], lp["hgmma"], lp["per_hgmma"],
+                                                      100 * lp["issue"], 100 * lp["shared"])
+                if lp else "%10s %11s %6s %9s %7s %8s" % (("-",) * 6))
+        lines.append("%-10s %-8s %-5s %4d %9d %7d %13s %s  %s" % (r["file"], r["kernel"], r["dtype"], r["d"],
+                                                                 r["registers"], r["frame"], r["spill"], loop, sass))
     text = "\n".join(lines) + "\n"
     if a.out:
         os.makedirs(a.out, exist_ok=True)
