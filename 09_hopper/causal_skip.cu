@@ -83,6 +83,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     simt::wgmma_wait<1>(S);  // S_j is done; P_{j-1} V_{j-1} may still run
     softmax_s(S, m, l, alpha, p, row, bh, j * kBc, scale_log2, masked(j));  // P_j, in fp32 in S
     simt::wgmma_wait<0>(O);  // P_{j-1} V_{j-1} is done: its P registers and O are free again
+    simt::wgmma_fence_operand(pa);  // so P_j's packing stays after the wait (O's is in wgmma_wait)
     simt::mbarrier_arrive(&ring.empty[prev]);  // and so are K and V of tile j - 1
     ch05::rescale_o<D>(O.tiles(), alpha);
     ch05::pack_p<T, kBc>(pa, S.tiles());

@@ -21,6 +21,7 @@ struct NoTurn {
 // (smem_tiles.cuh).
 template <class T, int D>
 __device__ __forceinline__ void issue_s(simt::WgmmaAccumulator<kBc>& S, uint64_t q_desc, uint64_t k_desc) {
+  simt::wgmma_fence_operand(S);  // the last tile's reads of S (its softmax) stay before the fence
   simt::wgmma_fence();
 #pragma unroll
   for (int s = 0; s < D / 16; ++s)
@@ -43,10 +44,11 @@ __device__ __forceinline__ void softmax_s(simt::WgmmaAccumulator<kBc>& S, float 
 
 // O += P V, P from registers, V by its k-step 0 descriptor, issued as one group.
 template <class T, int D>
-__device__ __forceinline__ void issue_pv(simt::WgmmaAccumulator<D>& O, const uint32_t (&pa)[kBc / 16][4],
+__device__ __forceinline__ void issue_pv(simt::WgmmaAccumulator<D>& O, uint32_t (&pa)[kBc / 16][4],
                                          uint64_t v_desc) {
-  simt::wgmma_fence_operand(O);  // O's rescale stays before the fence
-  simt::wgmma_fence();           // O was rescaled, P packed: the wgmma must see them
+  simt::wgmma_fence_operand(O);   // O's rescale stays before the fence
+  simt::wgmma_fence_operand(pa);  // and so does P's packing
+  simt::wgmma_fence();            // O was rescaled, P packed: the wgmma must see them
 #pragma unroll
   for (int kk = 0; kk < kBc / 16; ++kk) simt::wgmma_rs<T, D, true>(O, pa[kk], v_desc + n_major_step(kk), true);
   simt::wgmma_commit();

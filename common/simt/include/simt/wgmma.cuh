@@ -11,7 +11,9 @@
 //                                      d.tiles()[N / 8][4], as mma.sync's C tiles
 //   wgmma_fence()                      before the first wgmma_ss/rs, and again once registers the
 //                                      next ones use (its accumulator, A's registers) were written;
-//                                      wgmma_fence_operand(d) first keeps d's writes before it
+//                                      wgmma_fence_operand(d) first keeps d's writes before it;
+//                                      wgmma_fence_operand(a), a uint32_t[R][4] of wgmma_rs's A
+//                                      fragments, does the same for A's registers
 //   wgmma_ss<T, N, TransA, TransB>(d, desc_a, desc_b, accumulate)   D = A*B (+ D if accumulate)
 //   wgmma_rs<T, N, TransB>(d, a, desc_b, accumulate)   the same, A from registers: a[4] per
 //                                      thread, warp w's 16 rows in mma.m16n8k16's A layout
@@ -234,6 +236,8 @@ __device__ __forceinline__ void wgmma_wait(WgmmaAccumulator<N1>&, WgmmaAccumulat
 }
 template <int N>
 __device__ __forceinline__ void wgmma_fence_operand(WgmmaAccumulator<N>&) {}  // the compiler's matter
+template <int R>
+__device__ __forceinline__ void wgmma_fence_operand(uint32_t (&)[R][4]) {}
 #else
 __device__ __forceinline__ void wgmma_fence() {
 #if SIMT_WGMMA_ARCH
@@ -266,6 +270,15 @@ template <int N>
 __device__ __forceinline__ void wgmma_fence_operand(WgmmaAccumulator<N>& d) {
   #pragma unroll
   for (int i = 0; i < N / 2; ++i) asm volatile("" : "+f"(d.v[i])::"memory");
+}
+// The same for wgmma_rs's A fragments: their writes (P packed) stay before the fence, and after the
+// wait that retires the wgmma reading them, the next writes stay after it.
+template <int R>
+__device__ __forceinline__ void wgmma_fence_operand(uint32_t (&a)[R][4]) {
+  #pragma unroll
+  for (int r = 0; r < R; ++r)
+  #pragma unroll
+    for (int i = 0; i < 4; ++i) asm volatile("" : "+r"(a[r][i])::"memory");
 }
 template <int Pending, int N>
 __device__ __forceinline__ void wgmma_wait(WgmmaAccumulator<N>& d) {
