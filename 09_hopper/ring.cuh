@@ -86,6 +86,7 @@ struct PingPong {
 // or (heads, Q tiles) for step g, which launches the heaviest Q tiles first (causal_skip.cu).
 template <class Kernel>
 cudaError_t launch_ring(const attn::AttentionParams& p, Kernel&& kernel, bool heaviest_first = false) {
+  if (p.Lk < 1) return cudaErrorInvalidValue;  // steps d to f wait for tile 0 (the harness refuses it first)
   return dispatch(p, [&](auto t, auto d) {
     constexpr int D = decltype(d)::value, rows = kConsumers * kBr;
     TensorMaps maps;
