@@ -68,15 +68,33 @@ def report(nvcc, nvdisasm, src, tmp):
         loop = tile_loop_ceilings(funcs.get(name, []), d, any(k.startswith("UTMALDG") for k in sass_counts),
                                   4 * consumers if specialized else 4, kbc)
         rows.append({"file": os.path.basename(src), "kernel": kernel, "dtype": dtype, "d": d, "registers": regs,
-                     "frame": frame, "spill": "%d/%d" % (st, ld), "sass": sass_counts, "loop": loop})
+                     "frame": frame, "spill": "%d/%d" % (st, ld), "sass": sass_counts, "loop": loop,
+                     "serialized": SERIALIZED in r.stdout + r.stderr})  # the file's, whichever kernel it names
     return rows
 
 
-def hopper_constants():
-    """kBc, kConsumers from 09_hopper/hopper.h (the tiles and the warpgroups the analysis assumes)."""
+def hopper_constants(names=("kBc", "kConsumers")):
+    """Constants of 09_hopper/hopper.h (the tiles and the warpgroups the analysis assumes)."""
     text = open(os.path.join(kr.ROOT, "09_hopper", "hopper.h")).read()
-    get = lambda name: int(re.search(r"\b%s = (\d+)" % name, text).group(1))  # noqa: E731
-    return get("kBc"), get("kConsumers")
+    return tuple(int(re.search(r"\b%s = (\d+)" % n, text).group(1)) for n in names)
+
+
+# ptxas's note when it must wait for wgmma to finish one by one because the code touches a register
+# an in-flight wgmma reads or writes (its accumulator, A's fragments): correct, but the overlap is gone.
+SERIALIZED = "wgmma.mma_async instructions are serialized"
+
+
+def budget_short(row):
+    """For a kernel with setmaxnreg: the registers its warpgroups ask for beyond the pool its launch
+    count gives the block (threads x registers), else 0. A consumer's setmaxnreg.inc waits until the
+    pool has them: a launch count below the budget would hang on a GPU (the emulator checks only that
+    the budget fits the SM)."""
+    if not any(k.startswith("USETMAXREG") for k in row["sass"]):
+        return 0
+    threads, consumers, producer_regs, consumer_regs = hopper_constants(
+        ("kThreads", "kConsumers", "kProducerRegs", "kConsumerRegs"))
+    need = threads * producer_regs + consumers * threads * consumer_regs
+    return max(0, need - (1 + consumers) * threads * row["registers"])
 
 
 def hgmma_n(x):
@@ -141,9 +159,11 @@ def check_logs(build):
     logs = sorted(glob.glob(os.path.join(build, "**", "09_hopper*", "**", "*.ptxas"), recursive=True))
     if not logs:
         kr.fail("no ptxas reports of chapter 09 under %s: is it a gpu build (cmake/ptxas_log.sh)?" % build, 1)
-    kernels = {}
+    kernels, serialized = {}, []
     for f in logs:
-        kernels.update(kr.parse_ptxas(open(f).read()))
+        text = open(f).read()
+        kernels.update(kr.parse_ptxas(text))
+        serialized += [f for line in text.splitlines() if SERIALIZED in line]
     names = kr.demangle(sorted({m for m, _ in kernels}))
     bad = 0
     for (mangled, arch), k in sorted(kernels.items()):
@@ -151,7 +171,10 @@ def check_logs(build):
             bad += 1
             print("FAIL %s %s: %d bytes stack frame, %d/%d bytes spill stores/loads" %
                   (names[mangled], arch, k["stack"], k["spill_st"], k["spill_ld"]))
-    print("%d kernels of chapter 09 checked in %d ptxas reports: %d with spills or a stack frame" %
+    for f in sorted(set(serialized)):
+        bad += 1
+        print("FAIL %s: ptxas serialized wgmma (\"%s\"): a register of an in-flight wgmma is touched" % (f, SERIALIZED))
+    print("%d kernels of chapter 09 checked in %d ptxas reports: %d problems (spills, a stack frame, serialized wgmma)" %
           (len(kernels), len(logs), bad))
     if not kernels:
         kr.fail("the reports name no kernel", 1)
@@ -161,7 +184,9 @@ def check_logs(build):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", help="folder to write 09_hopper_ptxas.txt into")
-    ap.add_argument("--check", action="store_true", help="exit 1 if a kernel spills or has a stack frame")
+    ap.add_argument("--check", action="store_true",
+                    help="exit 1 if a kernel spills, has a stack frame or serialized wgmma, or (compiling) launches "
+                         "with fewer registers than its setmaxnreg budget")
     ap.add_argument("--nvcc", help="nvcc to use (default: on PATH or /usr/local/cuda/bin)")
     ap.add_argument("--nvdisasm", help="nvdisasm to use")
     ap.add_argument("--ptxas-logs", metavar="BUILD", help="with --check: check the ptxas reports a gpu build left")
@@ -209,10 +234,11 @@ def main():
     else:
         sys.stdout.write(text)
     if a.check:
-        bad = [r for r in rows if r["frame"] or r["spill"] != "0/0"]
+        bad = [r for r in rows if r["frame"] or r["spill"] != "0/0" or r["serialized"] or budget_short(r)]
         for r in bad:
-            print("hopper_resources: %s %s %s d=%d spills (%s B) or has a stack frame (%d B)" %
-                  (r["file"], r["kernel"], r["dtype"], r["d"], r["spill"], r["frame"]), file=sys.stderr)
+            print("hopper_resources: %s %s %s d=%d: spills %s B, stack frame %d B, wgmma serialized: %s, "
+                  "setmaxnreg budget short by %d registers" % (r["file"], r["kernel"], r["dtype"], r["d"], r["spill"],
+                                                             r["frame"], r["serialized"], budget_short(r)), file=sys.stderr)
         sys.exit(1 if bad else 0)
 
 
