@@ -28,20 +28,10 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   const Ring<T, D> ring;
   const int q_tiles = (p.Lq + rows - 1) / rows;
   const int bh = static_cast<int>(blockIdx.x), q0 = (q_tiles - 1 - static_cast<int>(blockIdx.y)) * rows;
-  const int wg = static_cast<int>(threadIdx.x) / kThreads;  // 0: the producer; 1 .. kConsumers: consumers
   const int tiles = ch06::tiles_to_visit(p, q0, rows, kBc);
-  if (threadIdx.x == 0) ring.init();
-  simt::fence_mbarrier_init();
-  __syncthreads();  // the last barrier of the whole block
+  if (!split_roles(ring, &q_map, &k_map, &v_map, q0, bh, tiles)) return;  // the producer is done
 
-  if (wg == 0) {  // the producer
-    simt::setmaxnreg_dec<kProducerRegs>();
-    if (threadIdx.x == 0 && tiles > 0) ring.produce(&q_map, &k_map, &v_map, q0, bh, tiles);
-    return;
-  }
-
-  simt::setmaxnreg_inc<kConsumerRegs>();
-  const int c = wg - 1, warp = static_cast<int>(threadIdx.x / 32) % 4;
+  const int c = static_cast<int>(threadIdx.x) / kThreads - 1, warp = static_cast<int>(threadIdx.x / 32) % 4;
   const int row = q0 + c * kBr + warp * 16 + static_cast<int>(threadIdx.x % 32 / 4);
   const float scale_log2 = p.scale * attn::kLog2e;
   simt::WgmmaAccumulator<D> O;

@@ -81,6 +81,25 @@ struct PingPong {
   }
 };
 
+// The block's start, the same in steps d onwards: one thread initialises the ring's barriers before
+// the block's last __syncthreads (after it, roles meet only on the mbarriers); the producer
+// warpgroup gives its registers back and its thread 0 copies Q and the block's tiles, then returns
+// false; a consumer takes the registers and gets true. No copy when no tile is visited (step g).
+template <class T, int D>
+__device__ __forceinline__ bool split_roles(const Ring<T, D>& ring, const CUtensorMap* q_map, const CUtensorMap* k_map,
+                                            const CUtensorMap* v_map, int q0, int bh, int tiles) {
+  if (threadIdx.x == 0) ring.init();
+  simt::fence_mbarrier_init();
+  __syncthreads();
+  if (threadIdx.x < kThreads) {  // warpgroup 0, the producer
+    simt::setmaxnreg_dec<kProducerRegs>();  // by all 32 lanes of each of its warps, before the branch
+    if (threadIdx.x == 0 && tiles > 0) ring.produce(q_map, k_map, v_map, q0, bh, tiles);
+    return false;
+  }
+  simt::setmaxnreg_inc<kConsumerRegs>();
+  return true;
+}
+
 // Launches a kernel of steps d onwards, kernel(t, d) naming its instantiation: Q tiles of
 // kConsumers * kBr rows, kWsThreads threads, the ring's shared memory. The grid is (Q tiles, heads),
 // or (heads, Q tiles) for step g, which launches the heaviest Q tiles first (causal_skip.cu).

@@ -1449,13 +1449,13 @@ def matching(text, at):
 
 
 def consumer_code(path):
-    """A consumer's code in 09_hopper/<path>, from its setmaxnreg_inc to its store_rows, split around its one loop
+    """A consumer's code in 09_hopper/<path>, from the role split (split_roles) to its store_rows, split around its one loop
     over the K/V tiles: (calls before it, the loop's first j, calls in it, calls after it, the whole text)."""
     src = uncommented(path)
-    a = src.find("setmaxnreg_inc")
-    check(a >= 0, f"09_hopper/{path}: no setmaxnreg_inc; tools/figures.py must follow the consumers")
+    a = src.find("split_roles(")
+    check(a >= 0, f"09_hopper/{path}: no split_roles(; tools/figures.py must follow the consumers")
     m = re.compile(r"for \(int j = (\d+); j < tiles; \+\+j\) \{").search(src, a)
-    check(m is not None, f"09_hopper/{path}: no `for (int j = ...; j < tiles; ++j) {{` after setmaxnreg_inc")
+    check(m is not None, f"09_hopper/{path}: no `for (int j = ...; j < tiles; ++j) {{` after split_roles")
     close = matching(src, m.end() - 1)
     b = src.find(";", src.find("store_rows", close)) + 1
     check(b > close, f"09_hopper/{path}: no store_rows after the loop")
