@@ -37,50 +37,47 @@ const Register a([] {
 }());
 std::string plan(const Problem& p, const char* rows, const char* copies, long smem) {
   char s[240];
-  std::snprintf(s, sizeof s, "Br = %s, Bc = %d, %s, %ld bytes of shared memory, wgmma m64n%dk16 and m64n%dk16",
-                rows, ch09::kBc, copies, smem, ch09::kBc, p.d);
+  std::snprintf(s, sizeof s, "Br = %s, Bc = %d, %s, %ld bytes of shared memory, wgmma m64n%dk16 and m64n%dk16", rows,
+                ch09::kBc, copies, smem, ch09::kBc, p.d);
   return std::string(s);
 }
 const Register b([] {
   Variant v = step("wgmma", "both products as wgmma from shared memory, a warpgroup per 64 rows, P from registers",
                    ch09::wgmma, [](const Problem&) { return ch09::kBr; });
-  v.plan = [](const Problem& p) { return plan(p, "64 (a warpgroup)", "copies by every thread", ch09::smem_bytes(p.d)); };
+  v.plan = [](const Problem& p) {
+    return plan(p, "64 (a warpgroup)", "copies by every thread", ch09::smem_bytes(p.d));
+  };
   return v;
 }());
 const Register c([] {
   Variant v = step("tma_ring", "K/V tiles copied by TMA into a ring of 2 stages, full and empty mbarriers",
                    ch09::tma_ring, [](const Problem&) { return ch09::kBr; });
-  v.plan = [](const Problem& p) { return plan(p, "64 (a warpgroup)", "TMA into 2 stages", ch09::ring_smem_bytes(p.d)); };
-  return v;
-}());
-const Register d([] {
-  Variant v = step("warp_specialized",
-                   "a producer warpgroup (24 registers) issues the TMA copies; two consumer warpgroups (240) compute",
-                   ch09::warp_specialized, [](const Problem&) { return ch09::kConsumers * ch09::kBr; });
   v.plan = [](const Problem& p) {
-    return plan(p, "128 (two consumer warpgroups of 64 rows, one producer)", "TMA into 2 stages by the producer",
-                ch09::ws_smem_bytes(p.d));
+    return plan(p, "64 (a warpgroup)", "TMA into 2 stages", ch09::ring_smem_bytes(p.d));
   };
   return v;
 }());
-const Register e([] {
-  Variant v = step("ping_pong", "step d's consumers take turns issuing Q K^T (named barriers): one's softmax under the other's products",
-                   ch09::ping_pong, [](const Problem&) { return ch09::kConsumers * ch09::kBr; });
-  v.plan = [](const Problem& p) {
-    return plan(p, "128 (two consumer warpgroups taking turns, one producer)", "TMA into 2 stages by the producer",
-                ch09::ws_smem_bytes(p.d));
+// Steps d onwards: Q tiles of kConsumers * kBr rows, the ring of ring.cuh filled by the producer.
+Variant ring_step(const char* name, const char* description, cudaError_t (*kernel)(const AttentionParams&),
+                  const char* rows) {
+  Variant v = step(name, description, kernel, [](const Problem&) { return ch09::kConsumers * ch09::kBr; });
+  v.plan = [rows](const Problem& p) {
+    return plan(p, rows, "TMA into 2 stages by the producer", ch09::ws_smem_bytes(p.d));
   };
   return v;
-}());
-const Register f([] {
-  Variant v = step("intra_overlap", "step e with each consumer's softmax of tile j overlapping its own P V of tile j - 1 (wgmma_wait<1>)",
-                   ch09::intra_overlap, [](const Problem&) { return ch09::kConsumers * ch09::kBr; });
-  v.plan = [](const Problem& p) {
-    return plan(p, "128 (two consumer warpgroups taking turns, one producer)", "TMA into 2 stages by the producer",
-                ch09::ws_smem_bytes(p.d));
-  };
-  return v;
-}());
+}
+const Register d(
+    ring_step("warp_specialized",
+              "a producer warpgroup (24 registers) issues the TMA copies; two consumer warpgroups (240) compute",
+              ch09::warp_specialized, "128 (two consumer warpgroups of 64 rows, one producer)"));
+const Register e(
+    ring_step("ping_pong",
+              "step d's consumers take turns issuing Q K^T (named barriers): one's softmax under the other's products",
+              ch09::ping_pong, "128 (two consumer warpgroups taking turns, one producer)"));
+const Register f(
+    ring_step("intra_overlap",
+              "step e with each consumer's softmax of tile j overlapping its own P V of tile j - 1 (wgmma_wait<1>)",
+              ch09::intra_overlap, "128 (two consumer warpgroups taking turns, one producer)"));
 // Step g's (Q tile, K/V tile) pairs per head: chapter 06's tiles_to_visit on its Q tiles of 128 rows.
 long long skipped_pairs(const Problem& p, bool skip) {
   AttentionParams a{};
@@ -88,18 +85,17 @@ long long skipped_pairs(const Problem& p, bool skip) {
   return ch06::visited_pairs(a, ch09::kConsumers * ch09::kBr, ch09::kBc, skip);
 }
 const Register g([] {
-  Variant v = step("causal_skip",
-                   "step f with chapter 06's policy: K/V tiles above the diagonal skipped, only the crossing ones masked, "
-                   "heaviest Q tiles first",
-                   ch09::causal_skip, [](const Problem&) { return ch09::kConsumers * ch09::kBr; });
+  Variant v = ring_step("causal_skip",
+                        "step f with chapter 06's policy: K/V tiles above the diagonal skipped, only the crossing ones "
+                        "masked, heaviest Q tiles first",
+                        ch09::causal_skip, "128 (two consumer warpgroups taking turns, one producer), heaviest first");
   v.best = true;
   v.hbm_bytes = [](const Problem& p) { return p.fa2_bytes_visited(skipped_pairs(p, true), ch09::kBc); };
-  v.plan = [](const Problem& p) {
+  v.plan = [rows_plan = v.plan](const Problem& p) {
     char s[120];
     std::snprintf(s, sizeof s, "; %lld of %lld (Q tile, K/V tile) pairs visited per head", skipped_pairs(p, true),
                   skipped_pairs(p, false));
-    return plan(p, "128 (two consumer warpgroups taking turns, one producer), heaviest first",
-                "TMA into 2 stages by the producer", ch09::ws_smem_bytes(p.d)) + s;
+    return rows_plan(p) + s;
   };
   return v;
 }());
