@@ -25,4 +25,10 @@ cudaError_t blocked_pv(const attn::AttentionParams& p, const float* P);
 cudaError_t cublas_scores(const attn::AttentionParams& p, float* S);
 cudaError_t cublas_pv(const attn::AttentionParams& p, const void* P);
 
+// The shared memory one block of step b's and step c's products asks for (static; the registry's
+// figure): step b's, either product; step c's, S = Q K^T (N = Lk) and O = P V (N = d).
+size_t tiled_smem_bytes();
+size_t blocked_scores_smem_bytes(int Lk);
+size_t blocked_pv_smem_bytes(int d);
+
 }  // namespace ch01

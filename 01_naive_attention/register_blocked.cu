@@ -28,4 +28,7 @@ cudaError_t blocked_pv(const attn::AttentionParams& p, const float* P) {
   });
 }
 
+size_t blocked_scores_smem_bytes(int Lk) { return attn::gemm::smem_bytes<true>(Lk); }
+size_t blocked_pv_smem_bytes(int d) { return attn::gemm::smem_bytes<false>(d); }
+
 }  // namespace ch01

@@ -66,4 +66,6 @@ cudaError_t tiled_pv(const attn::AttentionParams& p, const float* P) {
   });
 }
 
+size_t tiled_smem_bytes() { return 2 * sizeof(float) * kTile * (kTile + 1); }  // As and Bs
+
 }  // namespace ch01

@@ -1,4 +1,6 @@
 // variants.cpp: chapter 01 in the registry.
+#include <algorithm>
+
 #include "cost_model.h"
 #include "harness/registry.h"
 #include "naive.h"
@@ -12,12 +14,15 @@ void* P_of(const AttentionParams& p) { return S_of(p) + static_cast<size_t>(p.B)
 // The three steps share the softmax (chapter 02's subject) and differ in the two products.
 using Product = cudaError_t (*)(const AttentionParams&, float*);
 using ProductPV = cudaError_t (*)(const AttentionParams&, const float*);
-Variant step(const char* name, const char* description, Product scores, ProductPV pv, bool best = false) {
+// smem: the shared memory one block of its products asks for (the softmax's block asks for none).
+Variant step(const char* name, const char* description, Product scores, ProductPV pv,
+             std::function<size_t(const Problem&)> smem, bool best = false) {
   Variant v;
   v.chapter = "01_naive_attention";
   v.name = name;
   v.description = description;
   v.best = best;
+  v.smem_bytes = std::move(smem);
   v.workspace_bytes = [](const Problem& p) { return static_cast<size_t>(nn(p)) * 2 * sizeof(float); };
   // S written once and read three times by the softmax, P written once and read once.
   v.hbm_bytes = [](const Problem& p) { return p.qkvo_bytes() + nn(p) * sizeof(float) * 6; };
@@ -33,12 +38,16 @@ Variant step(const char* name, const char* description, Product scores, ProductP
 
 const Register naive(step("naive",
                           "three kernels: S = scale*QK^T, a three-pass softmax per row, O = PV; S and P in global memory",
-                          ch01::scores, ch01::pv));
+                          ch01::scores, ch01::pv, [](const Problem&) { return size_t{0}; }));
 const Register smem_tiles(step("smem_tiles", "both products from 32 x 32 tiles in shared memory: inputs read once per tile",
-                               ch01::tiled_scores, ch01::tiled_pv));
+                               ch01::tiled_scores, ch01::tiled_pv, [](const Problem&) { return ch01::tiled_smem_bytes(); }));
 const Register register_blocked(step("register_blocked",
                                      "both products register-blocked: 8 x 8 outputs per thread, 128-bit shared loads",
-                                     ch01::blocked_scores, ch01::blocked_pv, true));
+                                     ch01::blocked_scores, ch01::blocked_pv,
+                                     [](const Problem& p) {
+                                       return std::max(ch01::blocked_scores_smem_bytes(p.Lk), ch01::blocked_pv_smem_bytes(p.d));
+                                     },
+                                     true));
 
 #if FLASHSTEPS_GPU
 const Register math_path({

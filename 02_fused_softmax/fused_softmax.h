@@ -13,8 +13,15 @@ cudaError_t softmax_block(const attn::AttentionParams& p, const float* S, float*
 cudaError_t softmax_vec4(const attn::AttentionParams& p, const float* S, float* P);   // c: 128-bit accesses
 cudaError_t softmax_exp2(const attn::AttentionParams& p, const float* S, float* P);   // d: exp2, log2(e) folded
 
-// Whether a row of Lk floats fits in the shared memory one block may use (steps b to d keep the
-// row there and read S once; a longer row is read from memory again in each pass).
+// Whether a row of Lk floats fits in the shared memory one block may use on this GPU (steps b to d
+// keep the row there and read S once; a longer row is read from memory again in each pass).
 bool row_fits_on_chip(int Lk);
+
+// The block reductions' scratch (kernels/reduce.cuh) that steps b to d declare: 33 floats.
+inline constexpr int kScratch = 33;
+// The shared memory one block of steps b to d asks for at Lk keys, static and dynamic (the
+// registry's figure): the scratch, and the row (`pad` floats more in steps c and d, which align it)
+// when it fits.
+size_t row_smem_bytes(int Lk, int pad);
 
 }  // namespace ch02

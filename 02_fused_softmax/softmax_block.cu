@@ -21,7 +21,7 @@ constexpr int kThreads = 256;
 
 template <bool OnChip>
 __global__ void softmax_block_kernel(const attn::AttentionParams p, const float* S, float* P) {
-  __shared__ float scratch[33];
+  __shared__ float scratch[kScratch];
   float* cached = simt::dynamic_smem<float>();  // the row's scores, then its exponentials
   const long long row = blockIdx.x;
   const int bh = static_cast<int>(row / p.Lq), i = static_cast<int>(row % p.Lq), b = bh / p.H, h = bh % p.H;
@@ -56,12 +56,14 @@ __global__ void softmax_block_kernel(const attn::AttentionParams p, const float*
 }  // namespace
 
 bool row_fits_on_chip(int Lk) {
-  static const int limit = [] {
-    int v = 0;
-    cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0);
-    return v - 1024;  // what the block's static shared memory leaves
-  }();
-  return 4LL * Lk <= limit;
+  int device = 0, optin = 0;  // asked each time: the emulator may stand for another GPU meanwhile
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+  return 4LL * Lk <= optin - 1024;  // 1 KB for the static scratch and the alignment pad, with room to spare
+}
+
+size_t row_smem_bytes(int Lk, int pad) {
+  return sizeof(float) * ((row_fits_on_chip(Lk) ? static_cast<size_t>(Lk + pad) : 0) + kScratch);
 }
 
 cudaError_t softmax_block(const attn::AttentionParams& p, const float* S, float* P) {

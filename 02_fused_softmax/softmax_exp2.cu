@@ -18,7 +18,7 @@ constexpr int kThreads = 256;
 
 template <bool OnChip>
 __global__ void softmax_exp2_kernel(const attn::AttentionParams p, const float* S, float* P) {
-  __shared__ float scratch[33];
+  __shared__ float scratch[kScratch];
   float* smem = simt::dynamic_smem<float>();
   const long long row = blockIdx.x;
   const int bh = static_cast<int>(row / p.Lq), i = static_cast<int>(row % p.Lq), b = bh / p.H, h = bh % p.H;

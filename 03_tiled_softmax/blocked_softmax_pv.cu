@@ -121,4 +121,8 @@ cudaError_t blocked_softmax_pv(const attn::AttentionParams& p, const float* S) {
   });
 }
 
+size_t blocked_smem_bytes(int d) {  // Ps, Vs, and m_s, l_s, alpha_s
+  return sizeof(float) * (BM * kRowP + BK * (d <= 64 ? 64 : 128) + 3 * BM);
+}
+
 }  // namespace ch03

@@ -98,4 +98,6 @@ cudaError_t fused_softmax_pv(const attn::AttentionParams& p, const float* S) {
   return attn::dispatch_dtype(p.dtype, [&](auto t) { return dispatch_cols<decltype(t)>(p, S); });
 }
 
+size_t fused_smem_bytes(int d) { return sizeof(float) * (kBc * static_cast<size_t>(d) + kWarps * kBc); }  // Vs, Ps
+
 }  // namespace ch03

@@ -17,4 +17,9 @@ cudaError_t fused_softmax_pv(const attn::AttentionParams& p, const float* S);
 //    O = softmax(scale*S) V by blocks of 128 rows, 8 x 8 outputs per thread. Writes p.lse too.
 cudaError_t blocked_softmax_pv(const attn::AttentionParams& p, const float* S);
 
+// The shared memory one block of steps b and c asks for at head dim d, static and dynamic (the
+// registry's figure; step a's warps need none).
+size_t fused_smem_bytes(int d);
+size_t blocked_smem_bytes(int d);
+
 }  // namespace ch03

@@ -1,5 +1,7 @@
 // variants.cpp: chapter 03 in the registry. Every variant computes S = Q K^T with chapter 01's
 // register-blocked GEMM (step c); the online softmax replaces chapter 02's, and then takes P V in with it.
+#include <algorithm>
+
 #include "01_naive_attention/cost_model.h"
 #include "01_naive_attention/naive.h"
 #include "harness/registry.h"
@@ -21,6 +23,9 @@ const Register online({
     .chapter = "03_tiled_softmax",
     .name = "online_softmax",
     .description = "the row's max and sum in one pass (the split-softmax identity), then P; S read twice",
+    .smem_bytes = [](const Problem& p) {  // its GEMMs'
+      return std::max(ch01::blocked_scores_smem_bytes(p.Lk), ch01::blocked_pv_smem_bytes(p.d));
+    },
     .workspace_bytes = [](const Problem& p) { return static_cast<size_t>(nn(p)) * 2 * sizeof(float); },
     .hbm_bytes = [](const Problem& p) { return p.qkvo_bytes() + nn(p) * sizeof(float) * 5; },
     .cpu_flops_per_second = 6e8,
@@ -40,6 +45,10 @@ const Register fused({
     .description = "softmax and PV in one kernel, tile by tile, O rescaled as the max grows: P never stored",
     .writes_lse = true,
     .max_heads = 65535,
+    .smem_bytes =
+        [](const Problem& p) {
+          return std::max(ch01::blocked_scores_smem_bytes(p.Lk), ch03::fused_smem_bytes(p.d));
+        },
     .workspace_bytes = [](const Problem& p) { return static_cast<size_t>(nn(p)) * sizeof(float); },
     // Q, K and O once; S written and read once; V read by every block of 4 rows (from L2, often:
     // this counts every read as device-memory traffic, an upper bound).
@@ -69,6 +78,10 @@ const Register blocked({
     .description = "step b's online softmax where chapter 01's register-blocked GEMM stages P: 8 x 8 outputs per thread",
     .writes_lse = true,
     .best = true,
+    .smem_bytes =
+        [](const Problem& p) {
+          return std::max(ch01::blocked_scores_smem_bytes(p.Lk), ch03::blocked_smem_bytes(p.d));
+        },
     .workspace_bytes = [](const Problem& p) { return static_cast<size_t>(nn(p)) * sizeof(float); },
     // Q, K and O once; S written once and read once per 128 columns of O; V read by every block
     // of 128 rows (from L2, often: counted here as device-memory traffic, an upper bound).

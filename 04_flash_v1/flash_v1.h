@@ -45,4 +45,10 @@ cudaError_t register_tiles(const attn::AttentionParams& p, void* state);
 // in registers and nothing is kept in global memory between tiles (no workspace). d <= kRegisterTilesMaxD.
 cudaError_t o_in_registers(const attn::AttentionParams& p);
 
+// The dynamic shared memory one block of steps b to d asks for at head dim d (the registry's figure;
+// step a's is algorithm1_blocks(d).smem_bytes, sized to fit the GPU at hand).
+size_t row_per_thread_smem_bytes(int d);
+size_t register_tiles_smem_bytes(int d);
+size_t o_in_registers_smem_bytes(int d);
+
 }  // namespace ch04

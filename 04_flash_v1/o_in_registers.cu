@@ -99,6 +99,10 @@ cudaError_t launch(const attn::AttentionParams& p) {
 
 }  // namespace
 
+size_t o_in_registers_smem_bytes(int d) {
+  return (d <= 64 ? kSmemFloats<64, 2> : kSmemFloats<128, 4>) * sizeof(float);  // the tiles launch() picks
+}
+
 cudaError_t o_in_registers(const attn::AttentionParams& p) {
   if (p.d > kRegisterTilesMaxD) return cudaErrorInvalidValue;
   return attn::dispatch_dtype(p.dtype, [&](auto t) {

@@ -147,6 +147,10 @@ size_t register_tiles_state_bytes(size_t heads, int Lq, int d) {
   return heads * (d <= 64 ? state_float4s<64>(Lq) : state_float4s<128>(Lq)) * sizeof(float4);
 }
 
+size_t register_tiles_smem_bytes(int d) {
+  return (d <= 64 ? kSmemFloats<64, 2> : kSmemFloats<128, 4>) * sizeof(float);  // the tiles launch() picks
+}
+
 cudaError_t register_tiles(const attn::AttentionParams& p, void* state) {
   if (p.d > kRegisterTilesMaxD || reinterpret_cast<uintptr_t>(state) % 16 != 0) return cudaErrorInvalidValue;
   return attn::dispatch_dtype(p.dtype, [&](auto t) {

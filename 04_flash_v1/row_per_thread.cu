@@ -90,8 +90,11 @@ __global__ void row_per_thread_kernel(const attn::AttentionParams p, float* O_ac
 
 }  // namespace
 
+// K_j, V_j and Q_i tiles of kTile rows, and S_ij padded to kTile + 1 columns.
+size_t row_per_thread_smem_bytes(int d) { return (3 * kTile * static_cast<size_t>(d) + kTile * (kTile + 1)) * sizeof(float); }
+
 cudaError_t row_per_thread(const attn::AttentionParams& p, float* O_acc, float* l, float* m) {
-  const size_t smem = (3 * kTile * p.d + kTile * (kTile + 1)) * sizeof(float);
+  const size_t smem = row_per_thread_smem_bytes(p.d);
   return attn::dispatch_dtype(p.dtype, [&](auto t) {
     return simt::launch(row_per_thread_kernel<decltype(t)>, dim3(p.B * p.H), dim3(kTile), smem, p, O_acc, l, m);
   });

@@ -34,6 +34,10 @@ Variant causal_variant(const char* name, const char* description, bool skip,
   Variant v{.chapter = "06_causal", .name = name, .description = description};
   v.dtypes = {DType::fp16, DType::bf16};
   v.head_dims.list = as_vector(ch05::TensorCoreDims{});
+  v.min_cc = 80;  // chapter 05's lean_loop: mma.sync m16n8k16, cp.async
+  v.smem_bytes = [](const Problem& p) {
+    return static_cast<size_t>(ch05::smem_bytes(ch05::Step::lean_loop, p.d, dtype_size(p.dtype)));
+  };
   v.writes_lse = true;
   v.cpu_flops_per_second = 8e8;
   v.hbm_bytes = [skip](const Problem& p) { return causal_bytes(p, skip); };

@@ -36,5 +36,8 @@ inline constexpr long ring_smem_bytes(int d) { return 2L * (kBr + 2 * kStages * 
 inline constexpr int kConsumers = 2, kWsThreads = kThreads * (1 + kConsumers);
 inline constexpr unsigned kProducerRegs = 24, kConsumerRegs = 240;
 inline constexpr long ws_smem_bytes(int d) { return ring_smem_bytes(d) + 2L * (kConsumers - 1) * kBr * d; }
+// Every launch asks for kAlign bytes beyond its tiles, to start them on a 1024-byte boundary
+// (smem_tiles.cuh's aligned_smem: the 128-byte swizzle repeats every 1024 bytes).
+inline constexpr int kAlign = 1024;
 
 }  // namespace ch09

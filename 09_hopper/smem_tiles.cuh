@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 
+#include "hopper.h"
 #include "simt/simt.h"
 #include "simt/tma.cuh"  // fence_proxy_async, and TMA for the steps after b
 #include "simt/wgmma.cuh"
@@ -15,8 +16,7 @@ namespace ch09 {
 // Dynamic shared memory from its first 1024-byte boundary: the 128-byte swizzle's pattern repeats
 // every 1024 bytes of shared address. A GPU's starts so aligned when no static __shared__ precedes
 // it (simt/tma.cuh), but the declaration promises 16 bytes (simt/gpu.h): this makes sure. A
-// launch asks for kAlign bytes more.
-inline constexpr int kAlign = 1024;
+// launch asks for kAlign bytes more (hopper.h).
 template <class T>
 __device__ __forceinline__ T* aligned_smem() {
   unsigned char* p = simt::dynamic_smem<unsigned char>();

@@ -13,10 +13,15 @@
 namespace {
 using namespace attn;
 
-// Every step's traffic is FlashAttention-2's (Problem::fa2_bytes) for its Q tile of Br rows.
+// Every step's traffic is FlashAttention-2's (Problem::fa2_bytes) for its Q tile of Br rows. From
+// step b on, the code is sm_90a's (wgmma), and a launch asks for its tiles' shared memory (tiles(d))
+// and kAlign.
 Variant step(const char* name, const char* description, cudaError_t (*kernel)(const AttentionParams&),
-             int (*Br)(const Problem&)) {
+             int (*Br)(const Problem&), long (*tiles)(int d) = nullptr) {
   Variant v{.chapter = "09_hopper", .name = name, .description = description};
+  v.sm90a = tiles != nullptr;
+  v.min_cc = tiles ? 90 : 80;
+  if (tiles) v.smem_bytes = [tiles](const Problem& p) { return static_cast<size_t>(tiles(p.d) + ch09::kAlign); };
   v.dtypes = {DType::fp16, DType::bf16};
   v.head_dims.list = as_vector(ch09::HopperDims{});
   v.mask = false;  // as FlashAttention-3: is_causal, no attn_mask (wgmma.cu says why)
@@ -32,6 +37,9 @@ Variant step(const char* name, const char* description, cudaError_t (*kernel)(co
 const Register a([] {
   Variant v = step("fa2_baseline", "chapter 05's best (lean_loop): mma.sync, ldmatrix, cp.async; the baseline",
                    ch05::lean_loop, [](const Problem& p) { return ch05::fa2_tiles(p.d).Br; });
+  v.smem_bytes = [](const Problem& p) {
+    return static_cast<size_t>(ch05::smem_bytes(ch05::Step::lean_loop, p.d, dtype_size(p.dtype)));
+  };
   v.mask = true;  // chapter 05's kernel has attn_mask; only the chapter's own steps go without
   return v;
 }());
@@ -43,7 +51,7 @@ std::string plan(const Problem& p, const char* rows, const char* copies, long sm
 }
 const Register b([] {
   Variant v = step("wgmma", "both products as wgmma from shared memory, a warpgroup per 64 rows, P from registers",
-                   ch09::wgmma, [](const Problem&) { return ch09::kBr; });
+                   ch09::wgmma, [](const Problem&) { return ch09::kBr; }, [](int d) { return ch09::smem_bytes(d); });
   v.plan = [](const Problem& p) {
     return plan(p, "64 (a warpgroup)", "copies by every thread", ch09::smem_bytes(p.d));
   };
@@ -51,7 +59,7 @@ const Register b([] {
 }());
 const Register c([] {
   Variant v = step("tma_ring", "K/V tiles copied by TMA into a ring of 2 stages, full and empty mbarriers",
-                   ch09::tma_ring, [](const Problem&) { return ch09::kBr; });
+                   ch09::tma_ring, [](const Problem&) { return ch09::kBr; }, [](int d) { return ch09::ring_smem_bytes(d); });
   v.plan = [](const Problem& p) {
     return plan(p, "64 (a warpgroup)", "TMA into 2 stages", ch09::ring_smem_bytes(p.d));
   };
@@ -60,7 +68,8 @@ const Register c([] {
 // Steps d onwards: Q tiles of kConsumers * kBr rows, the ring of ring.cuh filled by the producer.
 Variant ring_step(const char* name, const char* description, cudaError_t (*kernel)(const AttentionParams&),
                   const char* rows) {
-  Variant v = step(name, description, kernel, [](const Problem&) { return ch09::kConsumers * ch09::kBr; });
+  Variant v = step(name, description, kernel, [](const Problem&) { return ch09::kConsumers * ch09::kBr; },
+                   [](int d) { return ch09::ws_smem_bytes(d); });
   v.plan = [rows](const Problem& p) {
     return plan(p, rows, "TMA into 2 stages by the producer", ch09::ws_smem_bytes(p.d));
   };

@@ -18,7 +18,7 @@ endfunction()
 # flashsteps_hopper_kernel_sources(<target> <file.cu>...): kernels with sm_90a's instructions (wgmma,
 # setmaxnreg). On the gpu backend nvcc compiles them for sm_90a alone, in an object library of their
 # own (sm_90a code runs on sm_90 GPUs only; elsewhere their launches fail); on the cpu backend as
-# flashsteps_kernel_sources.
+# flashsteps_kernel_sources, with SIMT_ARCH_SPECIFIC=90 (simt/cpu/launch.h).
 function(flashsteps_hopper_kernel_sources target)
   if(FLASHSTEPS_BACKEND STREQUAL "gpu")
     add_library(${target}_sm90a OBJECT ${ARGN})
@@ -30,6 +30,8 @@ function(flashsteps_hopper_kernel_sources target)
     target_link_libraries(${target} PRIVATE ${target}_sm90a)
   else()
     flashsteps_kernel_sources(${target} ${ARGN})
+    # Their launches carry the target, and the emulator refuses them on a GPU other than sm_90.
+    set_property(SOURCE ${ARGN} TARGET_DIRECTORY ${target} APPEND PROPERTY COMPILE_DEFINITIONS SIMT_ARCH_SPECIFIC=90)
   endif()
 endfunction()
 

@@ -95,7 +95,7 @@ TEST_CASE("the issue term: a kernel's SASS data weighted by the emulator's count
   no_bar.fixed.seen[kSeenBar] = no_bar.tile.seen[kSeenBar] = 0;
   CHECK(issued_instructions(c, no_bar) == Approx(8 * 10 + 40 * 100 + 30 * 6));
   // The term: instructions over 4 per clock per SM, on the SMs the grid keeps busy.
-  const GpuSpec& g = kGpus[0];
+  const gpus::Gpu& g = gpus::kGpus[0];
   const Modelled m = model(c, g, &k);
   CHECK(m.sass_known);
   CHECK(m.instructions == issued_instructions(c, k));
@@ -111,7 +111,7 @@ TEST_CASE("the issue term: a kernel's SASS data weighted by the emulator's count
 
 TEST_CASE("the tensor term: wgmma at the tensor cores' whole peak, mma.sync at its fraction of it", "[profile]") {
   using namespace attn;
-  const GpuSpec& g = kGpus[0];
+  const gpus::Gpu& g = gpus::kGpus[0];
   simt::Counters c;
   c.launches = 1, c.blocks = 132 * 4, c.threads_per_block = 256;
   simt::Counters by_mma = c, by_wgmma = c, both = c;
@@ -126,7 +126,7 @@ TEST_CASE("the tensor term: wgmma at the tensor cores' whole peak, mma.sync at i
 
 TEST_CASE("occupancy counts registers: 255 per thread leave room for 2 blocks of 128 threads", "[profile]") {
   using namespace attn;
-  const GpuSpec& g = kGpus[0];
+  const gpus::Gpu& g = gpus::kGpus[0];
   // 255 registers: 8160 per warp, allocated as 8192; 4 warps take 32768 of the 65536.
   CHECK(blocks_per_sm(128, 0, 255, g) == 2);
   CHECK(blocks_per_sm(128, 0, 0, g) == 16);     // registers unknown: threads decide (2048 / 128)

@@ -275,6 +275,7 @@ int chapter_main(int argc, char** argv, const std::string& chapter, bool profile
   add_profile_options(app, a.profile, !profile_only);
   if (const int rc = parse_command_line(app, argc, argv); rc >= 0) return rc;
   return guarded([&] {
+    if (apply_gpu_option(a.profile)) return 0;  // --gpu list
     std::optional<Profiler> profiler;
     if (a.profile.on || profile_only) profiler.emplace(a.profile);  // refuses before any work
     auto pool = variants_of(chapter);
@@ -322,6 +323,7 @@ int tour_main(int argc, char** argv) {
   add_profile_options(app, a.profile, true);
   if (const int rc = parse_command_line(app, argc, argv); rc >= 0) return rc;
   return guarded([&] {
+    if (apply_gpu_option(a.profile)) return 0;  // --gpu list
     std::optional<Profiler> profiler;
     if (a.profile.on) profiler.emplace(a.profile);  // refuses before any work
     const Problem p = build_problem(a, app);

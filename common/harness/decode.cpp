@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "errors.h"
-#include "model/gpu.h"
+#include "gpus/gpus.h"
 #include "profile.h"
 
 namespace attn {
@@ -224,9 +224,9 @@ int split_heuristic(long long blocks, int max_keys, int sms) {
 
 int decode_sms() {
   try {
-    return device().emulated ? kGpus[0].sms : device().sms;
+    return device().emulated ? gpus::kGpus[0].sms : device().sms;
   } catch (const CudaError&) {  // a gpu build asked without a GPU (the C interface's queries)
-    return kGpus[0].sms;
+    return gpus::kGpus[0].sms;
   }
 }
 

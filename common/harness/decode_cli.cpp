@@ -140,6 +140,7 @@ int decode_main(int argc, char** argv, const std::string& chapter) {
                "with --profile: emulate every sequence, even when they all have one length and the first stands for all");
   if (const int rc = parse_command_line(app, argc, argv); rc >= 0) return rc;
   return guarded([&] {
+    if (apply_gpu_option(profile)) return 0;  // --gpu list
     std::optional<Profiler> profiler;
     if (profile.on) profiler.emplace(profile);  // refuses before any work
     if (profile.emulated_heads != 0 || profile.row_groups != "auto")

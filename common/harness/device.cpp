@@ -5,10 +5,15 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "errors.h"
+#if !FLASHSTEPS_GPU
+#include "simt/cpu/launch.h"  // simt::gpu(): the GPU the emulator stands for
+#endif
 
 namespace attn {
 
@@ -18,9 +23,10 @@ std::string version_string(int v) {
 }
 
 std::string DeviceInfo::summary() const {
-  char buf[256];
+  char buf[320];
   if (emulated) {
-    std::snprintf(buf, sizeof buf, "%s, %d worker thread(s): timings are not GPU timings", name.c_str(), sms);
+    std::snprintf(buf, sizeof buf, "%s of the %s's limits (%s; --gpu), %d worker thread(s): timings are not GPU timings",
+                  name.c_str(), gpu ? gpu->name : "?", gpu ? gpu->arch().c_str() : "?", sms);
   } else {
     std::snprintf(buf, sizeof buf, "%s (sm_%d%d, %d SMs, %s), driver %s (CUDA %s), CUDA runtime %s", name.c_str(),
                   cc_major, cc_minor, sms, human_bytes(static_cast<double>(total_bytes)).c_str(), driver_version.c_str(),
@@ -44,13 +50,77 @@ std::string nvidia_smi_driver() {
 }
 }  // namespace
 
-const DeviceInfo& device() {
-  static const DeviceInfo info = [] {
+std::string DeviceInfo::target() const {
+  const std::string arch = "sm_" + std::to_string(cc());
+  if (emulated) return std::string("the emulated ") + (gpu ? gpu->name : name.c_str()) + " (" + arch + ")";
+  return "the " + name + " (" + arch + ")";
+}
+
+namespace {
+// "80,90-real,90a" from CMAKE_CUDA_ARCHITECTURES (common/CMakeLists.txt), on the gpu backend.
+#ifndef FLASHSTEPS_CUDA_ARCHS
+#define FLASHSTEPS_CUDA_ARCHS ""
+#endif
+struct Arch {
+  int cc;
+  bool real, virt;
+};
+std::vector<Arch> build_archs() {
+  std::vector<Arch> out;
+  std::istringstream list(FLASHSTEPS_CUDA_ARCHS);
+  for (std::string item; std::getline(list, item, ',');) {
+    if (item.empty()) continue;
+    Arch a{std::atoi(item.c_str()), true, true};
+    if (item.find("-real") != std::string::npos) a.virt = false;
+    if (item.find("-virtual") != std::string::npos) a.real = false;
+    if (item.find('a') != std::string::npos || item.find('f') != std::string::npos) a.virt = false;  // 90a: that GPU only
+    if (a.cc > 0) out.push_back(a);
+  }
+  return out;
+}
+}  // namespace
+
+std::string DeviceInfo::lacks_code(bool sm90a) const {
+  if (emulated) return "";
+  const std::string arch = "sm_" + std::to_string(cc());
+  if (sm90a) return cc() == 90 ? "" : "its code is built for sm_90a alone, and " + target() + " is not an sm_90 GPU";
+  const std::vector<Arch> archs = build_archs();
+  if (archs.empty()) return "";  // not known: the launch will tell
+  std::string built;
+  for (const Arch& a : archs) {
+    // SASS runs on its own major generation from its minor on; PTX is compiled at load for newer GPUs.
+    if ((a.real && a.cc / 10 == cc() / 10 && a.cc <= cc()) || (a.virt && a.cc <= cc())) return "";
+    built += (built.empty() ? "sm_" : ", sm_") + std::to_string(a.cc);
+  }
+  return "this build has no code for " + target() + " (it is built for " + built +
+         "): configure with -DCMAKE_CUDA_ARCHITECTURES=" + std::to_string(cc()) + " (or native) and build again";
+}
+
+DeviceInfo DeviceInfo::emulating(const gpus::Gpu& g) {
+  DeviceInfo d;
+  d.emulated = true;
+  d.name = "CPU emulation (simt)";
+  d.gpu = &g;
+  d.cc_major = g.cc_major;
+  d.cc_minor = g.cc_minor;
+  d.smem_optin = g.smem_optin_bytes;
+  d.sms = 1;
+  d.driver_version = "none";
+  return d;
+}
+
+namespace {
+DeviceInfo read_device() {
     DeviceInfo d;
     int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    if (const cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess || count == 0) {
       cudaGetLastError();
-      throw CudaError("no CUDA device: this build is for the gpu backend (configure with -DFLASHSTEPS_BACKEND=cpu to run on the CPU)");
+      if (e == cudaErrorNoDevice || (e == cudaSuccess && count == 0))
+        throw CudaError("no CUDA device: this build is for the gpu backend (configure with -DFLASHSTEPS_BACKEND=cpu to run on the CPU)");
+      throw CudaError(std::string("the CUDA runtime cannot use this machine's GPU: ") + cudaGetErrorName(e) + " (" +
+                      cudaGetErrorString(e) + ")" +
+                      (e == cudaErrorInsufficientDriver ? ": the driver is older than this build's CUDA runtime; update it"
+                                                        : ""));
     }
     cudaDeviceProp p;
     check(cudaGetDeviceProperties(&p, 0), "cudaGetDeviceProperties");
@@ -66,9 +136,28 @@ const DeviceInfo& device() {
     cudaRuntimeGetVersion(&d.runtime);
     d.driver_version = d.emulated ? "none" : nvidia_smi_driver();
     if (d.driver_version.empty()) d.driver_version = "unknown";
+#if !FLASHSTEPS_GPU
+    d.gpu = &simt::gpu();
+#endif
     return d;
-  }();
+}
+}  // namespace
+
+const DeviceInfo& device() {
+  static DeviceInfo info = read_device();
+#if !FLASHSTEPS_GPU
+  if (info.gpu != &simt::gpu()) info = read_device();  // the emulator was set to another GPU
+#endif
   return info;
+}
+
+void emulate_gpu(const gpus::Gpu& g) {
+#if FLASHSTEPS_GPU
+  throw UsageError(std::string("--gpu ") + g.key + " chooses the GPU the CPU emulator stands for; this build runs on " +
+                   device().target() + " itself");
+#else
+  simt::set_gpu(g);
+#endif
 }
 
 size_t free_device_bytes() {

@@ -7,20 +7,35 @@
 #include <vector>
 
 #include "dtype.h"
+#include "gpus/gpus.h"
 
 namespace attn {
 
 struct DeviceInfo {
   bool emulated = false;  // the cpu backend
   std::string name;       // "NVIDIA H100 80GB HBM3", or the emulator's
+  const gpus::Gpu* gpu = nullptr;  // emulated: the GPU of common/gpus/gpus.h the emulator stands for
   int cc_major = 0, cc_minor = 0, sms = 0;
   int driver = 0, runtime = 0;  // CUDA versions of the driver API and the runtime: 12080 = 12.8
   std::string driver_version;   // the driver's own version (nvidia-smi's "570.86.15"), or "none"
   size_t total_bytes = 0, l2_bytes = 0;
-  int smem_optin = 0;  // largest dynamic shared memory a block may opt in to
+  int smem_optin = 0;  // the shared memory one block may use, static and dynamic, with the opt-in
   std::string summary() const;  // one line for the tables
+  int cc() const { return 10 * cc_major + cc_minor; }
+  // "the NVIDIA GeForce RTX 4090 (sm_89)", "the emulated GeForce RTX 4090 (sm_89)": for messages.
+  std::string target() const;
+  // Why this build has no code this device runs ("" when it has): the kernels are compiled for the
+  // architectures of CMAKE_CUDA_ARCHITECTURES (sm90a: for sm_90a alone). Always "" when emulated.
+  std::string lacks_code(bool sm90a = false) const;
+  // The device the emulator would be standing for `g` (its limits; the rest as this machine's).
+  static DeviceInfo emulating(const gpus::Gpu& g);
 };
+// The device at hand; on the cpu backend, the emulator standing for the GPU it is set to (SIMT_GPU,
+// --gpu; simt::gpu()), read again when that changes.
 const DeviceInfo& device();
+// cpu backend: the emulator stands for g from now on (simt::set_gpu), and device() says so. On the
+// gpu backend a UsageError: the GPU at hand is the one.
+void emulate_gpu(const gpus::Gpu& g);
 std::string version_string(int cuda_version);  // 12080 -> "12.8"
 size_t free_device_bytes();
 // Host memory this process can still take: the least of the memory the kernel reports available

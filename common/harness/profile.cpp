@@ -41,7 +41,10 @@ void add_profile_options(CLI::App& app, ProfileOptions& o, bool flag) {
                  "with --profile: emulate 1, 2 (and 3) groups of 256 query rows and extrapolate the counts to all of "
                  "them: auto (when one head alone would take long), always (when the problem allows it), never")
       ->capture_default_str();
-  app.add_option("--gpu", o.gpu, "with --profile: the GPU the model stands for: h100 (SXM5) or h200")->capture_default_str();
+  app.add_option("--gpu", o.gpu,
+                 "cpu backend: the GPU the emulator stands for (default h100, or SIMT_GPU): its compute capability "
+                 "and shared memory hold every launch, and with --profile the model takes its rates; `list` shows "
+                 "them all");
   app.add_option("--counters-csv", o.counters_csv, "with --profile: append every stage's counters to this CSV file");
   app.add_option("--emulator-times", o.emulator_times,
                  "with --profile: show the emulator's times from this CSV (written by a plain build with --csv, on "
@@ -49,7 +52,34 @@ void add_profile_options(CLI::App& app, ProfileOptions& o, bool flag) {
                  "emulator's");
 }
 
-Profiler::Profiler(const ProfileOptions& o) : o_(o), gpu_(find_gpu(o.gpu)) {
+bool apply_gpu_option(const ProfileOptions& o) {
+  if (o.gpu.empty()) return false;
+  if (o.gpu == "list") {
+    std::printf("%-10s %-18s %-7s %5s %13s %13s %11s %9s  %s\n", "--gpu", "GPU", "arch", "SMs", "smem/block B",
+                "smem/SM B", "threads/SM", "modelled", "sources");
+    for (const gpus::Gpu& g : gpus::kGpus)
+      std::printf("%-10s %-18s %-7s %5d %13d %13d %11d %9s  %s%s%s\n", g.key, g.name, g.arch().c_str(), g.sms,
+                  g.smem_optin_bytes, g.smem_per_sm_bytes, g.max_threads_per_sm, g.modelled() ? "yes" : "no", g.sources,
+                  g.modelled() ? "; rates: " : "", g.modelled() ? g.rate_sources : "");
+    std::printf("\nThe sources are named in common/gpus/gpus.h. Modelled: the model has this GPU's rates "
+                "(--profile); every GPU's limits hold the emulator's launches.\n");
+    return true;
+  }
+  const gpus::Gpu* g = gpus::find_gpu(o.gpu);
+  if (!g) throw UsageError("unknown --gpu \"" + o.gpu + "\": use one of " + gpus::gpu_keys() + " (--gpu list describes them)");
+  emulate_gpu(*g);
+  return false;
+}
+
+namespace {
+// The GPU a profile models: --gpu's, else the one the emulator stands for.
+const gpus::Gpu* modelled_gpu(const ProfileOptions& o) {
+  if (!o.gpu.empty()) return gpus::find_gpu(o.gpu);
+  return device().gpu ? device().gpu : gpus::find_gpu("h100");
+}
+}  // namespace
+
+Profiler::Profiler(const ProfileOptions& o) : o_(o), gpu_(modelled_gpu(o)) {
   if (!simt::counters::available()) {
     if (FLASHSTEPS_GPU)
       throw UsageError(
@@ -63,10 +93,13 @@ Profiler::Profiler(const ProfileOptions& o) : o_(o), gpu_(find_gpu(o.gpu)) {
         "  cmake --build build-counters -j2 --target flashsteps\n"
         "then run build-counters/bin/flashsteps profile (or a chapter binary of that build with --profile)");
   }
-  if (!gpu_) {
-    std::string known;
-    for (const GpuSpec& g : kGpus) known += (known.empty() ? "" : ", ") + std::string(g.key);
-    throw UsageError("unknown --gpu \"" + o.gpu + "\": use " + known);
+  if (!gpu_) throw UsageError("unknown --gpu \"" + o.gpu + "\": use one of " + gpus::gpu_keys());
+  if (!gpu_->modelled()) {
+    std::string modelled;
+    for (const gpus::Gpu& g : gpus::kGpus)
+      if (g.modelled()) modelled += (modelled.empty() ? "" : ", ") + std::string(g.key);
+    throw UsageError(std::string("the model has no rates for the ") + gpu_->name + " yet (it models " + modelled +
+                     "); without --profile the emulator still runs every variant within the " + gpu_->name + "'s limits");
   }
   if (o.sample_blocks < 1) throw UsageError("--sample-blocks must be at least 1 (1: every block)");
   if (o.emulated_heads < 0)
@@ -116,7 +149,7 @@ struct Counting {
   }
 };
 
-void print_stage(const StageProfile& s, const GpuSpec& g, int sample) {
+void print_stage(const StageProfile& s, const gpus::Gpu& g, int sample) {
   const simt::Counters& c = s.counters;
   std::printf("  %s: %.0f launch%s, %.0f blocks of %.0f threads%s\n", s.stage.c_str(), c.launches, c.launches == 1 ? "" : "es",
               c.blocks, c.threads_per_block,
@@ -505,7 +538,7 @@ void Profiler::print_summary() const {
     const double us = p.flops() / (fa2->tflops * 1e6);
     std::printf("%-43s", "reference: FlashAttention-2, H100 SXM5");
     if (with_times) std::printf(" %12s %9s", "", "");
-    std::printf(" %12.2f %8.0f %6.1f%%  published: %s\n", us, fa2->tflops, 100 * fa2->tflops / find_gpu("h100")->tensor_tflops,
+    std::printf(" %12.2f %8.0f %6.1f%%  published: %s\n", us, fa2->tflops, 100 * fa2->tflops / gpus::find_gpu("h100")->tensor_tflops,
                 kFlashAttention2H100Source);
   }
   if (with_times)

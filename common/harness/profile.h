@@ -26,13 +26,18 @@ struct ProfileOptions {
   int sample_blocks = 1;
   long long emulated_heads = 0;  // 0: chosen by the problem's size
   std::string row_groups = "auto";  // auto, always (when it can), never: extrapolate from a few row groups
-  std::string gpu = "h100";
+  std::string gpu;  // --gpu: a key of common/gpus/gpus.h, or "list"; empty: SIMT_GPU's, else the H100 SXM5
   std::string counters_csv;
   std::string emulator_times;  // a CSV of a plain build's run on the same problem
 };
 // --profile (when `flag`: `flashsteps profile` needs none), --sample-blocks, --emulated-heads,
 // --row-groups, --gpu, --counters-csv, --emulator-times.
 void add_profile_options(CLI::App& app, ProfileOptions& o, bool flag);
+// --gpu, before any work: the emulator stands for that GPU from now on (its limits hold every
+// launch; a variant that does not fit it is skipped with the reason), and the model too. Returns
+// true after printing the table for `--gpu list` (the command then ends). A name not in the table,
+// or --gpu on the gpu backend, is a UsageError.
+bool apply_gpu_option(const ProfileOptions& o);
 
 // One stage's counters, summed over its launches, and its modelled time.
 struct StageProfile {
@@ -88,7 +93,7 @@ class Profiler {
   // Modelled rows (kind = modelled) into the results CSV; the counters, per stage, into --counters-csv.
   void write_csv(const std::string& results_csv) const;
   const std::vector<Profile>& profiles() const { return profiles_; }
-  const GpuSpec& gpu() const { return *gpu_; }
+  const gpus::Gpu& gpu() const { return *gpu_; }
   const ProfileOptions& options() const { return o_; }
 
  private:
@@ -100,7 +105,7 @@ class Profiler {
                         const std::vector<std::vector<simt::Counters>>& launches,
                         const std::vector<std::vector<std::string>>& kernels, bool details);
   ProfileOptions o_;
-  const GpuSpec* gpu_;
+  const gpus::Gpu* gpu_;
   std::vector<Profile> profiles_;
   std::vector<std::pair<std::string, std::unique_ptr<Prepared>>> prepared_;
 };

@@ -29,7 +29,22 @@ std::string Variant::supports() const {
   return s.str();
 }
 
-std::string Variant::unsupported(const Problem& p) const {
+std::string Variant::unfit(const Problem& p, const DeviceInfo& dev) const {
+  if (const std::string why = dev.lacks_code(sm90a); !why.empty()) return "variant " + name + ": " + why;
+  if (sm90a && dev.cc() != 90)
+    return "variant " + name + " is sm_90a code (wgmma, setmaxnreg), which runs on sm_90 GPUs only; " + dev.target() +
+           " is not one";
+  if (dev.cc() < min_cc)
+    return "variant " + name + " needs sm_" + std::to_string(min_cc) + " or later (cp.async, mma.sync m16n8k16, bf16 "
+           "tensor cores); " + dev.target() + " is older";
+  if (const size_t need = smem_bytes(p); static_cast<long long>(need) > dev.smem_optin)
+    return "variant " + name + " needs " + std::to_string(need) + " B of shared memory per block at d = " +
+           std::to_string(p.d) + " in " + dtype_name(p.dtype) + "; " + dev.target() + " allows " +
+           std::to_string(dev.smem_optin);
+  return "";
+}
+
+std::string Variant::unsupported(const Problem& p, const DeviceInfo& dev) const {
   if (std::find(dtypes.begin(), dtypes.end(), p.dtype) == dtypes.end())
     return "variant " + name + " does not take " + dtype_name(p.dtype) + " inputs (it supports " + supports() + ")";
   if (!head_dims.contains(p.d))
@@ -41,7 +56,7 @@ std::string Variant::unsupported(const Problem& p) const {
   if (max_heads > 0 && static_cast<long long>(p.heads()) > max_heads)
     return "variant " + name + " runs at most " + std::to_string(max_heads) + " heads (B*H), not " +
            std::to_string(p.heads()) + ": its grid has one row of blocks per head";
-  return "";
+  return unfit(p, dev);
 }
 
 std::vector<Variant>& registry() {

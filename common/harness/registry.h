@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "device.h"
 #include "kernels/params.h"
 #include "problem.h"
 #include "timing.h"
@@ -34,6 +35,13 @@ struct Variant {
   bool writes_lse = false;  // fills AttentionParams::lse
   long long max_heads = 0;  // B * H the grid can hold (a grid's y dimension: 65535); 0: any
   bool best = false;        // the chapter's best variant: the one the tour runs
+  // What it asks of the GPU: the compute capability its instructions need (80: cp.async, mma.sync
+  // m16n8k16, bf16 mma; 75: nothing past the oldest GPU the book builds for), whether its code is
+  // built for sm_90a alone (wgmma, setmaxnreg: sm_90 GPUs only), and the shared memory one block of
+  // its kernels asks for on p, static and dynamic together (the most of any of its kernels).
+  int min_cc = 75;
+  bool sm90a = false;
+  std::function<size_t(const Problem&)> smem_bytes = [](const Problem&) { return size_t{0}; };
   // Cost model: scratch memory (the N x N buffers of chapter 01...) and HBM bytes moved.
   std::function<size_t(const Problem&)> workspace_bytes = [](const Problem&) { return size_t{0}; };
   std::function<double(const Problem&)> hbm_bytes;
@@ -45,8 +53,14 @@ struct Variant {
   // Launches the kernels, through stages.run().
   std::function<void(const AttentionParams&, Stages&)> run;
 
-  // Why the variant cannot run `p` ("" if it can): dtype, head dim, features.
-  std::string unsupported(const Problem& p) const;
+  // Why the variant cannot run `p` ("" if it can): dtype, head dim, features, and what it needs of
+  // the device (this build's code for it, its compute capability, its shared memory per block), in
+  // the device's terms. The first form asks about the device at hand (on the cpu backend: the GPU
+  // the emulator stands for).
+  std::string unsupported(const Problem& p) const { return unsupported(p, device()); }
+  std::string unsupported(const Problem& p, const DeviceInfo& dev) const;
+  // The device part alone: "" when dev can run the variant's kernels on p.
+  std::string unfit(const Problem& p, const DeviceInfo& dev) const;
   std::string supports() const;  // "fp32, fp16, bf16; d 1..256; causal, masks"
   bool answers_to(const std::string& n) const;  // its name or a former one
   // The bytes its cost model moves on p (hbm_bytes), or Q, K, V read and O written once without one.

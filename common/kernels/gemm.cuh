@@ -172,10 +172,17 @@ __global__ void __launch_bounds__(Shape<BN>::threads) gemm_kernel(int M, int N, 
   }
 }
 
-// The launch: BN = 64 when N <= 64 (a head dim of 64 fills it), else 128.
+// BN = 64 when N <= 64 (a head dim of 64 fills it), else 128.
+constexpr int bn_for(int N) { return N <= 64 ? 64 : 128; }
+// The static shared memory of a block (As and Bs above) at N: what a chapter's variant declares.
+template <bool kBt>
+constexpr size_t smem_bytes(int N) {
+  return sizeof(float) * (BM * kRow + (kBt ? bn_for(N) * kRow : BK * bn_for(N)));
+}
+
 template <bool kBt, class TA, class TB, class TC>
 cudaError_t launch(int batches, int M, int N, int K, float alpha, const TA* A, const TB* B, TC* C) {
-  const int BN = N <= 64 ? 64 : 128;
+  const int BN = bn_for(N);
   const long long blocks = static_cast<long long>(batches) * ((M + BM - 1) / BM) * ((N + BN - 1) / BN);
   if (blocks > 2147483647) return cudaErrorInvalidConfiguration;
   const dim3 grid(static_cast<unsigned>(blocks));

@@ -32,7 +32,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "gpu.h"
+#include "gpus/gpus.h"
 #include "sass.h"
 #include "simt/counters.h"
 
@@ -72,17 +72,17 @@ inline double l1_wavefronts(const simt::Counters& c) { return c.shared_wavefront
 // Blocks one SM holds at once: the fewest that its threads, its blocks, its registers (registers
 // per thread; 0: not known) and its shared memory allow. Registers are allocated per warp in units
 // of 256.
-inline double blocks_per_sm(double threads_per_block, double smem_bytes, int registers, const GpuSpec& g) {
+inline double blocks_per_sm(double threads_per_block, double smem_bytes, int registers, const gpus::Gpu& g) {
   const double warps = std::ceil(std::max(1.0, threads_per_block) / 32);
   const double by_threads = std::floor(g.max_threads_per_sm / std::max(1.0, threads_per_block));
-  const double by_smem = std::floor(g.smem_per_sm_kb * 1024 / (smem_bytes + 1024));  // 1 KB per block reserved
+  const double by_smem = std::floor(g.smem_per_sm_bytes / (smem_bytes + g.smem_reserved_bytes));
   const double by_regs =
       registers > 0 ? std::floor(g.registers_per_sm / (std::ceil(registers * 32 / 256.0) * 256 * warps)) : g.max_blocks_per_sm;
   return std::max(1.0, std::min({by_threads, by_smem, by_regs, static_cast<double>(g.max_blocks_per_sm)}));
 }
 
 // c: the counters of one launch; k: its kernel's SASS data (sass.h), or nullptr.
-inline Modelled model(const simt::Counters& c, const GpuSpec& g, const SassKernel* k = nullptr) {
+inline Modelled model(const simt::Counters& c, const gpus::Gpu& g, const SassKernel* k = nullptr) {
   Modelled m;
   const double blocks = std::max(1.0, c.blocks), per_sm = std::ceil(blocks / g.sms);
   m.share = blocks / (g.sms * per_sm);

@@ -48,7 +48,7 @@ Profiled profile(const std::string& variant, const Problem& p, int sample_blocks
     simt::Counters s;
     for (const simt::LaunchCounters& l : t.counters) {
       s += l.counters;
-      out.modelled_us += model(l.counters, kGpus[0], find_sass(l.kernel)).total();
+      out.modelled_us += model(l.counters, gpus::kGpus[0], find_sass(l.kernel)).total();
     }
     out.stages.push_back(s);
     out.launches.push_back(t.counters);

@@ -55,7 +55,7 @@ Outcome model(Profiler& profiler, const DecodeVariant& v, const DecodeProblem& p
 TEST_CASE("chapter 08's best streams the cache at 85 % of the DRAM bandwidth; splits pay at B = 1", "[decode_model]") {
   ProfileOptions o;
   Profiler profiler(o);
-  const GpuSpec& gpu = profiler.gpu();
+  const gpus::Gpu& gpu = profiler.gpu();
   const DecodeVariant& v = best();
   std::string table = "modelled on " + std::string(gpu.name) + " (" + v.info.name + "):\n";
   struct Shape {

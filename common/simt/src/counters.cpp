@@ -9,9 +9,6 @@
 // instruction with the k-th of the others (the way a GPU runs the branches of a divergent warp one
 // after the other, and loop iterations that only some lanes make). A warp's streams are grouped
 // whenever all its lanes meet at a collective, a block's at each barrier and at its end.
-#include <cxxabi.h>
-#include <dlfcn.h>
-#include <elf.h>
 #include <link.h>
 
 #include <algorithm>
@@ -22,6 +19,7 @@
 #include <mutex>
 
 #include "counters_state.h"
+#include "symbols.h"
 #include "simt/cpu/counters_hooks.h"
 
 namespace simt {
@@ -388,77 +386,6 @@ uint64_t popcount(const std::atomic<uint64_t>* bits, size_t words) {
   uint64_t n = 0;
   for (size_t i = 0; i < words; ++i) n += static_cast<uint64_t>(__builtin_popcountll(bits[i].load(std::memory_order_relaxed)));
   return n;
-}
-
-// The function symbols of an ELF file's own symbol table (.symtab), by address: where a kernel of an
-// anonymous namespace is named, which no dynamic symbol table exports. Empty when the file cannot be
-// read or was stripped.
-std::map<uintptr_t, std::string> function_symbols(const char* path, bool& absolute) {
-  std::map<uintptr_t, std::string> out;
-  std::FILE* f = std::fopen(path, "rb");
-  if (!f) return out;
-  std::string bytes;
-  char buf[1 << 16];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) bytes.append(buf, n);
-  std::fclose(f);
-  if (bytes.size() < sizeof(Elf64_Ehdr) || std::memcmp(bytes.data(), ELFMAG, SELFMAG) != 0 ||
-      bytes[EI_CLASS] != ELFCLASS64)
-    return out;
-  Elf64_Ehdr eh;
-  std::memcpy(&eh, bytes.data(), sizeof eh);
-  absolute = eh.e_type == ET_EXEC;  // addresses as loaded; a PIE's are offsets from its base
-  auto section = [&](size_t i) {
-    Elf64_Shdr sh{};
-    const size_t at = eh.e_shoff + i * sizeof(Elf64_Shdr);
-    if (at + sizeof sh <= bytes.size()) std::memcpy(&sh, bytes.data() + at, sizeof sh);
-    return sh;
-  };
-  for (size_t i = 0; i < eh.e_shnum; ++i) {
-    const Elf64_Shdr sh = section(i);
-    if (sh.sh_type != SHT_SYMTAB || sh.sh_offset + sh.sh_size > bytes.size()) continue;
-    const Elf64_Shdr str = section(sh.sh_link);
-    if (str.sh_offset + str.sh_size > bytes.size()) continue;
-    for (size_t k = 0; k < sh.sh_size / sizeof(Elf64_Sym); ++k) {
-      Elf64_Sym sym;
-      std::memcpy(&sym, bytes.data() + sh.sh_offset + k * sizeof sym, sizeof sym);
-      if (ELF64_ST_TYPE(sym.st_info) == STT_FUNC && sym.st_value && sym.st_name < str.sh_size)
-        out.emplace(sym.st_value, std::string(bytes.data() + str.sh_offset + sym.st_name));
-    }
-  }
-  return out;
-}
-
-std::string demangled(const char* symbol) {
-  int status = 0;
-  char* d = abi::__cxa_demangle(symbol, nullptr, nullptr, &status);
-  std::string name = d ? d : symbol;
-  std::free(d);
-  return name;
-}
-
-// A kernel's demangled name: its dynamic symbol, or its entry in its file's .symtab (read once per
-// file), or "" when neither names it.
-std::string kernel_name(const void* kernel) {
-  Dl_info info{};
-  if (!dladdr(kernel, &info)) return "";
-  if (info.dli_sname && info.dli_saddr == kernel) return demangled(info.dli_sname);
-  struct Table {
-    std::map<uintptr_t, std::string> symbols;
-    bool absolute = false;
-  };
-  static std::map<std::string, Table> files;  // callers hold g_mu
-  const std::string file = info.dli_fname ? info.dli_fname : "";
-  auto it = files.find(file);
-  if (it == files.end()) {
-    Table t;
-    t.symbols = function_symbols(file.c_str(), t.absolute);
-    if (t.symbols.empty()) t.symbols = function_symbols("/proc/self/exe", t.absolute);  // the main program
-    it = files.emplace(file, std::move(t)).first;
-  }
-  const uintptr_t at = reinterpret_cast<uintptr_t>(kernel) -
-                       (it->second.absolute ? 0 : reinterpret_cast<uintptr_t>(info.dli_fbase));
-  const auto sym = it->second.symbols.find(at);
-  return sym == it->second.symbols.end() ? "" : demangled(sym->second.c_str());
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "block_runner.h"
 #include "runtime_state.h"
 #include "simt/cpu/counters_hooks.h"
+#include "symbols.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -160,29 +161,52 @@ std::mutex g_launch_mu;  // one launch at a time
 std::string g_last_error_message;
 }  // namespace
 
-cudaError_t run_grid(const void* kernel, dim3 grid, dim3 block, size_t smem, KernelBody body) {
+std::mutex g_observer_mu;
+std::function<void(const LaunchRecord&)> g_observer;
+void observe(const LaunchRecord& r) {
+  std::lock_guard<std::mutex> g(g_observer_mu);
+  if (g_observer) g_observer(r);
+}
+
+cudaError_t refuse_launch(cudaError_t e, const std::string& m) {
+  g_last_error_message = m;
+  if (!schedule().quiet) std::fprintf(stderr, "simt: launch refused: %s\n", m.c_str());
+  return record_error(e);
+}
+
+cudaError_t run_grid(const void* kernel, dim3 grid, dim3 block, size_t smem, KernelBody body, int arch_specific) {
   std::lock_guard<std::mutex> launch_lock(g_launch_mu);
+  g_last_error_message.clear();
   const Schedule s = schedule();
-  auto refuse = [&](cudaError_t e, const std::string& m) {
-    g_last_error_message = m;
-    if (!s.quiet) std::fprintf(stderr, "simt: launch refused: %s\n", m.c_str());
-    return record_error(e);
-  };
+  const gpus::Gpu& gpu = simt::gpu();
   const long long threads = static_cast<long long>(block.x) * block.y * block.z;
   const long long blocks = static_cast<long long>(grid.x) * grid.y * grid.z;
-  char msg[256];
+  char msg[320];
   std::snprintf(msg, sizeof msg, "invalid configuration: grid (%u,%u,%u), block (%u,%u,%u)", grid.x, grid.y, grid.z,
                 block.x, block.y, block.z);
-  if (threads < 1 || threads > 1024 || block.x > 1024 || block.y > 1024 || block.z > 64 || blocks < 1 ||
-      grid.x > 2147483647u || grid.y > 65535 || grid.z > 65535)
-    return refuse(cudaErrorInvalidConfiguration, msg);
+  if (threads < 1 || threads > gpu.max_threads_per_block || block.x > 1024 || block.y > 1024 || block.z > 64 ||
+      blocks < 1 || grid.x > 2147483647u || grid.y > 65535 || grid.z > 65535)
+    return refuse_launch(cudaErrorInvalidConfiguration, msg);
+  if (arch_specific && arch_specific != gpu.cc())
+    return refuse_launch(cudaErrorNoKernelImageForDevice,
+                         "no kernel image for " + emulated_gpu_name() + ": this kernel's file is built for sm_" +
+                             std::to_string(arch_specific) + "a alone, which only sm_" + std::to_string(arch_specific) +
+                             " GPUs run");
+  const long long static_bytes = std::max(0LL, static_smem_bytes(kernel));
+  observe(LaunchRecord{kernel, grid, block, smem, static_smem_bytes(kernel)});
   const size_t limit = max_dynamic_smem(kernel);
   if (smem > limit) {
     std::snprintf(msg, sizeof msg,
-                  "%zu bytes of dynamic shared memory, more than the %zu this kernel may use "
-                  "(above 48 KB a kernel must opt in with cudaFuncSetAttribute; at most %d)",
-                  smem, limit, kMaxDynamicSmemOptIn);
-    return refuse(cudaErrorInvalidValue, msg);
+                  "%zu bytes of dynamic shared memory, more than the %zu this kernel may use (above what 48 KB "
+                  "leave beside its static shared memory a kernel must opt in with cudaFuncSetAttribute; %s "
+                  "allows %d per block in all)",
+                  smem, limit, emulated_gpu_name().c_str(), gpu.smem_optin_bytes);
+    return refuse_launch(cudaErrorInvalidValue, msg);
+  }
+  if (static_bytes + static_cast<long long>(smem) > gpu.smem_optin_bytes) {
+    std::snprintf(msg, sizeof msg, "%zu bytes of dynamic and %lld of static shared memory per block: more than the %d %s allows",
+                  smem, static_bytes, gpu.smem_optin_bytes, emulated_gpu_name().c_str());
+    return refuse_launch(cudaErrorInvalidValue, msg);
   }
 
   std::atomic<long long> next{0};
@@ -238,5 +262,9 @@ const char* order_name(Order o) {
   return "?";
 }
 std::string last_launch_error() { return detail::g_last_error_message; }
+void set_launch_observer(std::function<void(const LaunchRecord&)> f) {
+  std::lock_guard<std::mutex> g(detail::g_observer_mu);
+  detail::g_observer = std::move(f);
+}
 
 }  // namespace simt

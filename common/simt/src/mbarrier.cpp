@@ -29,6 +29,7 @@ BlockRunner::Name BlockRunner::mbarrier_name(const void* bar) const {
 }
 
 void BlockRunner::mbarrier_init(void* bar, unsigned count, const char* file, int line) {
+  require_arch(80, "mbarrier.init", file, line);
   if (reinterpret_cast<uintptr_t>(bar) % 8 != 0)
     fail("mbarrier_init (%s:%d): %p is not 8-byte aligned", file, line, bar);
   if (count < 1 || count > kLimit) fail("mbarrier_init (%s:%d): count %u is not in 1..%lld", file, line, count, kLimit);
@@ -81,6 +82,7 @@ void BlockRunner::mbarrier_advance(const void* bar, Mbarrier& m) {
 }
 
 uint64_t BlockRunner::mbarrier_arrive(void* bar, unsigned tx_bytes, const char* what, const char* file, int line) {
+  if (tx_bytes) require_arch(90, what, file, line);
   Mbarrier& m = mbarrier_at(bar, what, file, line);
   if (m.pending == 0)  // only while the phase waits for its bytes: with them, it would have completed
     fail("%s (%s:%d): one arrival more than the count %u of the mbarrier at %s (initialised at %s:%d): phase %u has "
@@ -94,6 +96,7 @@ uint64_t BlockRunner::mbarrier_arrive(void* bar, unsigned tx_bytes, const char* 
 }
 
 void BlockRunner::mbarrier_tx(void* bar, long long delta, const char* what, const char* file, int line) {
+  require_arch(90, what, file, line);
   Mbarrier& m = mbarrier_at(bar, what, file, line);
   if (m.tx + delta > kLimit || m.tx + delta < -kLimit)
     fail("%s (%s:%d): the transaction count of the mbarrier at %s would be %lld bytes, outside +-%lld", what, file, line,

@@ -16,12 +16,26 @@
 #include "runtime_state.h"
 #include "simt/cpu/counters_hooks.h"
 #include "simt/cpu/launch.h"
+#include "symbols.h"
 
 namespace simt::detail {
 namespace {
 std::mutex g_mu;
 cudaError_t g_last = cudaSuccess;
 std::map<const void*, int> g_smem_opt_in;
+
+const gpus::Gpu* gpu_from_environment() {
+  const char* key = std::getenv("SIMT_GPU");
+  if (!key || !*key) return gpus::find_gpu("h100");
+  if (const gpus::Gpu* g = gpus::find_gpu(key)) return g;
+  std::fprintf(stderr, "simt: SIMT_GPU=%s is not a GPU of common/gpus/gpus.h: use one of %s\n", key, gpus::gpu_keys().c_str());
+  std::exit(2);
+}
+const gpus::Gpu*& gpu_ref() {
+  static const gpus::Gpu* g = gpu_from_environment();
+  return g;
+}
+long long static_smem(const void* kernel) { return std::max(0LL, static_smem_bytes(kernel)); }
 
 size_t physical_bytes(int name) { return static_cast<size_t>(sysconf(name)) * static_cast<size_t>(sysconf(_SC_PAGESIZE)); }
 int worker_count() {
@@ -36,11 +50,53 @@ cudaError_t record_error(cudaError_t e) {
   return e;
 }
 size_t max_dynamic_smem(const void* kernel) {
-  std::lock_guard<std::mutex> g(g_mu);
-  const auto it = g_smem_opt_in.find(kernel);
-  return static_cast<size_t>(it == g_smem_opt_in.end() ? kMaxDynamicSmemDefault : it->second);
+  {
+    std::lock_guard<std::mutex> g(g_mu);
+    if (const auto it = g_smem_opt_in.find(kernel); it != g_smem_opt_in.end()) return static_cast<size_t>(it->second);
+  }
+  return static_cast<size_t>(std::max(0LL, kSmemWithoutOptIn - static_smem(kernel)));
+}
+std::string emulated_gpu_name() {
+  const gpus::Gpu& g = gpu();
+  return std::string("the emulated ") + g.name + " (" + g.arch() + ")";
+}
+
+cudaError_t opt_in(const void* kernel, size_t smem, int arch_specific) {
+  const gpus::Gpu& g = gpu();
+  if (arch_specific && arch_specific != g.cc())
+    return refuse_launch(cudaErrorNoKernelImageForDevice,
+                         "no kernel image for " + emulated_gpu_name() + ": this kernel's file is built for sm_" +
+                             std::to_string(arch_specific) + "a alone, which only sm_" + std::to_string(arch_specific) +
+                             " GPUs run");
+  const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  if (e == cudaSuccess) return e;
+  const long long st = static_smem(kernel);
+  observe(LaunchRecord{kernel, {}, {}, smem, static_smem_bytes(kernel)});
+  return refuse_launch(e, "the kernel asks for " + std::to_string(smem) + " bytes of dynamic shared memory per block" +
+                              (st ? " beside " + std::to_string(st) + " static" : std::string()) + "; " +
+                              emulated_gpu_name() + " allows " + std::to_string(g.smem_optin_bytes) +
+                              " per block in all (opt-in)");
+}
+
+void require_arch(int cc, const char* instruction, const char* file, int line, bool specific) {
+  if (specific ? gpu().cc() == cc : gpu().cc() >= cc) return;
+  kernel_error(file, line, "%s needs %s: %s has no such instruction (a GPU build for it traps here)", instruction,
+               specific ? ("sm_" + std::to_string(cc) + "a").c_str() : ("sm_" + std::to_string(cc) + " or later").c_str(),
+               emulated_gpu_name().c_str());
 }
 }  // namespace simt::detail
+
+namespace simt {
+const gpus::Gpu& gpu() {
+  std::lock_guard<std::mutex> g(detail::g_mu);
+  return *detail::gpu_ref();
+}
+void set_gpu(const gpus::Gpu& gpu) {
+  std::lock_guard<std::mutex> g(detail::g_mu);
+  detail::gpu_ref() = &gpu;
+  detail::g_smem_opt_in.clear();  // a new device: no kernel has opted in on it
+}
+}  // namespace simt
 
 using simt::detail::record_error;
 
@@ -121,37 +177,45 @@ cudaError_t cudaRuntimeGetVersion(int* v) {
   return cudaSuccess;
 }
 
-// An "emulated device" shaped like an sm_90 part, with one multiprocessor per worker thread.
+// An "emulated device" with the compute capability and limits of the GPU it stands for
+// (simt::gpu()), and one multiprocessor per worker thread.
 cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp* p, int device) {
   if (device != 0) return record_error(cudaErrorInvalidDevice);
+  const gpus::Gpu& g = simt::gpu();
   std::memset(p, 0, sizeof *p);
   std::snprintf(p->name, sizeof p->name, "CPU emulation (simt)");
   p->totalGlobalMem = simt::detail::physical_bytes(_SC_PHYS_PAGES);
-  p->sharedMemPerBlock = simt::detail::kMaxDynamicSmemDefault;
-  p->sharedMemPerBlockOptin = simt::detail::kMaxDynamicSmemOptIn;
-  p->sharedMemPerMultiprocessor = 228 * 1024;
+  p->sharedMemPerBlock = simt::detail::kSmemWithoutOptIn;
+  p->sharedMemPerBlockOptin = static_cast<size_t>(g.smem_optin_bytes);
+  p->sharedMemPerMultiprocessor = static_cast<size_t>(g.smem_per_sm_bytes);
+  p->reservedSharedMemPerBlock = static_cast<size_t>(g.smem_reserved_bytes);
   p->regsPerBlock = 65536;
+  p->regsPerMultiprocessor = g.registers_per_sm;
   p->warpSize = 32;
-  p->maxThreadsPerBlock = 1024;
+  p->maxThreadsPerBlock = g.max_threads_per_block;
   p->maxThreadsDim[0] = p->maxThreadsDim[1] = 1024;
   p->maxThreadsDim[2] = 64;
   p->maxGridSize[0] = 2147483647;
   p->maxGridSize[1] = p->maxGridSize[2] = 65535;
-  p->major = 9;
-  p->minor = 0;
+  p->major = g.cc_major;
+  p->minor = g.cc_minor;
   p->multiProcessorCount = simt::detail::worker_count();
-  p->maxThreadsPerMultiProcessor = 2048;
+  p->maxThreadsPerMultiProcessor = g.max_threads_per_sm;
+  p->maxBlocksPerMultiProcessor = g.max_blocks_per_sm;
   p->l2CacheSize = 0;
   return cudaSuccess;
 }
 cudaError_t cudaDeviceGetAttribute(int* value, enum cudaDeviceAttr attr, int device) {
   if (device != 0) return record_error(cudaErrorInvalidDevice);
+  const gpus::Gpu& g = simt::gpu();
   switch (attr) {
-    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = simt::detail::kMaxDynamicSmemOptIn; break;
-    case cudaDevAttrMaxSharedMemoryPerBlock: *value = simt::detail::kMaxDynamicSmemDefault; break;
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = g.smem_optin_bytes; break;
+    case cudaDevAttrMaxSharedMemoryPerBlock: *value = simt::detail::kSmemWithoutOptIn; break;
+    case cudaDevAttrMaxSharedMemoryPerMultiprocessor: *value = g.smem_per_sm_bytes; break;
     case cudaDevAttrMultiProcessorCount: *value = simt::detail::worker_count(); break;
-    case cudaDevAttrComputeCapabilityMajor: *value = 9; break;
-    case cudaDevAttrComputeCapabilityMinor: *value = 0; break;
+    case cudaDevAttrComputeCapabilityMajor: *value = g.cc_major; break;
+    case cudaDevAttrComputeCapabilityMinor: *value = g.cc_minor; break;
+    case cudaDevAttrMaxThreadsPerMultiProcessor: *value = g.max_threads_per_sm; break;
     case cudaDevAttrWarpSize: *value = 32; break;
     case cudaDevAttrMaxThreadsPerBlock: *value = 1024; break;
     default: *value = 0; break;  // clocks, L2, bus width: the CPU has no such figures
@@ -178,6 +242,7 @@ const char* cudaGetErrorName(cudaError_t e) {
     case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
     case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
     case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
+    case cudaErrorNoKernelImageForDevice: return "cudaErrorNoKernelImageForDevice";
     default: return "cudaErrorUnknown";
   }
 }
@@ -190,13 +255,16 @@ const char* cudaGetErrorString(cudaError_t e) {
     case cudaErrorLaunchFailure: return "unspecified launch failure (see the simt message above)";
     case cudaErrorInvalidDevice: return "invalid device ordinal";
     case cudaErrorInvalidResourceHandle: return "invalid resource handle";
+    case cudaErrorNoKernelImageForDevice: return "no kernel image is available for execution on the device";
     default: return "unknown error";
   }
 }
 
 cudaError_t cudaFuncSetAttribute(const void* func, enum cudaFuncAttribute attr, int value) {
   if (attr == cudaFuncAttributeMaxDynamicSharedMemorySize) {
-    if (value < 0 || value > simt::detail::kMaxDynamicSmemOptIn) return record_error(cudaErrorInvalidValue);
+    // The GPU's per-block opt-in covers static and dynamic shared memory together.
+    if (value < 0 || value + simt::detail::static_smem(func) > simt::gpu().smem_optin_bytes)
+      return record_error(cudaErrorInvalidValue);
     std::lock_guard<std::mutex> g(simt::detail::g_mu);
     simt::detail::g_smem_opt_in[func] = value;
   }

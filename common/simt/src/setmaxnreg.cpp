@@ -6,6 +6,7 @@
 namespace simt::detail {
 
 void BlockRunner::register_change(unsigned warp, bool inc, unsigned regs, const char* file, int line) {
+  require_arch(90, "setmaxnreg", file, line, true);
   const char* what = inc ? "inc" : "dec";
   if (n_ % 128 != 0)
     fail("setmaxnreg.%s %u (%s:%d): the block's %d threads are not whole warpgroups (4 warps of 32)", what, regs, file,

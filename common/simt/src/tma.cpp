@@ -79,6 +79,7 @@ cudaError_t make_tensor_map(CUtensorMap* map, CUtensorMapDataType dtype, unsigne
 
 void BlockRunner::tma_load(void* dst, const void* map_bytes, int rank, const int* c, void* bar, const char* file,
                            int line) {
+  require_arch(90, "cp.async.bulk.tensor (TMA)", file, line);
   CpuTensorMap m;
   std::memcpy(&m, map_bytes, sizeof m);
   if (m.magic != kMagic)

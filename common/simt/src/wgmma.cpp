@@ -218,6 +218,7 @@ std::string BlockRunner::wgmma_unfinished() const {
 }
 
 void wgmma_issue(Thread* const* lanes, unsigned mask, const void* shape) {
+  require_arch(90, "wgmma.mma_async", t_thread->file, t_thread->line, true);
   if (mask != 0xffffffffu)
     kernel_error(t_thread->file, t_thread->line, "wgmma needs all 32 lanes of each warp (mask 0x%08x)", mask);
   BlockRunner::current()->wgmma_issue(lanes, *static_cast<const WgmmaShape*>(shape));

@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <string>
 #include <utility>
 
 namespace simt {
@@ -23,13 +24,35 @@ cudaError_t launch_exact(void (*kernel)(P...), dim3 grid, dim3 block, size_t sme
   return cudaGetLastError();
 }
 
+namespace detail {
+inline std::string& launch_message() {
+  static std::string m;
+  return m;
+}
+}  // namespace detail
+// What the last launch refused by simt::launch asked for and what the GPU allows ("" if none).
+inline std::string last_launch_error() { return detail::launch_message(); }
+
 // The launch every chapter uses: opts in to the dynamic shared memory it asks for, then launches.
+// A refused opt-in leaves the bytes asked for and allowed in last_launch_error().
 template <class... P, class... A>
 cudaError_t launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, A&&... args) {
+  detail::launch_message().clear();
   if (smem > 48 * 1024) {
     const cudaError_t e =
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-    if (e != cudaSuccess) return e;
+    if (e != cudaSuccess) {
+      int device = 0, optin = 0;
+      cudaFuncAttributes attr{};
+      cudaGetDevice(&device);
+      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+      const bool known = cudaFuncGetAttributes(&attr, kernel) == cudaSuccess;
+      cudaGetLastError();  // the queries' own errors are not the launch's
+      detail::launch_message() = "the kernel asks for " + std::to_string(smem) + " bytes of dynamic shared memory per block" +
+                                 (known && attr.sharedSizeBytes ? " beside " + std::to_string(attr.sharedSizeBytes) + " static" : "") +
+                                 "; this GPU allows " + std::to_string(optin) + " per block in all (opt-in)";
+      return e;
+    }
   }
   return launch_exact(kernel, grid, block, smem, std::forward<A>(args)...);
 }

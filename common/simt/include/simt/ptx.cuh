@@ -103,6 +103,7 @@ SIMT_UNCOUNTED inline void cp_async(void* dst, const void* src, int src_bytes, c
   if (((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src)) & 15) != 0)
     kernel_error(file, line, "%s: addresses must be 16-byte aligned (dst %p, src %p)", what, dst, src);
   if (src_bytes < 0 || src_bytes > 16) kernel_error(file, line, "%s: source size %d is not in 0..16", what, src_bytes);
+  require_arch(80, what, file, line);
   counters::cp_async(dst, src, src_bytes, file, line);
   Thread& t = *t_thread;
   AsyncCopy c{dst, {}, 16, t.committed_groups};
@@ -130,6 +131,7 @@ __device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[
                                              const float (&c)[4] SIMT_PTX_CALLER) {
   static_assert(std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>, "mma inputs are __half or __nv_bfloat16");
 #if SIMT_CPU
+  detail::require_arch(80, "mma.sync.m16n8k16", simt_file, simt_line);
   unsigned char* in = detail::t_thread->in;
   std::memcpy(in, a, 16);
   std::memcpy(in + 16, b, 8);

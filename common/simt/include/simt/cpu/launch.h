@@ -12,11 +12,21 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
+
+#include "gpus/gpus.h"
+
+// A kernel file built for one architecture alone (sm_90a: wgmma, setmaxnreg) says which with
+// -DSIMT_ARCH_SPECIFIC=90 (cmake/Kernels.cmake); its launches then carry it, and the emulator
+// refuses them on any other GPU, as a GPU finds no image to run.
+#ifndef SIMT_ARCH_SPECIFIC
+#define SIMT_ARCH_SPECIFIC 0
+#endif
 
 namespace simt {
 
@@ -40,6 +50,23 @@ const char* order_name(Order o);
 
 // The message of the last failed launch on this process ("" if none).
 std::string last_launch_error();
+
+// The GPU the emulator stands for (common/gpus/gpus.h): its launches are held to that GPU's compute
+// capability, shared memory and threads, and the runtime API reports its properties. SIMT_GPU (a
+// key of the table) at first use, the H100 SXM5 without it; set_gpu changes it.
+const gpus::Gpu& gpu();
+void set_gpu(const gpus::Gpu& g);
+
+// What a launch asked of the GPU, as the emulator saw it before running (or refusing) it.
+struct LaunchRecord {
+  const void* kernel;
+  dim3 grid, block;
+  size_t dynamic_smem;
+  long long static_smem;  // the kernel's own static __shared__ (-1: its symbol was not found)
+};
+// Calls f with every launch from now on, run or refused (tests: what a variant's kernels ask for);
+// an empty f stops it.
+void set_launch_observer(std::function<void(const LaunchRecord&)> f);
 
 namespace detail {
 
@@ -126,6 +153,10 @@ uint32_t wgmma_smem_offset(const void* p, const char* file, int line);  // check
 [[noreturn]] void wgmma_out_of_scope(const WgmmaInFlight& f);
 // setmaxnreg by warp `warp` (simt/setmaxnreg.cuh): checked against its warpgroup's other warps.
 void register_change(unsigned warp, bool inc, unsigned regs, const char* file, int line);
+// An instruction that GPUs before compute capability cc lack (cc = 80: sm_80), or with `specific`,
+// that only cc has (sm_90a's): fails the running block on an emulated GPU without it, where a GPU
+// build for that GPU has no such code, or traps (simt/ptx.cuh).
+void require_arch(int cc, const char* instruction, const char* file, int line, bool specific = false);
 // Fails the running block with a message naming file:line (the launch returns an error).
 [[noreturn]] void kernel_error(const char* file, int line, const char* fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -134,7 +165,8 @@ struct KernelBody {
   void (*invoke)(const void* call);
   const void* call;
 };
-cudaError_t run_grid(const void* kernel, dim3 grid, dim3 block, size_t smem, KernelBody body);
+// arch_specific: 0, or the compute capability (90) the kernel's file alone is built for.
+cudaError_t run_grid(const void* kernel, dim3 grid, dim3 block, size_t smem, KernelBody body, int arch_specific);
 
 }  // namespace detail
 
@@ -144,8 +176,10 @@ inline T* dynamic_smem() {
 }
 
 // kernel<<<grid, block, smem>>>(args...) on the CPU; returns the launch's error, as
-// cudaGetLastError would after a synchronize (the emulator runs the grid to completion).
-template <class... P, class... A>
+// cudaGetLastError would after a synchronize (the emulator runs the grid to completion). Arch: the
+// file's SIMT_ARCH_SPECIFIC, a template argument so that files built for different targets
+// instantiate different functions.
+template <int Arch = SIMT_ARCH_SPECIFIC, class... P, class... A>
 cudaError_t launch_exact(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, A&&... args) {
   static_assert(sizeof...(P) == sizeof...(A), "wrong number of kernel arguments");
   struct Call {
@@ -159,18 +193,20 @@ cudaError_t launch_exact(void (*kernel)(P...), dim3 grid, dim3 block, size_t sme
     std::apply(k.kernel, k.args);
   };
   return detail::run_grid(reinterpret_cast<const void*>(kernel), grid, block, smem,
-                          detail::KernelBody{invoke, &call});
+                          detail::KernelBody{invoke, &call}, Arch);
 }
 
-template <class... P, class... A>
+namespace detail {
+// The opt-in of simt::launch; on failure the launch's message says what was asked and allowed.
+cudaError_t opt_in(const void* kernel, size_t smem, int arch_specific);
+}  // namespace detail
+
+template <int Arch = SIMT_ARCH_SPECIFIC, class... P, class... A>
 cudaError_t launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, A&&... args) {
-  if (smem > 48 * 1024) {
-    const cudaError_t e = cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
-                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               static_cast<int>(smem));
-    if (e != cudaSuccess) return e;
-  }
-  return launch_exact(kernel, grid, block, smem, std::forward<A>(args)...);
+  if (smem > 48 * 1024)
+    if (const cudaError_t e = detail::opt_in(reinterpret_cast<const void*>(kernel), smem, Arch); e != cudaSuccess)
+      return e;
+  return launch_exact<Arch>(kernel, grid, block, smem, std::forward<A>(args)...);
 }
 
 }  // namespace simt
