@@ -39,6 +39,7 @@ inline constexpr int kKvOuterBr = 32, kKvOuterBc = 32;
 // Step c, tensor_cores.cu: the same loop, the five products on mma.sync.
 cudaError_t tensor_cores(const attn::BackwardParams& p, const float* D, float* dq_accum);
 inline constexpr int kMmaBr = 64, kMmaBc = 64;  // Q rows per inner tile, keys per block (4 warps x 16)
+inline constexpr int kLdS = kMmaBc + 8;         // dS [Br][Bc] in shared memory, rows padded
 
 // Step d, causal.cu: the Q tiles above the causal diagonal skipped, the mask applied only to the
 // tiles that need it. dq_accum = nullptr leaves dQ to dq_pass (dq_pass.cu), which walks K/V
@@ -46,6 +47,21 @@ inline constexpr int kMmaBr = 64, kMmaBc = 64;  // Q rows per inner tile, keys p
 // writes dQ once: no atomics.
 cudaError_t causal(const attn::BackwardParams& p, const float* D, float* dq_accum);
 cudaError_t dq_pass(const attn::BackwardParams& p, const float* D);
+
+// The dynamic shared memory one block of each main kernel asks for at head dim d with `elem`-byte
+// inputs: the launches use these, and the registry declares them (the other kernels ask for none).
+// Step b: K_j, V_j (rows of d + 1 floats), Q_i, dO_i, S and dP (rows of Bc + 1), L and D.
+inline constexpr size_t kv_outer_smem_bytes(int d) {
+  return sizeof(float) * (2 * kKvOuterBc * (d + 1) + 2 * kKvOuterBr * d + 2 * kKvOuterBr * (kKvOuterBc + 1) + 2 * kKvOuterBr);
+}
+// Steps c, d: K_j, V_j, Q_i, dO_i in rows padded as chapter 05 pads (d + 8), dS, and L and D (fp32).
+inline constexpr size_t mma_smem_bytes(int d, int elem) {
+  return static_cast<size_t>(elem) * ((2 * kMmaBc + 2 * kMmaBr) * (d + 8) + kMmaBr * kLdS) + sizeof(float) * 2 * kMmaBr;
+}
+// The dQ pass: Q_i, dO_i, K_j, V_j padded, and L and D.
+inline constexpr size_t dq_pass_smem_bytes(int d, int elem) {
+  return static_cast<size_t>(elem) * (2 * kMmaBr + 2 * kMmaBc) * (d + 8) + sizeof(float) * 2 * kMmaBr;
+}
 
 // The first Q tile that sees a key of the K/V tile starting at k0 (the first query i with
 // k0 <= i + offset); Tr when no query sees one. Chapter 06's tiles_to_visit, the other way round.

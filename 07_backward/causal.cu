@@ -22,7 +22,7 @@ namespace ch07 {
 namespace {
 using namespace mma;
 
-constexpr int Br = kMmaBr, Bc = kMmaBc, kLdS = Bc + 8;  // dS [Br][Bc], padded
+constexpr int Br = kMmaBr, Bc = kMmaBc;
 static_assert(Bc == 16 * kWarps, "a warp per 16 keys");
 
 template <class T, int D, Mode kMode>
@@ -81,7 +81,7 @@ cudaError_t causal(const attn::BackwardParams& p, const float* D, float* dq_accu
       using T = decltype(t);
       constexpr int Dh = decltype(d)::value;
       constexpr Mode kMode = decltype(mode)::value;
-      const size_t smem = sizeof(T) * ((2 * Bc + 2 * Br) * kLd<Dh> + Br * kLdS) + sizeof(float) * 2 * Br;
+      const size_t smem = mma_smem_bytes(Dh, sizeof(T));
       return simt::launch(causal_kernel<T, Dh, kMode>, dim3((p.Lk + Bc - 1) / Bc, p.B * p.H), dim3(32 * kWarps), smem, p,
                           D, dq_accum);
     });

@@ -68,7 +68,7 @@ cudaError_t dq_pass(const attn::BackwardParams& p, const float* D) {
     return dispatch_mode(p, [&](auto mode) {
       using T = decltype(t);
       constexpr int Dh = decltype(d)::value;
-      const size_t smem = sizeof(T) * (2 * Br + 2 * Bc) * kLd<Dh> + sizeof(float) * 2 * Br;
+      const size_t smem = dq_pass_smem_bytes(Dh, sizeof(T));
       return simt::launch(dq_pass_kernel<T, Dh, decltype(mode)::value>, dim3((p.Lq + Br - 1) / Br, p.B * p.H),
                           dim3(32 * kWarps), smem, p, D);
     });

@@ -114,8 +114,8 @@ cudaError_t kv_outer(const attn::BackwardParams& p, const float* D, float* dq_ac
   return attn::dispatch_dtype(p.dtype, [&](auto t) {
     return attn::dispatch_head_dim(CudaCoreDims{}, p.d, [&](auto d) {
       constexpr int Dh = decltype(d)::value;
-      const size_t smem = sizeof(float) * (2 * Bc * (Dh + 1) + 2 * Br * Dh + 2 * Br * (Bc + 1) + 2 * Br);
-      return simt::launch(kv_outer_kernel<decltype(t), Dh>, dim3((p.Lk + Bc - 1) / Bc, p.B * p.H), dim3(32 * kWarps), smem,
+      return simt::launch(kv_outer_kernel<decltype(t), Dh>, dim3((p.Lk + Bc - 1) / Bc, p.B * p.H), dim3(32 * kWarps),
+                          kv_outer_smem_bytes(Dh),
                           p, D, dq_accum);
     });
   });

@@ -19,6 +19,7 @@ namespace ch07::mma {
 constexpr int kWarps = 4;
 template <int D>
 constexpr int kLd = ch05::Padded<D>::kRow;  // elements per padded row, as chapter 05 pads
+static_assert(kLd<64> == 64 + 8, "backward.h's shared-memory sizes pad rows to d + 8, as kLd does");
 
 using ch05::lane_id;  // products.cuh
 

@@ -25,7 +25,7 @@ namespace ch07 {
 namespace {
 using namespace mma;
 
-constexpr int Br = kMmaBr, Bc = kMmaBc, kLdS = Bc + 8;  // dS [Br][Bc], padded
+constexpr int Br = kMmaBr, Bc = kMmaBc;
 static_assert(Bc == 16 * kWarps, "a warp per 16 keys");
 
 template <class T, int D>
@@ -77,7 +77,7 @@ cudaError_t tensor_cores(const attn::BackwardParams& p, const float* D, float* d
   return mma::dispatch(p, [&](auto t, auto d) {
     using T = decltype(t);
     constexpr int Dh = decltype(d)::value;
-    const size_t smem = sizeof(T) * ((2 * Bc + 2 * Br) * kLd<Dh> + Br * kLdS) + sizeof(float) * 2 * Br;
+    const size_t smem = mma_smem_bytes(Dh, sizeof(T));
     return simt::launch(tensor_cores_kernel<T, Dh>, dim3((p.Lk + Bc - 1) / Bc, p.B * p.H), dim3(32 * kWarps), smem, p, D,
                         dq_accum);
   });

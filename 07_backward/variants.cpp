@@ -102,6 +102,8 @@ Variant info(const char* name, const char* description, bool tensor_cores) {
   if (tensor_cores) {
     v.dtypes = {DType::fp16, DType::bf16};
     v.head_dims.list = attn::as_vector(ch07::TensorCoreDims{});
+    v.min_cc = 80;  // mma.sync m16n8k16, bf16
+    v.smem_bytes = [](const Problem& p) { return ch07::mma_smem_bytes(p.d, static_cast<int>(dtype_size(p.dtype))); };
   }
   v.max_heads = 65535;  // a grid row of blocks per head
   // The emulator's pace per worker thread, in the convention's FLOPs, for the CPU time budget:
@@ -158,6 +160,7 @@ const RegisterBackward kv_outer(kv_outer_step(
       Variant v = info("kv_outer", "FA2's Algorithm 2 on CUDA cores: a block per K/V tile, dK dV on chip, dQ by fp32 atomics",
                        false);
       v.head_dims.list = attn::as_vector(ch07::CudaCoreDims{});
+      v.smem_bytes = [](const Problem& p) { return ch07::kv_outer_smem_bytes(p.d); };
       v.cpu_flops_per_second = 1.5e9;  // no warp collectives
       return v;
     }(),
@@ -182,6 +185,10 @@ const RegisterBackward deterministic({
                        "bit-identical from run to run",
                        true);
       constexpr int Br = ch07::kMmaBr, Bc = ch07::kMmaBc;
+      v.smem_bytes = [](const Problem& p) {  // the K/V pass's blocks, and the dQ pass's
+        const int elem = static_cast<int>(dtype_size(p.dtype));
+        return std::max(ch07::mma_smem_bytes(p.d, elem), ch07::dq_pass_smem_bytes(p.d, elem));
+      };
       v.workspace_bytes = D_bytes;
       // The K/V pass as step d's; the dQ pass reads Q, dO, L, D once and K, V for every pair it
       // visits, and writes dQ.

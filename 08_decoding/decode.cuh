@@ -67,6 +67,8 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const attn::DecodePara
   // A lane's E values at lane * (E + 1): lanes 9 words apart on the stores, so no two of a warp's
   // lanes share a bank; the readers' neighbouring columns stay neighbours but once per E.
   __shared__ float merge_o[G][R][Lanes * (E + 1)];
+  static_assert(sizeof merge_m + sizeof merge_l + sizeof merge_o == decode_smem_bytes(sizeof(T), D, R),
+                "decoding.h's decode_smem_bytes is what this kernel declares");
 
   // Block: (sequence b, KV head hk, chunk of R of its g x Lq rows); row pr of the chunk is new
   // token pr / g of query head hk * g + pr % g.

@@ -4,6 +4,8 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <cstddef>
+
 #include "kernels/decode_params.h"
 #include "kernels/head_dims.h"
 
@@ -39,5 +41,12 @@ inline Partials partials(const attn::DecodeParams& p) {
 cudaError_t combine(const attn::DecodeParams& p);
 // Query rows a block of steps d and e holds: the KV head's g x Lq rows, up to 8.
 int rows_per_block(int group, int Lq);
+// The static shared memory of a block of steps b to e holding R query rows, with `elem`-byte inputs
+// at head dim d: decode.cuh's merge arrays (m and l, and E + 1 floats per lane of each key group
+// and row), which it checks against this. The registry declares it.
+ATTN_HOST_DEVICE constexpr size_t decode_smem_bytes(int elem, int d, int R) {
+  const int E = 16 / elem, lanes = d / E, groups = kDecodeThreads / lanes;
+  return sizeof(float) * groups * R * (2 + lanes * (E + 1));
+}
 
 }  // namespace ch08

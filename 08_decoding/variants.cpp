@@ -13,6 +13,7 @@
 #include <cmath>
 #include <string>
 
+#include "05_flash_v2/flash_v2.h"
 #include "decoding.h"
 #include "harness/decode.h"
 
@@ -35,6 +36,13 @@ double table_bytes(const DecodeProblem& p, int splits) {
   (void)splits;  // a split reads only its own pages: the blocks of a (sequence, KV head) read each once
   return 4.0 * pages * p.Hkv * chunks(p);
 }
+
+// The static shared memory of steps b to e's blocks: merge arrays for R rows.
+size_t merge_smem(const DecodeProblem& p, int R) {
+  return ch08::decode_smem_bytes(static_cast<int>(dtype_size(p.dtype)), p.d, R);
+}
+size_t packed_smem(const DecodeProblem& p) { return merge_smem(p, ch08::rows_per_block(p.group(), p.Lq)); }
+size_t row_smem(const DecodeProblem& p) { return merge_smem(p, 1); }
 
 Variant info(const char* name, const char* description, bool best = false) {
   Variant v;
@@ -63,7 +71,11 @@ void append_stage(const DecodeParams& a, Stages& st) {
 
 constexpr const char* kPerSequence = "gather, lean_loop, scatter (per sequence)";
 const RegisterDecode prefill({
-    .info = info("prefill_kernel", "chapter 05's best on each sequence, the cache copied to its layout with heads repeated"),
+    .info = [] {
+      Variant v = info("prefill_kernel", "chapter 05's best on each sequence, the cache copied to its layout with heads repeated");
+      v.min_cc = 80;  // chapter 05's lean_loop: mma.sync m16n8k16, cp.async
+      return v;
+    }(),
     .paged = true,  // its copy reads through the block table
     .per_sequence_stage = kPerSequence,
     .workspace_bytes =
@@ -76,6 +88,10 @@ const RegisterDecode prefill({
         },
     .plan = [](const DecodeProblem& p, int) { return std::to_string(p.B) + " x (gather, chapter 05's lean_loop on " +
                                                      std::to_string(p.Hq) + " heads, scatter)"; },
+    .smem_bytes =
+        [](const DecodeProblem& p) {
+          return static_cast<size_t>(ch05::smem_bytes(ch05::Step::lean_loop, p.d, static_cast<int>(dtype_size(p.dtype))));
+        },
     .run =
         [](const DecodeParams& a, Stages& st) {
           append_stage(a, st);
@@ -87,6 +103,7 @@ const RegisterDecode decode({
     .info = info("decode_kernel", "a block per query row streams its KV head's keys: 16-byte loads, softmax online"),
     .hbm_bytes = [](const DecodeProblem& p, int) { return append_bytes(p) + p.group() * p.cache_bytes() + qo_bytes(p); },
     .plan = [](const DecodeProblem& p, int) { return grid_plan(p, 1, 1); },
+    .smem_bytes = row_smem,
     .run =
         [](const DecodeParams& a, Stages& st) {
           st.run("attention", [&] { return ch08::decode_kernel(a); });
@@ -106,6 +123,7 @@ const RegisterDecode split({
           return append_bytes(p) + p.group() * p.cache_bytes() + qo_bytes(p) + partial_bytes(p, s);
         },
     .plan = [](const DecodeProblem& p, int s) { return grid_plan(p, 1, s); },
+    .smem_bytes = row_smem,
     .run =
         [](const DecodeParams& a, Stages& st) {
           st.run(a.splits > 1 ? "attention, per split" : "attention", [&] { return ch08::split_kv(a); });
@@ -123,6 +141,7 @@ const RegisterDecode gqa({
           return append_bytes(p) + chunks(p) * p.cache_bytes() + qo_bytes(p) + partial_bytes(p, s);
         },
     .plan = [](const DecodeProblem& p, int s) { return grid_plan(p, ch08::rows_per_block(p.group(), p.Lq), s); },
+    .smem_bytes = packed_smem,
     .run =
         [](const DecodeParams& a, Stages& st) {
           st.run(a.splits > 1 ? "attention, per split" : "attention", [&] { return ch08::gqa_packed(a); });
@@ -141,6 +160,7 @@ const RegisterDecode paged_step({
           return append_bytes(p) + chunks(p) * p.cache_bytes() + qo_bytes(p) + partial_bytes(p, s) + table_bytes(p, s);
         },
     .plan = [](const DecodeProblem& p, int s) { return grid_plan(p, ch08::rows_per_block(p.group(), p.Lq), s); },
+    .smem_bytes = packed_smem,
     .run =
         [](const DecodeParams& a, Stages& st) {
           st.run(a.splits > 1 ? "attention, per split" : "attention", [&] { return ch08::paged(a); });

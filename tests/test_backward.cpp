@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 
+#include "backward_run.h"
 #include "harness/backward.h"
 #include "harness/reference.h"
 #include "sweep.h"
@@ -137,21 +138,6 @@ TEST_CASE("the gradient check fails a wrong gradient, a NaN and a missing scale"
 }
 
 namespace {
-struct BackwardRun {
-  Problem p;
-  Inputs in;
-  std::vector<float> dout;
-  BackwardChecker checker;
-  BackwardInputs dev;
-  BackwardRun(const Problem& problem, const RunOptions& o)
-      : p(problem), in(Inputs::generate(p)), dout(seeded_dout(p)), checker(p, in, dout, o), dev(p, in, dout) {}
-};
-RunOptions untimed() {
-  RunOptions o;
-  o.reps = 0;
-  o.sample = false;
-  return o;
-}
 void check_result(const BackwardResult& r, const Problem& p) {
   INFO(r.row.verdict.why);
   CHECK(r.row.verdict.nonfinite == 0);

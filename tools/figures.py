@@ -31,7 +31,7 @@ Nothing here is a measurement. Each figure takes its rule from the file that def
   08_gqa_packing.svg      the g x Lq query rows of one KV head as the rows of one block:
                           rows_per_block of 08_decoding/gqa_packed.cu, the row mapping of decode.cuh
   08_roofline.svg         decoding's arithmetic intensity against the H100's roofs, the numbers of
-                          common/model/gpu.h
+                          common/gpus/gpus.h
   09_wgmma_layout.svg     which thread and register of a warpgroup hold each element of wgmma's
                           m64nNk16 accumulator (drawn at N = 16): frag::wgmma_d_row / wgmma_d_col read
                           from common/simt/include/simt/fragments.h, tiles()[N / 8][4] from simt/wgmma.cuh
@@ -694,15 +694,17 @@ def fig_backward_loop_order(args):
 # --------------------------------------------------------------------------------------------
 
 def h100_spec():
-    """The H100's numbers of common/model/gpu.h (kGpus[0]): SMs, clock, DRAM TB/s, L2 TB/s, tensor
-    TFLOP/s, fp32 TFLOP/s, mma.sync fraction."""
-    src = re.sub(r"//[^\n]*", "", (ROOT / "common/model/gpu.h").read_text())
-    m = re.search(r'\{"h100",\s*"[^"]*",([^}]*)\}', src)
-    check(m is not None, "common/model/gpu.h: cannot read the h100 entry of kGpus; tools/figures.py must follow it")
-    v = [float(x) for x in m.group(1).split(",") if x.strip()]
-    check(len(v) >= 11, "common/model/gpu.h: the h100 entry has fewer fields than GpuSpec")
-    # GpuSpec's order: sms, clock_ghz, dram_tb_s, l2_tb_s, l2_mb, l1, mufu, tensor_tflops, fp32_tflops, mma_sync_fraction
-    return {"sms": int(v[0]), "clock": v[1], "dram": v[2], "l2": v[3], "tensor": v[7], "fp32": v[8], "mma": v[9]}
+    """The H100's numbers of common/gpus/gpus.h (the row keyed "h100"): SMs, clock, DRAM TB/s, L2 TB/s,
+    tensor TFLOP/s, fp32 TFLOP/s, mma.sync fraction."""
+    src = re.sub(r"//[^\n]*", "", (ROOT / "common/gpus/gpus.h").read_text())
+    m = re.search(r'\{\.key = "h100",(.*?)\},\s*\{', src, re.S)
+    check(m is not None, "common/gpus/gpus.h: cannot read the h100 row of kGpus; tools/figures.py must follow it")
+    fields = dict(re.findall(r"\.(\w+) = ([0-9.]+)", m.group(1)))
+    want = ["sms", "clock_ghz", "dram_tb_s", "l2_tb_s", "tensor_tflops", "fp32_tflops", "mma_sync_fraction"]
+    check(all(k in fields for k in want), "common/gpus/gpus.h: the h100 row lacks one of " + ", ".join(want))
+    return {"sms": int(fields["sms"]), "clock": float(fields["clock_ghz"]), "dram": float(fields["dram_tb_s"]),
+            "l2": float(fields["l2_tb_s"]), "tensor": float(fields["tensor_tflops"]), "fp32": float(fields["fp32_tflops"]),
+            "mma": float(fields["mma_sync_fraction"])}
 
 
 def split_rule():
@@ -994,7 +996,7 @@ def fig_roofline(args):
     ax.set_ylabel("attainable TFLOP/s")
     ax.grid(True, which="both", color=LIGHT, linewidth=0.6)
     ax.legend(loc="lower right", fontsize=7.5, framealpha=0.95)
-    ax.set_title(f"The H100's roofline (common/model/gpu.h: {bw:g} TB/s of HBM3, the peaks below): decoding "
+    ax.set_title(f"The H100's roofline (common/gpus/gpus.h: {bw:g} TB/s of HBM3, the peaks below): decoding "
                  "sits on the bandwidth slope.\nArithmetic, not a measurement; each roof is a peak the kernels "
                  "reach only in part", fontsize=10)
     return fig

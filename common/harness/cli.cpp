@@ -242,6 +242,9 @@ std::vector<Result> run_all(const std::vector<const Variant*>& chosen, bool name
     }
     std::fflush(stdout);
   }
+  for (const Result& r : results)
+    if (!r.error.empty() && context_lost())
+      throw CudaError("the GPU's context was lost (" + r.variant->name + ": " + r.error + "); the rows above are what ran");
   return results;
 }
 
@@ -304,9 +307,15 @@ void print_tour_summary(const std::vector<Result>& results) {
   const Result& first = results.front();
   if (first.variant->chapter.rfind("01", 0) != 0 || first.timing.median_ms <= 0) return;
   std::printf("\n%-22s %-22s %11s %15s\n", "chapter", "best variant", "median ms", "speedup vs 01");
-  for (const Result& r : results)
-    std::printf("%-22s %-22s %11.4f %14.2fx\n", r.variant->chapter.c_str(), r.variant->name.c_str(), r.timing.median_ms,
-                first.timing.median_ms / r.timing.median_ms);
+  for (const Result& r : results) {
+    // *: the chapter's best step does not run here; its most advanced one that does (said below).
+    const std::string name = r.variant->name + (r.variant->best ? "" : " *");
+    if (r.timing.median_ms > 0)
+      std::printf("%-22s %-22s %11.4f %14.2fx\n", r.variant->chapter.c_str(), name.c_str(), r.timing.median_ms,
+                  first.timing.median_ms / r.timing.median_ms);
+    else
+      std::printf("%-22s %-22s %11s %15s\n", r.variant->chapter.c_str(), name.c_str(), "FAILED", "-");
+  }
   if (emulated())
     std::printf("\nCPU emulator: these times rank the chapters by what they cost the emulator, which runs every GPU "
                 "thread in turn, not by a GPU's speed.\nWhat a GPU would take, modelled from the emulator's counters: "
@@ -329,12 +338,23 @@ int tour_main(int argc, char** argv) {
     const Problem p = build_problem(a, app);
     const RunOptions o = build_options(a, app);
     std::vector<const Variant*> best;
-    for (const std::string& c : chapters()) best.push_back(best_of(c));
+    std::vector<std::string> stand_ins;
+    for (const std::string& c : chapters()) {
+      const Variant* v = best_of(c);
+      if (const std::string why = v->unsupported(p); !why.empty())
+        if (const Variant* s = runnable_step(c, p)) {
+          stand_ins.push_back("* " + c + ": its best step does not run here (" + why + "); the tour runs " + s->name +
+                              ", its most advanced step that does");
+          v = s;
+        }
+      best.push_back(v);
+    }
     const auto results = run_all(best, false, p, o, false, profiler ? &*profiler : nullptr);
     if (profiler)
       profiler->print_summary();
     else if (!results.empty())
       print_tour_summary(results);
+    for (const std::string& s : stand_ins) std::printf("%s\n", s.c_str());
     tour_decoding(p, o, profiler ? &*profiler : nullptr);
     return finish(results, a.csv, profiler ? &*profiler : nullptr, !profiler);
   });

@@ -86,6 +86,9 @@ struct DecodeVariant {
   };
   std::function<double(const DecodeProblem&, int splits)> hbm_bytes;  // what its kernels move, by its cost model
   std::function<std::string(const DecodeProblem&, int splits)> plan;   // "2 rows per block, 33 splits"
+  // The shared memory one block of its kernels asks for, static and dynamic (the most of any); with
+  // info's compute capability, what unsupported() holds against the device.
+  std::function<size_t(const DecodeProblem&)> smem_bytes = [](const DecodeProblem&) { return size_t{0}; };
   std::function<void(const DecodeParams&, Stages&)> run;
   std::string unsupported(const DecodeProblem& p) const;  // "" when it runs p
   int splits_for(const DecodeProblem& p) const;           // p.splits, or the heuristic's, or 1

@@ -239,6 +239,12 @@ void check(cudaError_t e, const std::string& what) {
   }
 }
 
+bool context_lost() {
+  if (device().emulated) return false;
+  cudaGetLastError();  // clears an error that is not sticky; a sticky one stays
+  return cudaDeviceSynchronize() != cudaSuccess || cudaPeekAtLastError() != cudaSuccess;
+}
+
 DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
   const cudaError_t e = cudaMalloc(&p_, bytes ? bytes : 1);
   if (e == cudaErrorMemoryAllocation) {

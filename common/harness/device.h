@@ -53,6 +53,9 @@ double copy_bandwidth_gbps();
 
 // Throws CudaError naming `what` unless e is cudaSuccess.
 void check(cudaError_t e, const std::string& what);
+// After a CUDA error: whether it was sticky, i.e. the context is lost and every later call fails
+// (a kernel that faulted on a GPU). Never on the CPU emulator, whose errors are the launch's own.
+bool context_lost();
 
 // Device memory, freed on scope exit.
 class DeviceBuffer {

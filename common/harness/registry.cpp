@@ -91,6 +91,16 @@ std::vector<std::string> chapters() {
   std::sort(c.begin(), c.end());
   return c;
 }
+const Variant* runnable_step(const std::string& chapter, const Problem& p) {
+  const Variant* last = nullptr;
+  for (const Variant& v : registry())
+    if (v.chapter == chapter && v.unsupported(p).empty()) {
+      if (v.best) return &v;
+      last = &v;
+    }
+  return last;
+}
+
 const Variant* best_of(const std::string& chapter) {
   const Variant* last = nullptr;
   for (const Variant& v : registry())

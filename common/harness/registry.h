@@ -75,6 +75,9 @@ std::vector<std::pair<std::string, std::string>> gpu_only_variants();
 const Variant* find_variant(const std::string& name);
 std::vector<std::string> chapters();  // in order
 const Variant* best_of(const std::string& chapter);
+// The chapter's best variant if it runs p on the device at hand, else its most advanced step that
+// does (the last registered); nullptr when none does.
+const Variant* runnable_step(const std::string& chapter, const Problem& p);
 
 // At namespace scope in a chapter's variants.cpp:  static attn::Register r({...});
 struct Register {

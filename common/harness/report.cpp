@@ -55,6 +55,10 @@ void print_table_header() {
 
 void print_row(const Result& r, const std::string& label) {
   const std::string name = label.empty() ? r.variant->name : label;
+  if (!r.error.empty()) {
+    std::printf("%-22s FAILED: %s\n", name.c_str(), r.error.c_str());
+    return;
+  }
   const bool timed = r.timing.reps > 0;
   char ms[32] = "-", mn[32] = "-", tf[32] = "-", gb[32] = "-";
   if (timed) {
@@ -168,13 +172,14 @@ void check_csv_target(const std::string& path) {
 
 void append_csv(const std::string& path, const std::vector<Result>& rows, const ModelledRow* modelled) {
   for (const Result& r : rows)
-    if (r.timing.reps == 0) throw UsageError("no CSV row without a timing (--reps 0 checks only): nothing written to " + path);
+    if (r.timing.reps == 0 && r.error.empty()) throw UsageError("no CSV row without a timing (--reps 0 checks only): nothing written to " + path);
   std::string text;
   {
     std::ifstream in(path);
     if (!in || in.peek() == std::ifstream::traits_type::eof()) text = std::string(kCsvHeader) + "\n";
   }
-  for (const Result& r : rows) text += csv_row(r, modelled) + "\n";
+  for (const Result& r : rows)
+    if (r.error.empty()) text += csv_row(r, modelled) + "\n";  // a row that failed has no time to record
   // Every row formed before the file is touched, then written at once.
   std::ofstream out(path, std::ios::app);
   out << text << std::flush;

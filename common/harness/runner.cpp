@@ -210,18 +210,35 @@ std::vector<Result> run_in_rounds(const std::vector<const Variant*>& variants, c
   const int rounds = std::max(o.reps, 1);
   std::vector<Result> results(variants.size());
   std::vector<std::vector<Timing>> timings(variants.size());
-  for (int r = 0; r < rounds; ++r) {
+  std::string lost;  // the failure that lost the context
+  for (int r = 0; r < rounds && lost.empty(); ++r) {
     RunOptions once = o;
     once.reps = o.reps > 0 ? 1 : 0;
     once.warmup = r == 0 ? o.warmup : 0;
     for (size_t i = 0; i < variants.size(); ++i) {
-      Result one = run_variant(*variants[i], p, in.inputs, in.checker, once);
-      timings[i].push_back(one.timing);
-      if (r == 0 || (!one.verdict.pass && results[i].verdict.pass)) results[i] = std::move(one);
+      if (!results[i].error.empty()) continue;
+      if (!lost.empty()) {
+        results[i].variant = variants[i];
+        results[i].error = "not run: " + lost;
+        continue;
+      }
+      try {
+        Result one = run_variant(*variants[i], p, in.inputs, in.checker, once);
+        timings[i].push_back(one.timing);
+        if (r == 0 || (!one.verdict.pass && results[i].verdict.pass)) results[i] = std::move(one);
+      } catch (const CudaError& e) {
+        results[i] = Result{};
+        results[i].variant = variants[i];
+        results[i].problem = p;
+        results[i].error = e.what();
+        if (context_lost())
+          lost = "the GPU's context was lost to " + variants[i]->name + "'s error (every later call would fail)";
+      }
     }
     if (round_done) round_done(r + 1, rounds);
   }
-  for (size_t i = 0; i < variants.size(); ++i) results[i].timing = combine_repetitions(timings[i]);
+  for (size_t i = 0; i < variants.size(); ++i)
+    if (results[i].error.empty()) results[i].timing = combine_repetitions(timings[i]);
   return results;
 }
 

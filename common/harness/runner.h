@@ -46,6 +46,7 @@ struct Result {
   size_t workspace = 0;
   double flops = 0, hbm_bytes = 0;
   std::string plan;
+  std::string error;  // the CUDA error that stopped the variant ("" when it ran): its row says FAILED
   double tflops() const { return timing.median_ms > 0 ? flops / (timing.median_ms * 1e9) : 0; }
   double gbps() const { return timing.median_ms > 0 ? hbm_bytes / (timing.median_ms * 1e6) : 0; }
 };
@@ -86,6 +87,10 @@ Result run_variant(const Variant& v, const Problem& p, const DeviceInputs& in, c
 // every variant alike and their ratios hold still, where one variant after the other would give
 // one the busy seconds and another the quiet ones. One Result per variant, in order; a variant
 // fails when any round fails its check. `round_done(r, rounds)` after each round.
+// A variant whose launch fails (a CUDA error) keeps its Result, with the error, and leaves the
+// later rounds; the others go on. When the error has lost the GPU's context (every later call
+// would fail too), the rounds stop: the variants not yet run get that as their error, and
+// context_lost() says so.
 std::vector<Result> run_in_rounds(const std::vector<const Variant*>& variants, const Problem& p, const Prepared& in,
                                   const RunOptions& o, const std::function<void(int, int)>& round_done = {});
 

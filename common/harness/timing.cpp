@@ -4,6 +4,7 @@
 
 #include "device.h"
 #include "errors.h"
+#include "simt/launch_error.h"
 
 namespace attn {
 namespace {
@@ -37,7 +38,10 @@ void Stages::begin() {
   check(cudaEventRecord(event(used_++)), "cudaEventRecord");
 }
 void Stages::run(const std::string& stage, const std::function<cudaError_t()>& launch, double bytes) {
-  check(launch(), "launch of \"" + stage + "\"");
+  if (const cudaError_t e = launch(); e != cudaSuccess) {
+    const std::string said = simt::last_launch_error();  // what was asked and allowed, or the emulator's diagnostic
+    check(e, "launch of \"" + stage + "\"" + (said.empty() ? "" : " (" + said + ")"));
+  }
   names_.push_back(stage);
   bytes_.push_back(bytes);
   counters_.push_back(take_counters());

@@ -6,6 +6,8 @@
 #include <string>
 #include <utility>
 
+#include "simt/launch_error.h"
+
 namespace simt {
 
 // The block's dynamic shared memory, typed. One `extern __shared__` array serves every type.
@@ -23,15 +25,6 @@ cudaError_t launch_exact(void (*kernel)(P...), dim3 grid, dim3 block, size_t sme
   kernel<<<grid, block, smem>>>(static_cast<P>(std::forward<A>(args))...);
   return cudaGetLastError();
 }
-
-namespace detail {
-inline std::string& launch_message() {
-  static std::string m;
-  return m;
-}
-}  // namespace detail
-// What the last launch refused by simt::launch asked for and what the GPU allows ("" if none).
-inline std::string last_launch_error() { return detail::launch_message(); }
 
 // The launch every chapter uses: opts in to the dynamic shared memory it asks for, then launches.
 // A refused opt-in leaves the bytes asked for and allowed in last_launch_error().

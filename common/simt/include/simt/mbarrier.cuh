@@ -49,6 +49,9 @@ __device__ __forceinline__ unsigned smem_address(const void* p) {
 __device__ __forceinline__ void mbarrier_init(uint64_t* bar, unsigned count SIMT_MBAR_CALLER) {
 #if SIMT_CPU
   detail::mbarrier_init(bar, count SIMT_MBAR_SITE);
+#elif SIMT_BEFORE_SM80
+  (void)bar, (void)count;
+  __trap();
 #else
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(detail::smem_address(bar)), "r"(count) : "memory");
 #endif
@@ -64,6 +67,10 @@ __device__ __forceinline__ void fence_mbarrier_init() {
 __device__ __forceinline__ uint64_t mbarrier_arrive(uint64_t* bar SIMT_MBAR_CALLER) {
 #if SIMT_CPU
   return detail::mbarrier_arrive(bar, 0, "mbarrier_arrive" SIMT_MBAR_SITE);
+#elif SIMT_BEFORE_SM80
+  (void)bar;
+  __trap();
+  return 0;
 #else
   uint64_t token;
   asm volatile("mbarrier.arrive.shared::cta.b64 %0, [%1];\n" : "=l"(token) : "r"(detail::smem_address(bar)) : "memory");
@@ -115,6 +122,9 @@ __device__ __forceinline__ void mbarrier_complete_tx(uint64_t* bar, unsigned byt
 __device__ __forceinline__ void mbarrier_wait_parity(uint64_t* bar, unsigned parity SIMT_MBAR_CALLER) {
 #if SIMT_CPU
   detail::mbarrier_wait_parity(bar, parity SIMT_MBAR_SITE);
+#elif SIMT_BEFORE_SM80
+  (void)bar, (void)parity;
+  __trap();
 #else
   const unsigned a = detail::smem_address(bar);
   unsigned done = 0;

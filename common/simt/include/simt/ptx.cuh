@@ -139,6 +139,9 @@ __device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[
   detail::warp_collective(0xffffffffu, "mma.sync.m16n8k16", simt_file, simt_line, &detail::mma_m16n8k16_exchange<T>,
                           nullptr);
   std::memcpy(d, detail::t_thread->out, 16);
+#elif SIMT_BEFORE_SM80
+  (void)d, (void)a, (void)b, (void)c;
+  __trap();
 #else
   if constexpr (std::is_same_v<T, __half>) {
     asm volatile(
@@ -194,6 +197,9 @@ SIMT_LDMATRIX(ldmatrix_x4_trans, 4, true,
 __device__ __forceinline__ void cp_async_cg_16(void* smem_dst, const void* gmem_src SIMT_PTX_CALLER) {
 #if SIMT_CPU
   detail::cp_async(smem_dst, gmem_src, 16, "cp.async.cg", simt_file, simt_line);
+#elif SIMT_BEFORE_SM80
+  (void)smem_dst, (void)gmem_src;
+  __trap();
 #else
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem_src) : "memory");
@@ -202,6 +208,9 @@ __device__ __forceinline__ void cp_async_cg_16(void* smem_dst, const void* gmem_
 __device__ __forceinline__ void cp_async_ca_16(void* smem_dst, const void* gmem_src SIMT_PTX_CALLER) {
 #if SIMT_CPU
   detail::cp_async(smem_dst, gmem_src, 16, "cp.async.ca", simt_file, simt_line);
+#elif SIMT_BEFORE_SM80
+  (void)smem_dst, (void)gmem_src;
+  __trap();
 #else
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
   asm volatile("cp.async.ca.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem_src) : "memory");
@@ -213,6 +222,9 @@ __device__ __forceinline__ void cp_async_cg_16_zfill(void* smem_dst, const void*
                                                      int src_bytes SIMT_PTX_CALLER) {
 #if SIMT_CPU
   detail::cp_async(smem_dst, gmem_src, src_bytes, "cp.async.cg (zero-fill)", simt_file, simt_line);
+#elif SIMT_BEFORE_SM80
+  (void)smem_dst, (void)gmem_src, (void)src_bytes;
+  __trap();
 #else
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem_dst));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem_src), "r"(src_bytes) : "memory");
@@ -221,6 +233,8 @@ __device__ __forceinline__ void cp_async_cg_16_zfill(void* smem_dst, const void*
 __device__ __forceinline__ void cp_async_commit() {
 #if SIMT_CPU
   ++detail::t_thread->committed_groups;
+#elif SIMT_BEFORE_SM80
+  __trap();
 #else
   asm volatile("cp.async.commit_group;\n" ::: "memory");
 #endif
@@ -229,6 +243,8 @@ template <int N>
 __device__ __forceinline__ void cp_async_wait() {
 #if SIMT_CPU
   detail::wait_async_copies(N);
+#elif SIMT_BEFORE_SM80
+  __trap();
 #else
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 #endif

@@ -21,3 +21,13 @@
 #include "simt/cpu/builtins.h"
 #include "simt/cpu/half_math.h"
 #endif
+
+// sm_80's instructions (mma.sync m16n8k16, bf16 mma, cp.async, mbarrier) in nvcc's pass for an older
+// GPU (sm_75, a T4): the wrappers (ptx.cuh, mbarrier.cuh) trap there instead, never reached, since
+// the registry refuses every variant that uses them (Variant::min_cc); the emulator standing for
+// such a GPU fails the launch at the instruction.
+#if !SIMT_CPU && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#define SIMT_BEFORE_SM80 1
+#else
+#define SIMT_BEFORE_SM80 0
+#endif

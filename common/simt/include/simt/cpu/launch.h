@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "gpus/gpus.h"
+#include "simt/launch_error.h"
 
 // A kernel file built for one architecture alone (sm_90a: wgmma, setmaxnreg) says which with
 // -DSIMT_ARCH_SPECIFIC=90 (cmake/Kernels.cmake); its launches then carry it, and the emulator
@@ -48,8 +49,6 @@ Schedule schedule();
 void set_schedule(const Schedule& s);
 const char* order_name(Order o);
 
-// The message of the last failed launch on this process ("" if none).
-std::string last_launch_error();
 
 // The GPU the emulator stands for (common/gpus/gpus.h): its launches are held to that GPU's compute
 // capability, shared memory and threads, and the runtime API reports its properties. SIMT_GPU (a

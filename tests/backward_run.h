@@ -1,0 +1,27 @@
+// backward_run.h: what a test needs to run backward variants on one problem: the inputs, dO, the
+// reference gradients' checker and the device buffers.
+#pragma once
+#include <vector>
+
+#include "harness/backward.h"
+
+namespace attn {
+
+struct BackwardRun {
+  Problem p;
+  Inputs in;
+  std::vector<float> dout;
+  BackwardChecker checker;
+  BackwardInputs dev;
+  BackwardRun(const Problem& problem, const RunOptions& o)
+      : p(problem), in(Inputs::generate(p)), dout(seeded_dout(p)), checker(p, in, dout, o), dev(p, in, dout) {}
+};
+// Run once, untimed, every row checked.
+inline RunOptions untimed() {
+  RunOptions o;
+  o.reps = 0;
+  o.sample = false;
+  return o;
+}
+
+}  // namespace attn
