@@ -2,8 +2,9 @@
 """test_gpu_session.py: tools/gpu_session.sh `all`, the one call a session with a GPU makes first,
 run here without a GPU: cmake, ctest, nvidia-smi, nvcc, ncu, compute-sanitizer, python3 and the
 book's binaries are stand-ins that log how they were called. A GPU session is rare and short; this
-checks before one that every step reaches its programs with the arguments it means, that the budget
-and --steps behave, and that what comes back fits the device's limits (at most 8 files).
+checks before one that every step reaches its programs with the arguments it means, that the build is
+for the GPU nvidia-smi reports, that the budget and --steps behave, and that what comes back fits the
+device's limits (at most 8 files).
 """
 import os
 import stat
@@ -31,6 +32,7 @@ case $(basename "$0") in
       : >"$2/lib/libflashsteps_capi.so"
     fi ;;
   ctest) sleep "${STUB_CTEST_SECONDS:-0}" ;;
+  nvidia-smi) [ "$1" = --query-gpu=compute_cap ] && printf '%b' "${STUB_COMPUTE_CAP:-}" ;;
   ncu) [ "$1" = --query-metrics ] && printf 'Device GH100\ngpu__time_duration\ndram__bytes_read\n' ;;
   flashsteps) [ "$1 $2" = "run --list" ] && printf '05_flash_v2\n  lean_loop   the loop lean (best)\n  rows_32   32 rows\n' ;;
 esac
@@ -50,7 +52,10 @@ def main():
         log = work / "calls.log"
         build = work / "build-gpu"
         env = dict(os.environ, PATH=f"{stubs}:{os.environ['PATH']}", STUB_LOG=str(log), FLASHSTEPS_COMMIT="c0ffee",
-                   FLASHSTEPS_GPU_BUILD=str(build))
+                   FLASHSTEPS_GPU_BUILD=str(build), STUB_COMPUTE_CAP="9.0\n")
+
+        def calls_since(offset):
+            return log.read_text()[offset:] if log.exists() else ""
 
         def session(out, *args, **extra):
             return subprocess.run(["bash", str(SCRIPT), "all", *args], env=dict(env, OUT=str(out), **extra),
@@ -64,8 +69,8 @@ def main():
         for name in ["build", *STEPS]:
             check(f"ok      {name} (" in summary, f"step {name} ran and ended well")
         check("FAILED" not in summary and "SKIPPED" not in summary, "no step failed or was skipped")
-        check("-DCMAKE_CUDA_ARCHITECTURES=90" in calls and "-DCMAKE_BUILD_TYPE=Release" in calls,
-              "the build is configured for sm_90, Release")
+        check("-DCMAKE_CUDA_ARCHITECTURES=90 " in calls and "-DCMAKE_BUILD_TYPE=Release" in calls,
+              "the build is configured for the GPU nvidia-smi reports (9.0: sm_90), Release")
         check(f"ctest --test-dir {build} -E timing" in calls, "every test but the timing checks")
         for tool in ("memcheck", "racecheck", "synccheck"):
             check(f"compute-sanitizer --tool {tool} --error-exitcode 9 {build}/bin/flashsteps run" in calls
@@ -97,10 +102,15 @@ def main():
             check({f"{s}.log" for s in STEPS} <= names, "the archive holds every step's log")
 
         # A second call: only the steps asked for; a budget that runs out names what is left, as
-        # the next call's --steps.
+        # the next call's --steps. Its machine has two kinds of GPU, one of them twice.
         out = work / "out2"
-        r = session(out, "--budget", "20", "--steps", "tests,ncu,tune", STUB_CTEST_SECONDS="12")
+        offset = len(log.read_text())
+        r = session(out, "--budget", "20", "--steps", "tests,ncu,tune", STUB_CTEST_SECONDS="12",
+                    STUB_COMPUTE_CAP="12.0\n8.6\n8.6\n")
         summary = (out / "summary.txt").read_text() if (out / "summary.txt").exists() else ""
+        configures = [line for line in calls_since(offset).splitlines() if line.startswith("cmake -S")]
+        check(configures and all("-DCMAKE_CUDA_ARCHITECTURES=86;120 " in line for line in configures),
+              f"two kinds of GPU: built for each, once (got {configures})")
         check(r.returncode == 0 and "ok      build (" in summary, "the second call builds (incrementally) first")
         check("ok      tests (" in summary and "SKIPPED ncu" in summary and "SKIPPED tune" in summary
               and "sdpa" not in summary.split("steps", 2)[-1].split("\n", 1)[1],
@@ -109,9 +119,13 @@ def main():
               "the summary names the steps left, as a command")
 
         # A build that fails stops the pass: no step runs against an old build, and the logs come back.
+        # Its nvidia-smi names no compute capability: the build asks CMake for `native`.
         out = work / "out4"
-        r = session(out, "--budget", "100", STUB_BUILD_FAILS="1")
+        offset = len(log.read_text())
+        r = session(out, "--budget", "100", STUB_BUILD_FAILS="1", STUB_COMPUTE_CAP="")
         summary = (out / "summary.txt").read_text() if (out / "summary.txt").exists() else ""
+        check("-DCMAKE_CUDA_ARCHITECTURES=native " in calls_since(offset),
+              "no compute capability from nvidia-smi: CMake's native (cmake/Backend.cmake resolves it)")
         check(r.returncode == 1 and "FAILED  build" in summary and "no step runs without the build" in summary
               and "ok      tests" not in summary and (out / "all.tar.gz").exists(),
               f"a failed build: exit 1, no step runs, the logs packed (got {r.returncode}: {summary[-200:]})")

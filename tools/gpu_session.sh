@@ -4,7 +4,7 @@
 #
 #   tools/gpu_session.sh all [--budget S] [--steps a,b,...]
 #                                            the whole first pass in one call, within S seconds
-#                                            (default 540): build for sm_90, every test, the
+#                                            (default 540): build for this machine's GPU, every test, the
 #                                            sanitizers, the chapters beside PyTorch's SDPA in one
 #                                            process, ncu on each chapter's best variant, ...; then
 #                                            packs $OUT into a few files (summary.txt first). The
@@ -75,11 +75,23 @@ step() {
   return 0
 }
 
-# configure <folder> [cmake arguments...]: a Release build for sm_90 only.
+# The compute capabilities of this machine's GPUs as CMake's list ("90", "86;120"): the session tests
+# and times the SASS a learner with this GPU builds, not the default list's sm_80 SASS or compute_90
+# PTX compiled by the driver (chapter 09's sm_90a files are built whatever the list: Kernels.cmake).
+# When nvidia-smi answers nothing usable, `native`: cmake/Backend.cmake asks nvidia-smi again, and
+# falls back to its default list.
+gpu_archs() {
+  local caps
+  caps=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | tr -d '. \r' |
+    grep -E '^[0-9]+$' | sort -un | paste -sd';') || true
+  echo "${caps:-native}"
+}
+
+# configure <folder> [cmake arguments...]: a Release build for the GPUs found (gpu_archs).
 configure() {
   local dir=$1
   shift
-  cmake -S "$root" -B "$dir" -G Ninja -DFLASHSTEPS_BACKEND=gpu -DCMAKE_CUDA_ARCHITECTURES=90 \
+  cmake -S "$root" -B "$dir" -G Ninja -DFLASHSTEPS_BACKEND=gpu -DCMAKE_CUDA_ARCHITECTURES="$(gpu_archs)" \
     -DCMAKE_BUILD_TYPE=Release "${prefix[@]}" "$@"
 }
 configure_and_build() {
@@ -229,7 +241,7 @@ case "${1:-}" in
     : >"$out/summary.txt"
     note "gpu_session.sh all: commit $FLASHSTEPS_COMMIT, budget $budget s, steps $steps, $(date -u +%FT%TZ)"
     device_info >"$out/device.txt" 2>&1 || true
-    note "device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo none)"
+    note "device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo none); building for $(gpu_archs)"
     # Always built: on a machine still warm from the last call Ninja finds little or nothing to do,
     # and an edited tree (a tuning call) is rebuilt. Without a build no step can run.
     step build 300 configure_and_build
