@@ -216,3 +216,33 @@ TEST_CASE("on every GPU of the table, a variant runs and passes or is refused in
                 g->arch().c_str(), ran, refused);
   }
 }
+
+TEST_CASE("a variant whose launch fails costs its row, not the run", "[portability]") {
+  const Emulating t4(*gpus::find_gpu("t4"));
+  // A good variant, one whose launch returns an error, and a copy of chapter 05's lean_loop that
+  // claims the T4 can run it (it uses cp.async and mma.sync m16n8k16, which sm_75 lacks).
+  const Variant* naive = find_variant("naive");
+  REQUIRE(naive != nullptr);
+  Variant refused = *naive;
+  refused.name = "refused";
+  refused.run = [](const AttentionParams&, Stages& st) { st.run("always refused", [] { return cudaErrorInvalidValue; }); };
+  Variant lying = *find_variant("lean_loop");
+  lying.name = "lying";
+  lying.min_cc = 75;
+  Problem p = small_problem(64, DType::fp16);
+  REQUIRE(lying.unsupported(p).empty());
+  RunOptions o;
+  o.reps = 2, o.warmup = 0;
+  const Prepared in(p, o);
+  const std::vector<Result> r = run_in_rounds({naive, &refused, &lying, naive}, p, in, o);
+  REQUIRE(r.size() == 4);
+  CHECK(r[0].verdict.pass);
+  CHECK(r[0].error.empty());
+  CHECK_THAT(r[1].error, Contains("always refused") && Contains("cudaErrorInvalidValue"));
+  CHECK_FALSE(r[1].verdict.pass);
+  // The emulator's own diagnostic comes with the error: the instruction, and the GPU that lacks it.
+  CHECK_THAT(r[2].error, Contains("cp.async") && Contains("sm_80") && Contains("Tesla T4"));
+  CHECK(r[3].verdict.pass);
+  CHECK(r[3].timing.reps == 2);  // the others ran every round
+  CHECK_FALSE(context_lost());   // the emulator's errors are the launch's own
+}

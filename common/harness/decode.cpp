@@ -191,10 +191,8 @@ std::string DecodeVariant::unsupported(const DecodeProblem& p) const {
   Problem f = p.forward(0);  // dtype and head dim, as a forward variant states them
   f.causal = Causal::none;
   if (std::string why = info.unsupported(f); !why.empty()) return why;
-  if (const size_t need = smem_bytes(p); static_cast<long long>(need) > device().smem_optin)
-    return "variant " + info.name + " needs " + std::to_string(need) + " B of shared memory per block at d = " +
-           std::to_string(p.d) + " in " + dtype_name(p.dtype) + "; " + device().target() + " allows " +
-           std::to_string(device().smem_optin);
+  if (const DeviceInfo* dev = device_if_any())
+    if (std::string why = smem_refusal(info.name, smem_bytes(p), p.d, p.dtype, *dev); !why.empty()) return why;
   if (p.paged && !paged) return info.name + " reads an unpaged cache [B, capacity, Hkv, d]: no --page-size";
   if (p.splits > 1 && !splits) return info.name + " does not split the keys: no --splits";
   return "";
@@ -228,7 +226,7 @@ int split_heuristic(long long blocks, int max_keys, int sms) {
 
 int decode_sms() {
   try {
-    return device().emulated ? gpus::kGpus[0].sms : device().sms;
+    return device().emulated ? device().gpu->sms : device().sms;
   } catch (const CudaError&) {  // a gpu build asked without a GPU (the C interface's queries)
     return gpus::kGpus[0].sms;
   }

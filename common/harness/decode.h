@@ -106,8 +106,8 @@ struct RegisterDecode {
 // (SMs x rounds)); no split shorter than kMinSplitKeys keys, and at most 128.
 inline constexpr int kMinSplitKeys = 256;
 int split_heuristic(long long blocks, int max_keys, int sms);
-// The SMs the heuristic fills: the GPU's, or on the emulator (or with no GPU at hand) the modelled
-// GPU's (an H100's 132).
+// The SMs the heuristic fills: the GPU's, or on the emulator the SMs of the GPU it stands for (an
+// H100's 132 unless --gpu), or with no GPU at hand the H100's.
 int decode_sms();
 
 // The reference of one problem, computed once for every variant: every sequence (a large problem:

@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "errors.h"
-#if !FLASHSTEPS_GPU
+#if FLASHSTEPS_GPU
+#include "simt/gpu_presence.h"
+#else
 #include "simt/cpu/launch.h"  // simt::gpu(): the GPU the emulator stands for
 #endif
 
@@ -112,16 +114,12 @@ DeviceInfo DeviceInfo::emulating(const gpus::Gpu& g) {
 namespace {
 DeviceInfo read_device() {
     DeviceInfo d;
-    int count = 0;
-    if (const cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess || count == 0) {
-      cudaGetLastError();
-      if (e == cudaErrorNoDevice || (e == cudaSuccess && count == 0))
-        throw CudaError("no CUDA device: this build is for the gpu backend (configure with -DFLASHSTEPS_BACKEND=cpu to run on the CPU)");
-      throw CudaError(std::string("the CUDA runtime cannot use this machine's GPU: ") + cudaGetErrorName(e) + " (" +
-                      cudaGetErrorString(e) + ")" +
-                      (e == cudaErrorInsufficientDriver ? ": the driver is older than this build's CUDA runtime; update it"
-                                                        : ""));
-    }
+#if FLASHSTEPS_GPU
+    if (const simt::GpuPresence g = simt::gpu_presence(); !g.usable)
+      throw CudaError(g.absent ? g.why + ": this build is for the gpu backend (configure with -DFLASHSTEPS_BACKEND=cpu "
+                                          "to run on the CPU)"
+                               : g.why);
+#endif
     cudaDeviceProp p;
     check(cudaGetDeviceProperties(&p, 0), "cudaGetDeviceProperties");
     d.emulated = !FLASHSTEPS_GPU;
@@ -149,6 +147,14 @@ const DeviceInfo& device() {
   if (info.gpu != &simt::gpu()) info = read_device();  // the emulator was set to another GPU
 #endif
   return info;
+}
+
+const DeviceInfo* device_if_any() {
+  try {
+    return &device();
+  } catch (const CudaError&) {
+    return nullptr;
+  }
 }
 
 void emulate_gpu(const gpus::Gpu& g) {

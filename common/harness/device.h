@@ -33,6 +33,8 @@ struct DeviceInfo {
 // The device at hand; on the cpu backend, the emulator standing for the GPU it is set to (SIMT_GPU,
 // --gpu; simt::gpu()), read again when that changes.
 const DeviceInfo& device();
+// The same, or nullptr on a gpu build where no GPU can be used (what can run is then not known).
+const DeviceInfo* device_if_any();
 // cpu backend: the emulator stands for g from now on (simt::set_gpu), and device() says so. On the
 // gpu backend a UsageError: the GPU at hand is the one.
 void emulate_gpu(const gpus::Gpu& g);

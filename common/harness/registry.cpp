@@ -37,14 +37,16 @@ std::string Variant::unfit(const Problem& p, const DeviceInfo& dev) const {
   if (dev.cc() < min_cc)
     return "variant " + name + " needs sm_" + std::to_string(min_cc) + " or later (cp.async, mma.sync m16n8k16, bf16 "
            "tensor cores); " + dev.target() + " is older";
-  if (const size_t need = smem_bytes(p); static_cast<long long>(need) > dev.smem_optin)
-    return "variant " + name + " needs " + std::to_string(need) + " B of shared memory per block at d = " +
-           std::to_string(p.d) + " in " + dtype_name(p.dtype) + "; " + dev.target() + " allows " +
-           std::to_string(dev.smem_optin);
-  return "";
+  return smem_refusal(name, smem_bytes(p), p.d, p.dtype, dev);
 }
 
-std::string Variant::unsupported(const Problem& p, const DeviceInfo& dev) const {
+std::string smem_refusal(const std::string& variant, size_t need, int d, DType t, const DeviceInfo& dev) {
+  if (static_cast<long long>(need) <= dev.smem_optin) return "";
+  return "variant " + variant + " needs " + std::to_string(need) + " B of shared memory per block at d = " +
+         std::to_string(d) + " in " + dtype_name(t) + "; " + dev.target() + " allows " + std::to_string(dev.smem_optin);
+}
+
+std::string Variant::unsupported_features(const Problem& p) const {
   if (std::find(dtypes.begin(), dtypes.end(), p.dtype) == dtypes.end())
     return "variant " + name + " does not take " + dtype_name(p.dtype) + " inputs (it supports " + supports() + ")";
   if (!head_dims.contains(p.d))
@@ -56,7 +58,18 @@ std::string Variant::unsupported(const Problem& p, const DeviceInfo& dev) const 
   if (max_heads > 0 && static_cast<long long>(p.heads()) > max_heads)
     return "variant " + name + " runs at most " + std::to_string(max_heads) + " heads (B*H), not " +
            std::to_string(p.heads()) + ": its grid has one row of blocks per head";
-  return unfit(p, dev);
+  return "";
+}
+
+std::string Variant::unsupported(const Problem& p, const DeviceInfo& dev) const {
+  const std::string why = unsupported_features(p);
+  return why.empty() ? unfit(p, dev) : why;
+}
+std::string Variant::unsupported(const Problem& p) const {
+  const std::string why = unsupported_features(p);
+  if (!why.empty()) return why;
+  const DeviceInfo* dev = device_if_any();
+  return dev ? unfit(p, *dev) : "";
 }
 
 std::vector<Variant>& registry() {

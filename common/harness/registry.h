@@ -56,16 +56,21 @@ struct Variant {
   // Why the variant cannot run `p` ("" if it can): dtype, head dim, features, and what it needs of
   // the device (this build's code for it, its compute capability, its shared memory per block), in
   // the device's terms. The first form asks about the device at hand (on the cpu backend: the GPU
-  // the emulator stands for).
-  std::string unsupported(const Problem& p) const { return unsupported(p, device()); }
+  // the emulator stands for; on a gpu build without a usable GPU it leaves the device part out).
+  std::string unsupported(const Problem& p) const;
   std::string unsupported(const Problem& p, const DeviceInfo& dev) const;
   // The device part alone: "" when dev can run the variant's kernels on p.
   std::string unfit(const Problem& p, const DeviceInfo& dev) const;
+  // The rest: dtype, head dim, is_causal, attn_mask, heads.
+  std::string unsupported_features(const Problem& p) const;
   std::string supports() const;  // "fp32, fp16, bf16; d 1..256; causal, masks"
   bool answers_to(const std::string& n) const;  // its name or a former one
   // The bytes its cost model moves on p (hbm_bytes), or Q, K, V read and O written once without one.
   double bytes_moved(const Problem& p) const { return hbm_bytes ? hbm_bytes(p) : p.qkvo_bytes(); }
 };
+
+// "variant X needs N B of shared memory per block at d = ... ; <the GPU> allows M", or "" when it fits.
+std::string smem_refusal(const std::string& variant, size_t need, int d, DType t, const DeviceInfo& dev);
 
 std::vector<Variant>& registry();
 // (chapter, name) of the variants only nvcc builds: a chapter's GPU_KERNELS (cmake/Chapter.cmake),
