@@ -24,6 +24,8 @@ int bench_main(int argc, char** argv);
 int backward_main(int argc, char** argv, const std::string& chapter);
 // `flashsteps decode` and chapter 08's binary: the decoding variants on one problem (decode_cli.cpp).
 int decode_main(int argc, char** argv, const std::string& chapter);
+// `flashsteps support`: which chapter runs on which GPU (support.cpp), the README's support matrix.
+int support_main(int argc, char** argv);
 // The tour's decoding line: chapter 08's best against chapter 05's best run on one new token per
 // sequence of the tour's problem (a cache of Lk - 1 keys, every head its own KV head).
 class Profiler;

@@ -6,6 +6,7 @@
 //                                 profiler would count, and a modelled GPU time (a counters build)
 //   flashsteps backward [options] the fastest forward, then every backward variant (chapter 07)
 //   flashsteps decode [options]   every decoding variant on one KV-cache problem (chapter 08)
+//   flashsteps support [options]  which chapter runs on which GPU of common/gpus/gpus.h
 #include <cstdio>
 #include <cstring>
 
@@ -31,6 +32,7 @@ const Command kCommands[] = {
                               "modelled GPU time (a counters build)"},
     {"backward", backward_cmd, "chapter 07: the fastest forward, then every backward variant (dQ, dK, dV)"},
     {"decode", decode_cmd, "chapter 08: new tokens against a KV cache (GQA, split-KV, pages), every decoding variant"},
+    {"support", attn::support_main, "which chapter runs on which GPU (T4 to B200): runs, adapts, a stand-in step, or why not"},
 };
 
 int usage() {
