@@ -27,11 +27,13 @@ cudaError_t launch_exact(void (*kernel)(P...), dim3 grid, dim3 block, size_t sme
 }
 
 // The launch every chapter uses: opts in to the dynamic shared memory it asks for, then launches.
-// A refused opt-in leaves the bytes asked for and allowed in last_launch_error().
+// Without the opt-in a block may have 48 KB, static and dynamic together: a kernel with static
+// __shared__ can pass that with less than 48 KB of dynamic, so any dynamic amount opts in. A
+// refused opt-in leaves the bytes asked for and allowed in last_launch_error().
 template <class... P, class... A>
 cudaError_t launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, A&&... args) {
   detail::launch_message().clear();
-  if (smem > 48 * 1024) {
+  if (smem > 0) {
     const cudaError_t e =
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
     if (e != cudaSuccess) {

@@ -202,7 +202,7 @@ cudaError_t opt_in(const void* kernel, size_t smem, int arch_specific);
 
 template <int Arch = SIMT_ARCH_SPECIFIC, class... P, class... A>
 cudaError_t launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, A&&... args) {
-  if (smem > 48 * 1024)
+  if (smem > 0)  // as simt/gpu.h: 48 KB without the opt-in counts static __shared__ too
     if (const cudaError_t e = detail::opt_in(reinterpret_cast<const void*>(kernel), smem, Arch); e != cudaSuccess)
       return e;
   return launch_exact<Arch>(kernel, grid, block, smem, std::forward<A>(args)...);
