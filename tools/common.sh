@@ -67,7 +67,14 @@ progress() {
   done
 }
 
+# The backend, and on a machine with a GPU its architecture: `native` (cmake/Backend.cmake resolves it
+# through nvidia-smi), so that a T4 or a GeForce card gets code it runs, unless
+# FLASHSTEPS_CMAKE_ARGS names the architectures.
 backend_args() {
   [ -n "${FLASHSTEPS_BACKEND:-}" ] && echo "-DFLASHSTEPS_BACKEND=$FLASHSTEPS_BACKEND"
+  if [ "${FLASHSTEPS_BACKEND:-auto}" != cpu ] && [[ "${FLASHSTEPS_CMAKE_ARGS:-}" != *CMAKE_CUDA_ARCHITECTURES* ]] &&
+     nvidia-smi -L 2>/dev/null | grep -q "GPU [0-9]"; then
+    echo "-DCMAKE_CUDA_ARCHITECTURES=native"
+  fi
   return 0
 }
