@@ -22,7 +22,9 @@ endfunction()
 function(flashsteps_hopper_kernel_sources target)
   if(FLASHSTEPS_BACKEND STREQUAL "gpu")
     add_library(${target}_sm90a OBJECT ${ARGN})
-    set_target_properties(${target}_sm90a PROPERTIES CUDA_ARCHITECTURES 90a)
+    # SASS only (-real): sm_90a's PTX compiles for sm_90 alone, which the SASS covers already
+    # (tools/fatbin_ptx.py checks that these objects carry none).
+    set_target_properties(${target}_sm90a PROPERTIES CUDA_ARCHITECTURES 90a-real)
     target_include_directories(${target}_sm90a PRIVATE $<TARGET_PROPERTY:${target},INCLUDE_DIRECTORIES>)
     target_link_libraries(${target}_sm90a PRIVATE simt)
     flashsteps_warnings(${target}_sm90a)
@@ -35,12 +37,21 @@ function(flashsteps_hopper_kernel_sources target)
   endif()
 endfunction()
 
-# Warnings are errors in our code (not in the toolkit's or the distribution's headers).
+# Warnings in our code (not in the toolkit's or the distribution's headers). They are errors with
+# -DFLASHSTEPS_WERROR=ON, as tools/run_tests.sh (CI) builds; a user's compiler, version or build type
+# must not stop their build over a warning, so not by default.
 # Designated initializers leave fields to their defaults on purpose: GCC 12 would warn.
+option(FLASHSTEPS_WERROR "warnings in the project's code are errors (CI)" OFF)
 function(flashsteps_warnings target)
-  target_compile_options(${target} PRIVATE
-    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Werror -Wno-missing-field-initializers>
-    $<$<COMPILE_LANGUAGE:CUDA>:--Werror=all-warnings -Xcompiler=-Wall,-Wextra,-Werror,-Wno-missing-field-initializers>)
+  if(FLASHSTEPS_WERROR)
+    target_compile_options(${target} PRIVATE
+      $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Werror -Wno-missing-field-initializers>
+      $<$<COMPILE_LANGUAGE:CUDA>:--Werror=all-warnings -Xcompiler=-Wall,-Wextra,-Werror,-Wno-missing-field-initializers>)
+  else()
+    target_compile_options(${target} PRIVATE
+      $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-missing-field-initializers>
+      $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra,-Wno-missing-field-initializers>)
+  endif()
 endfunction()
 
 # flashsteps_ptxas_report(<target>): on the gpu backend, ptxas reports the registers, spills and

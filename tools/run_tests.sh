@@ -13,6 +13,8 @@ source "$(dirname "$0")/common.sh"
 "$root/tools/install_deps.sh"
 status=0
 step() { echo; echo "=== $*"; }
+# Warnings are errors here (CI), not in a user's build (cmake/Kernels.cmake).
+export FLASHSTEPS_CMAKE_ARGS="${FLASHSTEPS_CMAKE_ARGS:-} -DFLASHSTEPS_WERROR=ON"
 
 step "build"
 configure "$root/build" $(backend_args)
@@ -44,9 +46,10 @@ if [ "$backend" = cpu ]; then
     # For sm_90 only (FLASHSTEPS_CHECK_ARCHS to change it): the GPUs the book is measured on, and
     # the SASS its static checks read; the default build adds sm_80, at twice the compile time.
     archs=${FLASHSTEPS_CHECK_ARCHS:-90}
-    step "the gpu backend compiles and links for sm_$archs (no GPU here: its tests report themselves skipped)"
+    # In Release, the build type most users pick (the others are RelWithDebInfo and Debug).
+    step "the gpu backend compiles and links for sm_$archs in Release (no GPU here: its tests report themselves skipped)"
     if configure "$root/build-gpu" -DFLASHSTEPS_BACKEND=gpu -DCMAKE_CUDA_COMPILER="$nvcc" \
-         -DCMAKE_CUDA_ARCHITECTURES="$archs" && build "$root/build-gpu"; then
+         -DCMAKE_CUDA_ARCHITECTURES="$archs" -DCMAKE_BUILD_TYPE=Release && build "$root/build-gpu"; then
       echo "built: $(ls "$root/build-gpu/bin" | tr '\n' ' ')"
       # Its own tests only: the tools' (label tools) are the cpu build's, already run above.
       ctest --test-dir "$root/build-gpu" -LE tools | tail -12 || status=1
