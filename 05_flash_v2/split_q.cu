@@ -16,8 +16,15 @@ namespace {
 
 constexpr int Br = 32 * kWarps, Bc = 64;
 
+// From d = 80 on, a block's shared memory (117 KiB at d = 80) is over half of the most any SM has
+// (228 KiB, sm_90 and sm_100): one block per SM on every GPU. Saying so (a minimum of 1 block) lets
+// ptxas give o[d] the registers it needs; without it, sm_86 and sm_89 held d = 96 to 128 registers
+// and spilled. Below, 0: no hint, ptxas's own choice.
+template <int D>
+constexpr int kMinBlocks = smem_bytes(Step::split_q, D, 4) > 114 * 1024 ? 1 : 0;
+
 template <class T, int D>
-__global__ void __launch_bounds__(32 * kWarps) split_q_kernel(const attn::AttentionParams p) {
+__global__ void __launch_bounds__(32 * kWarps, kMinBlocks<D>) split_q_kernel(const attn::AttentionParams p) {
   float* Ks = simt::dynamic_smem<float>();      // [Bc][D]
   float* Vs = Ks + Bc * D;                      // [Bc][D]
   float* Qs = Vs + Bc * D;                      // [Br][D + 4]
