@@ -186,13 +186,14 @@ def write_out(out, rows, version, archs, complete):
              "Compiler: %s, nvcc's front end then ptxas -v. Each target from the PTX a build gives it:" % version,
              "compute_75's for sm_75 (chapters 01 to 04), compute_80's for sm_80, 86, 89, compute_90's for sm_90,",
              "100, 120. A compiler report, not a measurement: nothing here ran on a GPU.", "",
-             "The files of tools/arch_resources.py's FILES (each chapter's most register-hungry, and a cheaper one",
-             "where that one is too slow for the CTest); `resources.csv` has every kernel instantiation of each on",
-             "each architecture%s. threads: the PTX's .maxntid" % ("" if complete else " that the CTest compiles"),
-             "(`__launch_bounds__`), or 1024, the most a block may have, for a kernel without one. register_file:",
-             "what one block of that many threads takes of the 65536 registers of an SM (256-register units per",
-             "warp); over it, the launch fails. A spill or a stack frame fails the check at head dims up to 128",
-             "and is reported above (tools/kernel_resources.py's rule).", "",
+             "The files of tools/arch_resources.py's FILES: each chapter's most register-hungry, and, where ptxas",
+             "takes minutes per architecture on that one, a cheaper one, which the CTest arch_resources compiles.",
+             "`resources.csv` has every kernel instantiation of each file on each architecture%s." % (
+                 "" if complete else " (of the files the CTest compiles)"),
+             "threads: the PTX's .maxntid (`__launch_bounds__`), or 1024, the most a block may have, for a kernel",
+             "without one. register_file: what one block of that many threads takes of the 65536 registers of an",
+             "SM (256-register units per warp); over it, the launch fails. A spill or a stack frame fails the check",
+             "at head dims up to 128 and is reported above (tools/kernel_resources.py's rule).", "",
              "| file | arch | kernels | most registers | most of the register file | spills | stack frames | over a limit |",
              "|---|---|---|---|---|---|---|---|"]
     for src, _, _ in FILES:
