@@ -77,7 +77,9 @@ def find_tool(name, given):
 
 def compile_one(nvcc, src, arch, outdir):
     cubin = os.path.join(outdir, os.path.basename(src) + ".cubin")
-    cmd = [nvcc, "-std=c++20", "-O3", "-DNDEBUG", "-lineinfo", "-cubin", "-arch=" + arch, "-Xptxas", "-v",
+    # The defines the gpu build gives every kernel (simt/launch_error.h needs FLASHSTEPS_GPU under nvcc).
+    cmd = [nvcc, "-std=c++20", "-O3", "-DNDEBUG", "-DFLASHSTEPS_GPU=1", "-DSIMT_COUNTERS=0", "-lineinfo", "-cubin",
+           "-arch=" + arch, "-Xptxas", "-v",
            "-I" + ROOT, "-I" + os.path.join(ROOT, "common"), "-I" + os.path.join(ROOT, "common/simt/include"),
            src, "-o", cubin]
     r = subprocess.run(cmd, capture_output=True, text=True)
