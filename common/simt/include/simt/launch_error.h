@@ -6,7 +6,9 @@
 
 namespace simt {
 
-#if FLASHSTEPS_GPU
+// nvcc compiles a kernel file for the GPU whatever the build says (a tool compiling one file alone
+// may not define FLASHSTEPS_GPU); g++ compiles the gpu backend's host files with FLASHSTEPS_GPU=1.
+#if FLASHSTEPS_GPU || defined(__CUDACC__)
 namespace detail {
 inline std::string& launch_message() {  // simt::launch (simt/gpu.h) sets it
   static std::string m;
