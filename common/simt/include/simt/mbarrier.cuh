@@ -119,30 +119,42 @@ __device__ __forceinline__ void mbarrier_complete_tx(uint64_t* bar, unsigned byt
 }
 
 // Returns once the phase of parity `parity` has completed (at once if it has already).
+//
+// On a GPU the retry is a loop inside the one asm statement (CUTLASS's ClusterBarrier::wait, which
+// FlashAttention-3 runs): try_wait, and back to the label until the phase is seen complete. Chapter
+// 09 follows a wait with .sync.aligned instructions (wgmma.fence, wgmma.mma_async, bar.sync), which
+// every lane of the warp must execute together. With the retry in C++ (a loop around one try_wait)
+// the loop is the compiler's: it may move the caller's code into it or give it other exits, and
+// nothing then says the lanes meet again before the next .aligned instruction. In the asm the loop
+// has one exit, the end of the statement, and the caller's code comes after it. ptxas makes of it
+// what CUTLASS gets: the try_wait inline, its retry out of line, jumping back to the instruction
+// after the wait (results/static-sm90a). The other way, a __syncwarp() after every wait, would cost
+// an instruction per wait.
 __device__ __forceinline__ void mbarrier_wait_parity(uint64_t* bar, unsigned parity SIMT_MBAR_CALLER) {
 #if SIMT_CPU
   detail::mbarrier_wait_parity(bar, parity SIMT_MBAR_SITE);
 #elif SIMT_BEFORE_SM80
   (void)bar, (void)parity;
   __trap();
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // try_wait blocks for a time the hardware chooses before it answers false. The label is local to
+  // the braces, so the asm may be inlined any number of times.
+  asm volatile(
+      "{\n .reg .pred p;\n"
+      "simt_mbarrier_wait:\n"
+      " mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+      " @!p bra simt_mbarrier_wait;\n}\n" ::"r"(detail::smem_address(bar)),
+      "r"(parity)
+      : "memory");
 #else
-  const unsigned a = detail::smem_address(bar);
-  unsigned done = 0;
-  while (!done) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(a), "r"(parity)
-        : "memory");
-#else
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(a), "r"(parity)
-        : "memory");
-#endif
-  }
+  // sm_80 has test_wait alone, which answers at once: the same loop around it.
+  asm volatile(
+      "{\n .reg .pred p;\n"
+      "simt_mbarrier_wait:\n"
+      " mbarrier.test_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+      " @!p bra simt_mbarrier_wait;\n}\n" ::"r"(detail::smem_address(bar)),
+      "r"(parity)
+      : "memory");
 #endif
 }
 
