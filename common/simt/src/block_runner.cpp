@@ -37,12 +37,12 @@ std::string format(const char* fmt, ...) {
   return buf;
 }
 
-namespace {
-thread_local BlockRunner* t_runner = nullptr;
-
 bool same_site(const char* f1, int l1, const char* f2, int l2) {
   return l1 == l2 && (f1 == f2 || std::strcmp(f1, f2) == 0);
 }
+
+namespace {
+thread_local BlockRunner* t_runner = nullptr;
 
 std::string who() {
   std::string s = format("block (%u,%u,%u)", t_block_idx.x, t_block_idx.y, t_block_idx.z);

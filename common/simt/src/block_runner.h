@@ -23,6 +23,8 @@
 namespace simt::detail {
 
 std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+// Whether two call sites (a kernel's file:line) are the same.
+bool same_site(const char* f1, int l1, const char* f2, int l2);
 
 enum class State : unsigned char { ready, at_barrier, at_collective, at_mbarrier, at_named_barrier, done };
 
@@ -71,6 +73,11 @@ struct NamedBarrier {
   unsigned count = 0;    // threads expected in this use (a multiple of 32)
   unsigned warps = 0;    // the warps that have arrived in this use, a bit each (32 threads each)
   unsigned lanes[32] = {};  // by warp: the lanes that have arrived, until their warp is complete
+  // By warp, while lanes[w] is not 0: the instruction its first lane arrived by (bar.sync or
+  // bar.arrive, and where), which every other lane of the warp must execute too.
+  const char* lane_file[32] = {};
+  int lane_line[32] = {};
+  bool lane_sync[32] = {};
   const char* file = nullptr;  // where the first of this use arrived
   int line = 0;
   unsigned long long uses = 0;  // completed: a waiter's use is over when this moves

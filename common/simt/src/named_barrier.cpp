@@ -31,6 +31,17 @@ void BlockRunner::named_barrier(unsigned id, unsigned threads, bool wait_here, c
   if ((b.lanes[w] >> f.t.lane & 1u) || (b.warps >> w & 1u))
     fail("%s (%s:%d): lane %u of warp %u arrives twice at barrier %u before it completes", what, file, line, f.t.lane,
          w, id);
+  // bar.sync and bar.arrive are .aligned: the lanes of a warp must all execute the same one (PTX
+  // ISA, barrier: behaviour undefined otherwise). Lanes that reach it by different paths, say some
+  // waiting and some only arriving, or waiting at two different lines, are a divergent barrier.
+  if (b.lanes[w] == 0) {
+    b.lane_file[w] = file, b.lane_line[w] = line, b.lane_sync[w] = wait_here;
+  } else if (b.lane_sync[w] != wait_here || !same_site(b.lane_file[w], b.lane_line[w], file, line)) {
+    fail("divergent named barrier in warp %u: lane %u is at %s (%s:%d) while lanes 0x%08x of its warp arrived at "
+         "barrier %u by %s (%s:%d); bar.sync and bar.arrive are .aligned: every lane of a warp executes the same one",
+         w, f.t.lane, what, file, line, b.lanes[w], id, b.lane_sync[w] ? "named_barrier_sync" : "named_barrier_arrive",
+         b.lane_file[w], b.lane_line[w]);
+  }
   counters::barrier_arrive(f.t.linear);
   const unsigned long long use = b.uses;
   b.lanes[w] |= 1u << f.t.lane;

@@ -345,6 +345,32 @@ __global__ void wgmma_out_of_scope(float* out) {
   out[threadIdx.x] = 0.f;
 }
 
+__global__ void named_barrier_divergent(int* out) {
+  if (threadIdx.x % 32 < 16) simt::named_barrier_sync(1, 64);  // half of each warp waits,
+  else simt::named_barrier_arrive(1, 64);                        // the other half only arrives
+  out[threadIdx.x] = 1;
+}
+
+// Odd lanes run the loop twice, even lanes once: after its first iteration an even lane is at the
+// second mma while the odd lanes are at the first again.
+__global__ void mma_loop_exit(float* out) {
+  const uint32_t a[4] = {}, b[2] = {};
+  float d[4] = {};
+  for (int k = 0; k <= static_cast<int>(threadIdx.x % 2); ++k) simt::mma_m16n8k16<__half>(d, a, b, d);
+  simt::mma_m16n8k16<__half>(d, a, b, d);
+  out[threadIdx.x] = d[0];
+}
+
+// Even lanes run the inner loop once and then twice, odd lanes twice and then once: three mma at one
+// line for every lane, the second of an even lane in another iteration than the second of an odd one.
+__global__ void mma_loop_iterations(float* out) {
+  const uint32_t a[4] = {}, b[2] = {};
+  float d[4] = {};
+  for (int outer = 0; outer < 2; ++outer)
+    for (int k = 0; k < 1 + static_cast<int>((threadIdx.x + outer) % 2); ++k) simt::mma_m16n8k16<__half>(d, a, b, d);
+  out[threadIdx.x] = d[0];
+}
+
 }  // namespace
 
 cudaError_t run_buggy(Bug bug, void* out, const void* in, size_t smem_bytes) {
@@ -394,6 +420,9 @@ cudaError_t run_buggy(Bug bug, void* out, const void* in, size_t smem_bytes) {
     case Bug::wgmma_partial_warpgroup: return simt::launch(wgmma_read_before_wait, one, dim3(96), 4096, fout);
     case Bug::wgmma_read_newer_group: return simt::launch(wgmma_read_newer_group, one, dim3(128), 4096, fout);
     case Bug::wgmma_out_of_scope: return simt::launch(wgmma_out_of_scope, one, dim3(128), 4096, fout);
+    case Bug::named_barrier_divergent: return simt::launch(named_barrier_divergent, one, dim3(64), 0, iout);
+    case Bug::mma_loop_exit: return simt::launch(mma_loop_exit, one, warp, 0, fout);
+    case Bug::mma_loop_iterations: return simt::launch(mma_loop_iterations, one, warp, 0, fout);
   }
   return cudaErrorInvalidValue;
 }

@@ -47,6 +47,9 @@ enum class Bug {
   wgmma_partial_warpgroup,       // wgmma in a block of 96 threads
   wgmma_read_newer_group,        // after wgmma_wait<1>, the accumulator of the newer group read
   wgmma_out_of_scope,            // an accumulator's scope ends with its wgmma in flight
+  named_barrier_divergent,       // half of each warp at bar.sync, the other half at bar.arrive, one barrier
+  mma_loop_exit,                 // lanes leave a loop of mma.sync after 1 or 2 iterations, then another mma
+  mma_loop_iterations,           // lanes meet at one mma.sync line in different iterations of a loop
 };
 
 // Launches the kernel of `bug` with one block; out holds at least 128 ints or floats, in at

@@ -271,3 +271,34 @@ TEST_CASE("wgmma: a fence first, accumulators and operands left alone until the 
                Contains("wgmma (common/simt/tests/buggy_kernels.cu:261): the block's 96 threads are not whole warpgroups"));
   });
 }
+
+TEST_CASE("a named barrier's lanes of one warp must execute the same bar instruction",
+          "[simt][diagnostics][named_barrier]") {
+  with_quiet_schedules([] {
+    // Which lane the message names depends on the order; both lines and the rule are always there.
+    const std::string m = failure_of(Bug::named_barrier_divergent);
+    CHECK_THAT(m, Contains("divergent named barrier in warp "));
+    CHECK_THAT(m, Contains("common/simt/tests/buggy_kernels.cu:349"));
+    CHECK_THAT(m, Contains("common/simt/tests/buggy_kernels.cu:350"));
+    CHECK_THAT(m, Contains("bar.sync and bar.arrive are .aligned"));
+  });
+}
+
+// What the emulator sees of lanes that run a loop of warp collectives different numbers of times:
+// it pairs the lanes' arrivals at one line of code, in order, and cannot tell loop iterations apart.
+TEST_CASE("lanes in different iterations of a loop: caught where they meet at different lines, not at one",
+          "[simt][diagnostics]") {
+  with_quiet_schedules([] {
+    const std::string m = failure_of(Bug::mma_loop_exit);
+    CHECK_THAT(m, Contains("divergent warp collective in warp 0"));
+    CHECK_THAT(m, Contains("common/simt/tests/buggy_kernels.cu:359"));
+    CHECK_THAT(m, Contains("common/simt/tests/buggy_kernels.cu:360"));
+  });
+  // At one line the k-th mma of each lane is paired with the k-th of the others, whichever
+  // iteration it belongs to: this runs without a report (notes/emulator.md, section 6), where a GPU
+  // would execute the .aligned mma.sync with part of the warp.
+  for_each_schedule([] {
+    Device<float> out(128), in(128);
+    REQUIRE(run_buggy(Bug::mma_loop_iterations, out.get(), in.get()) == cudaSuccess);
+  });
+}
