@@ -27,7 +27,10 @@ __global__ void tiled_kernel(int batches, int M, int N, int K, float alpha, cons
   __shared__ float As[kTile][kTile + 1];  // A's tile: [row][k]
   __shared__ float Bs[kTile][kTile + 1];  // B's tile as stored: [n][k] (kBt) or [k][n]
   const int tx = static_cast<int>(threadIdx.x), ty = static_cast<int>(threadIdx.y);
-  const int m0 = static_cast<int>(blockIdx.y) * kTile, n0 = static_cast<int>(blockIdx.x) * kTile;
+  const int n0 = static_cast<int>(blockIdx.x) * kTile;
+  // Row tiles beyond the grid's 65535 y-blocks, and batches beyond its 65535 z-blocks, are taken in
+  // turns: the same for every thread of the block, so all of them meet every __syncthreads.
+  for (int m0 = static_cast<int>(blockIdx.y) * kTile; m0 < M; m0 += static_cast<int>(gridDim.y) * kTile)
   for (int bh = static_cast<int>(blockIdx.z); bh < batches; bh += static_cast<int>(gridDim.z)) {
     const TA* a = A + static_cast<size_t>(bh) * M * K;
     const TB* b = B + static_cast<size_t>(bh) * K * N;
@@ -46,7 +49,7 @@ __global__ void tiled_kernel(int batches, int M, int N, int K, float alpha, cons
 
 template <bool kBt, class TA, class TB, class TC>
 cudaError_t launch(int batches, int M, int N, int K, float alpha, const TA* A, const TB* B, TC* C) {
-  const dim3 grid((N + kTile - 1) / kTile, (M + kTile - 1) / kTile, std::min(batches, 65535));
+  const dim3 grid((N + kTile - 1) / kTile, std::min((M + kTile - 1) / kTile, 65535), std::min(batches, 65535));
   return simt::launch(tiled_kernel<TA, TB, TC, kBt>, grid, dim3(kTile, kTile), 0, batches, M, N, K, alpha, A, B, C);
 }
 

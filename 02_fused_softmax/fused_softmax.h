@@ -17,6 +17,13 @@ cudaError_t softmax_exp2(const attn::AttentionParams& p, const float* S, float* 
 // keep the row there and read S once; a longer row is read from memory again in each pass).
 bool row_fits_on_chip(int Lk);
 
+// Steps b to d's grid: a block per row of S (B*H*Lq of them), at most the 2^31 - 1 blocks a grid's x
+// holds; past that a block takes several rows in turn.
+inline unsigned row_blocks(const attn::AttentionParams& p) {
+  const long long rows = static_cast<long long>(p.B) * p.H * p.Lq;
+  return static_cast<unsigned>(rows < 2147483647 ? rows : 2147483647);
+}
+
 // The block reductions' scratch (kernels/reduce.cuh) that steps b to d declare: 33 floats.
 inline constexpr int kScratch = 33;
 // The shared memory one block of steps b to d asks for at Lk keys, static and dynamic (the

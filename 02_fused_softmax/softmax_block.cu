@@ -19,11 +19,11 @@ namespace {
 
 constexpr int kThreads = 256;
 
+// One row, by the whole block.
 template <bool OnChip>
-__global__ void softmax_block_kernel(const attn::AttentionParams p, const float* S, float* P) {
-  __shared__ float scratch[kScratch];
+__device__ __forceinline__ void softmax_row(const attn::AttentionParams& p, const float* S, float* P, long long row,
+                                            float* scratch) {
   float* cached = simt::dynamic_smem<float>();  // the row's scores, then its exponentials
-  const long long row = blockIdx.x;
   const int bh = static_cast<int>(row / p.Lq), i = static_cast<int>(row % p.Lq), b = bh / p.H, h = bh % p.H;
   const float* s = S + row * p.Lk;
   float* out = P + row * p.Lk;
@@ -53,6 +53,16 @@ __global__ void softmax_block_kernel(const attn::AttentionParams p, const float*
   for (int j = tid; j < p.Lk; j += kThreads) out[j] = (OnChip ? cached[j] : __expf(score(j) - m)) * inv_l;
 }
 
+// A block per row; rows beyond the grid's 2^31 - 1 blocks are taken in turns. No barrier between
+// two rows: a thread's elements of the cached row are its own in every row, and the reductions
+// leave the scratch free.
+template <bool OnChip>
+__global__ void softmax_block_kernel(const attn::AttentionParams p, const float* S, float* P) {
+  __shared__ float scratch[kScratch];
+  const long long rows = static_cast<long long>(p.B) * p.H * p.Lq;
+  for (long long row = blockIdx.x; row < rows; row += gridDim.x) softmax_row<OnChip>(p, S, P, row, scratch);
+}
+
 }  // namespace
 
 bool row_fits_on_chip(int Lk) {
@@ -67,7 +77,7 @@ size_t row_smem_bytes(int Lk, int pad) {
 }
 
 cudaError_t softmax_block(const attn::AttentionParams& p, const float* S, float* P) {
-  const dim3 grid(static_cast<unsigned>(static_cast<long long>(p.B) * p.H * p.Lq)), block(kThreads);
+  const dim3 grid(row_blocks(p)), block(kThreads);
   if (row_fits_on_chip(p.Lk))
     return simt::launch(softmax_block_kernel<true>, grid, block, p.Lk * sizeof(float), p, S, P);
   return simt::launch(softmax_block_kernel<false>, grid, block, 0, p, S, P);

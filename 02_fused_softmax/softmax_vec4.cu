@@ -16,11 +16,11 @@ namespace {
 
 constexpr int kThreads = 256;
 
+// One row, by the whole block.
 template <bool OnChip>
-__global__ void softmax_vec4_kernel(const attn::AttentionParams p, const float* S, float* P) {
-  __shared__ float scratch[kScratch];
+__device__ __forceinline__ void softmax_row(const attn::AttentionParams& p, const float* S, float* P, long long row,
+                                            float* scratch) {
   float* smem = simt::dynamic_smem<float>();
-  const long long row = blockIdx.x;
   const int bh = static_cast<int>(row / p.Lq), i = static_cast<int>(row % p.Lq), b = bh / p.H, h = bh % p.H;
   const float* s = S + row * p.Lk;
   float* out = P + row * p.Lk;
@@ -65,11 +65,24 @@ __global__ void softmax_vec4_kernel(const attn::AttentionParams p, const float* 
   if (edge >= 0) out[edge] = __expf(score(edge) - m) * inv_l;
 }
 
+// A block per row; rows beyond the grid's 2^31 - 1 blocks are taken in turns, a barrier between
+// two: the next row's first pass writes the cached row by its own alignment (head), so a thread may
+// overwrite an element another still reads in this row's last pass.
+template <bool OnChip>
+__global__ void softmax_vec4_kernel(const attn::AttentionParams p, const float* S, float* P) {
+  __shared__ float scratch[kScratch];
+  const long long rows = static_cast<long long>(p.B) * p.H * p.Lq;
+  for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
+    if (row != blockIdx.x) __syncthreads();
+    softmax_row<OnChip>(p, S, P, row, scratch);
+  }
+}
+
 }  // namespace
 
 cudaError_t softmax_vec4(const attn::AttentionParams& p, const float* S, float* P) {
   if ((reinterpret_cast<uintptr_t>(S) - reinterpret_cast<uintptr_t>(P)) % 16 != 0) return cudaErrorMisalignedAddress;
-  const dim3 grid(static_cast<unsigned>(static_cast<long long>(p.B) * p.H * p.Lq)), block(kThreads);
+  const dim3 grid(row_blocks(p)), block(kThreads);
   if (row_fits_on_chip(p.Lk))
     return simt::launch(softmax_vec4_kernel<true>, grid, block, (p.Lk + 4) * sizeof(float), p, S, P);
   return simt::launch(softmax_vec4_kernel<false>, grid, block, 0, p, S, P);

@@ -6,6 +6,8 @@
 // and the row's maximum and sum meet in five __shfl_xor_sync steps, with no shared memory. The
 // scale moves in from the GEMM (which now writes Q K^T), so S is read with the mask in one place.
 // Cost: a row is still read three times (max, sum, normalize), from cache if it stays there.
+#include <algorithm>
+
 #include "fused_softmax.h"
 #include "kernels/numeric.cuh"
 #include "kernels/reduce.cuh"
@@ -16,10 +18,9 @@ namespace {
 
 constexpr int kWarps = 4;  // rows per block
 
-__global__ void softmax_warp_kernel(const attn::AttentionParams p, const float* S, float* P) {
-  const long long row = static_cast<long long>(blockIdx.x) * kWarps + threadIdx.x / 32;
+// One row, by one warp.
+__device__ __forceinline__ void softmax_row(const attn::AttentionParams& p, const float* S, float* P, long long row) {
   const int lane = static_cast<int>(threadIdx.x % 32);
-  if (row >= static_cast<long long>(p.B) * p.H * p.Lq) return;  // the whole warp leaves together
   const int bh = static_cast<int>(row / p.Lq), i = static_cast<int>(row % p.Lq), b = bh / p.H, h = bh % p.H;
   const float* s = S + row * p.Lk;
   float* out = P + row * p.Lk;
@@ -37,12 +38,21 @@ __global__ void softmax_warp_kernel(const attn::AttentionParams p, const float* 
   for (int j = lane; j < p.Lk; j += 32) out[j] = __expf(attn::mask_score(p, b, h, i, j, p.scale * s[j]) - m) * inv_l;
 }
 
+// A warp per row; rows beyond the grid's 2^31 - 1 blocks of kWarps rows are taken in turns, by the
+// whole warp (its row's test is the same for all its lanes, as the shuffles need).
+__global__ void softmax_warp_kernel(const attn::AttentionParams p, const float* S, float* P) {
+  const long long rows = static_cast<long long>(p.B) * p.H * p.Lq;
+  for (long long row = static_cast<long long>(blockIdx.x) * kWarps + threadIdx.x / 32; row < rows;
+       row += static_cast<long long>(gridDim.x) * kWarps)
+    softmax_row(p, S, P, row);
+}
+
 }  // namespace
 
 cudaError_t softmax_warp(const attn::AttentionParams& p, const float* S, float* P) {
   const long long rows = static_cast<long long>(p.B) * p.H * p.Lq;
-  return simt::launch(softmax_warp_kernel, dim3(static_cast<unsigned>((rows + kWarps - 1) / kWarps)), dim3(32 * kWarps),
-                      0, p, S, P);
+  const long long blocks = std::min<long long>((rows + kWarps - 1) / kWarps, 2147483647);
+  return simt::launch(softmax_warp_kernel, dim3(static_cast<unsigned>(blocks)), dim3(32 * kWarps), 0, p, S, P);
 }
 
 }  // namespace ch02

@@ -12,14 +12,33 @@ namespace ch06 {
 cudaError_t skip_tiles(const attn::AttentionParams& p, bool heaviest_first);
 
 // The K/V tiles a Q tile [q0, q0 + rows) visits under is_causal (all of them without): up to the
-// one holding the last key its last row may see; 0 when no row sees any key.
+// one holding the last key its last row may see; 0 when no row sees any key, or when the tile has
+// no row at all (q0 >= Lq: a block heaviest_first_grid's rounding adds).
 __host__ __device__ inline int tiles_to_visit(const attn::AttentionParams& p, int q0, int rows, int Bc) {
+  if (q0 >= p.Lq) return 0;
   const int all = (p.Lk + Bc - 1) / Bc;
   if (p.causal == attn::Causal::none) return all;
   const int q_last = (q0 + rows < p.Lq ? q0 + rows : p.Lq) - 1;
   const int keys = q_last + p.causal_offset() + 1;  // keys 0 .. keys - 1 are visible to some row
   if (keys <= 0) return 0;
   return keys >= p.Lk ? all : (keys + Bc - 1) / Bc;
+}
+
+// Heaviest first (chapter 06's balanced, chapter 09's step g): blocks start in index order, x
+// fastest (in practice; CUDA promises no order), so a grid of (heads, Q tiles) whose y index counts
+// the Q tiles down from the last starts every head's heaviest tile first, then every head's next.
+// grid.y holds 65535 at most (with Q tiles of 128 rows, Lq up to 8 388 480), so the Q tiles go over
+// y and z, still counted down in launch order: z is the fewest that fit (513 at most for tiles of 64
+// rows and any int Lq), and y * z exceeds the tiles by fewer than z. x, the head, holds 2^31 - 1.
+inline dim3 heaviest_first_grid(unsigned heads, unsigned q_tiles) {
+  const unsigned z = (q_tiles + 65534) / 65535, y = (q_tiles + z - 1) / z;
+  return dim3(heads, y, z);
+}
+// The Q tile of block (y, z) of that grid: y * z - 1 down to 0 in launch order. The ranks the
+// rounding adds come first, with tiles past the last row, which visit nothing (tiles_to_visit).
+// Without z (one z, y = the tiles) it is q_tiles - 1 - y.
+__host__ __device__ inline int heaviest_first_tile(unsigned y, unsigned z, unsigned grid_y, unsigned grid_z) {
+  return static_cast<int>(grid_y * (grid_z - z) - 1 - y);
 }
 
 // The (Q tile, K/V tile) pairs of one head that a pass with tiles Br x Bc visits: with skipping,

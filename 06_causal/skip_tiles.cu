@@ -28,10 +28,11 @@ template <Mode kMode, bool kHeaviestFirst>
 struct SkipTiles {
   static constexpr bool kAttnMask = kMode == Mode::mask;
   using Block = ch05::EveryTile::Block;
-  // Heaviest first: grid (heads, Q tiles), the y index counting down from the last Q tile.
-  __device__ static Block block(const attn::AttentionParams&, int q_tiles) {
+  // Heaviest first: grid (heads, Q tiles over y and z), the Q tile counting down from the last
+  // (causal.h: heaviest_first_grid).
+  __device__ static Block block(const attn::AttentionParams&, int /*q_tiles*/) {
     if (!kHeaviestFirst) return {static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.x)};
-    return {static_cast<int>(blockIdx.x), q_tiles - 1 - static_cast<int>(blockIdx.y)};
+    return {static_cast<int>(blockIdx.x), heaviest_first_tile(blockIdx.y, blockIdx.z, gridDim.y, gridDim.z)};
   }
   __device__ static int tiles(const attn::AttentionParams& p, int q0, int Br, int Bc) {
     return kMode == Mode::causal ? tiles_to_visit(p, q0, Br, Bc) : (p.Lk + Bc - 1) / Bc;
@@ -47,7 +48,7 @@ template <class T, int D, Mode kMode, bool kHeaviestFirst>
 cudaError_t launch(const attn::AttentionParams& p) {
   constexpr int Br = ch05::fa2_tiles(D).Br;
   const unsigned q_tiles = static_cast<unsigned>((p.Lq + Br - 1) / Br), heads = static_cast<unsigned>(p.B * p.H);
-  const dim3 grid = kHeaviestFirst ? dim3(heads, q_tiles) : dim3(q_tiles, heads);
+  const dim3 grid = kHeaviestFirst ? heaviest_first_grid(heads, q_tiles) : dim3(q_tiles, heads);
   const size_t smem = ch05::smem_bytes(ch05::Step::lean_loop, D, sizeof(T));
   return simt::launch(ch05::lean_loop_kernel<T, D, SkipTiles<kMode, kHeaviestFirst>>, grid,
                       dim3(ch05::block_threads(ch05::Step::lean_loop, D)), smem, p);

@@ -26,11 +26,15 @@ namespace {
 
 constexpr int kTile = 16;  // a block computes a 16 x 16 tile of one [rows x cols] result per head
 
-struct Cell {
-  int row, col;
-};
-__device__ __forceinline__ Cell cell() {
-  return {static_cast<int>(blockIdx.y * kTile + threadIdx.y), static_cast<int>(blockIdx.x * kTile + threadIdx.x)};
+// Calls f(bh, row, col) for this thread's cell of a [rows x cols] result, in every head: a block
+// computes a 16 x 16 tile; row tiles beyond the grid's 65535 y-blocks (a long Lq or Lk with few
+// columns is a small result) and heads beyond its 65535 z-blocks are taken in turns.
+template <class F>
+__device__ __forceinline__ void for_each_cell(const attn::BackwardParams& p, int rows, int cols, F&& f) {
+  const int col = static_cast<int>(blockIdx.x * kTile + threadIdx.x);
+  if (col >= cols) return;
+  for (int row = static_cast<int>(blockIdx.y * kTile + threadIdx.y); row < rows; row += static_cast<int>(gridDim.y) * kTile)
+    for (int bh = static_cast<int>(blockIdx.z); bh < p.B * p.H; bh += static_cast<int>(gridDim.z)) f(bh, row, col);
 }
 template <class T>
 __device__ __forceinline__ const T* row_of(const void* x, int bh, int L, int r, int d) {
@@ -42,68 +46,57 @@ __device__ __forceinline__ size_t nn(int bh, const attn::BackwardParams& p, int 
 
 template <class T>
 __global__ void p_from_lse_kernel(const attn::BackwardParams p, float* P) {
-  const auto [i, j] = cell();  // query, key
-  if (i >= p.Lq || j >= p.Lk) return;
-  for (int bh = static_cast<int>(blockIdx.z); bh < p.B * p.H; bh += static_cast<int>(gridDim.z)) {
+  for_each_cell(p, p.Lq, p.Lk, [&](int bh, int i, int j) {  // query, key
     const T *q = row_of<T>(p.q, bh, p.Lq, i, p.d), *k = row_of<T>(p.k, bh, p.Lk, j, p.d);
     float s = 0.f;
     for (int c = 0; c < p.d; ++c) s += attn::load(q + c) * attn::load(k + c);
     s = attn::mask_score(p, bh / p.H, bh % p.H, i, j, p.scale * s);
     const float L = p.lse[static_cast<size_t>(bh) * p.Lq + i];
     P[nn(bh, p, i, j)] = L == -INFINITY ? 0.f : expf(s - L);
-  }
+  });
 }
 
 template <class T>
 __global__ void dv_kernel(const attn::BackwardParams p, const float* P) {
-  const auto [j, c] = cell();  // key, column
-  if (j >= p.Lk || c >= p.d) return;
-  for (int bh = static_cast<int>(blockIdx.z); bh < p.B * p.H; bh += static_cast<int>(gridDim.z)) {
+  for_each_cell(p, p.Lk, p.d, [&](int bh, int j, int c) {  // key, column
     float acc = 0.f;
     for (int i = 0; i < p.Lq; ++i) acc += P[nn(bh, p, i, j)] * attn::load(row_of<T>(p.dout, bh, p.Lq, i, p.d) + c);
     attn::store(static_cast<T*>(p.dv) + (static_cast<size_t>(bh) * p.Lk + j) * p.d + c, acc);
-  }
+  });
 }
 
 template <class T>
 __global__ void ds_kernel(const attn::BackwardParams p, const float* P, const float* D, float* dS) {
-  const auto [i, j] = cell();  // query, key
-  if (i >= p.Lq || j >= p.Lk) return;
-  for (int bh = static_cast<int>(blockIdx.z); bh < p.B * p.H; bh += static_cast<int>(gridDim.z)) {
+  for_each_cell(p, p.Lq, p.Lk, [&](int bh, int i, int j) {  // query, key
     const T *dout = row_of<T>(p.dout, bh, p.Lq, i, p.d), *v = row_of<T>(p.v, bh, p.Lk, j, p.d);
     float dp = 0.f;
     for (int c = 0; c < p.d; ++c) dp += attn::load(dout + c) * attn::load(v + c);
     dS[nn(bh, p, i, j)] = P[nn(bh, p, i, j)] * (dp - D[static_cast<size_t>(bh) * p.Lq + i]);
-  }
+  });
 }
 
 template <class T>
 __global__ void dq_kernel(const attn::BackwardParams p, const float* dS) {
-  const auto [i, c] = cell();  // query, column
-  if (i >= p.Lq || c >= p.d) return;
-  for (int bh = static_cast<int>(blockIdx.z); bh < p.B * p.H; bh += static_cast<int>(gridDim.z)) {
+  for_each_cell(p, p.Lq, p.d, [&](int bh, int i, int c) {  // query, column
     float acc = 0.f;
     for (int j = 0; j < p.Lk; ++j) acc += dS[nn(bh, p, i, j)] * attn::load(row_of<T>(p.k, bh, p.Lk, j, p.d) + c);
     attn::store(static_cast<T*>(p.dq) + (static_cast<size_t>(bh) * p.Lq + i) * p.d + c, p.scale * acc);
-  }
+  });
 }
 
 template <class T>
 __global__ void dk_kernel(const attn::BackwardParams p, const float* dS) {
-  const auto [j, c] = cell();  // key, column
-  if (j >= p.Lk || c >= p.d) return;
-  for (int bh = static_cast<int>(blockIdx.z); bh < p.B * p.H; bh += static_cast<int>(gridDim.z)) {
+  for_each_cell(p, p.Lk, p.d, [&](int bh, int j, int c) {  // key, column
     float acc = 0.f;
     for (int i = 0; i < p.Lq; ++i) acc += dS[nn(bh, p, i, j)] * attn::load(row_of<T>(p.q, bh, p.Lq, i, p.d) + c);
     attn::store(static_cast<T*>(p.dk) + (static_cast<size_t>(bh) * p.Lk + j) * p.d + c, p.scale * acc);
-  }
+  });
 }
 
-// A [rows x cols] result per head, 16 x 16 threads per block; heads past the grid's 65535 z-blocks
-// are taken in turns.
+// A [rows x cols] result per head, 16 x 16 threads per block (for_each_cell).
 template <class Kernel, class... Args>
 cudaError_t launch_cells(Kernel kernel, int rows, int cols, const attn::BackwardParams& p, Args... args) {
-  const dim3 grid((cols + kTile - 1) / kTile, (rows + kTile - 1) / kTile, std::min(p.B * p.H, 65535));
+  const dim3 grid((cols + kTile - 1) / kTile, std::min((rows + kTile - 1) / kTile, 65535), std::min(p.B * p.H, 65535));
   return simt::launch(kernel, grid, dim3(kTile, kTile), 0, p, args...);
 }
 

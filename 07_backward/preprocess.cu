@@ -20,19 +20,23 @@ namespace {
 
 constexpr int kWarps = 4;
 
+// A warp per row of B*H*Lq; rows beyond the grid's 2^31 - 1 blocks of kWarps rows are taken in turns,
+// by the whole warp (its row's test is the same for all its lanes, as the shuffles need).
 template <class T>
 __global__ void preprocess_kernel(const attn::BackwardParams p, float* D, float* dq_accum) {
-  const long long row = static_cast<long long>(blockIdx.x) * kWarps + threadIdx.x / 32;  // of B*H*Lq
   const int lane = static_cast<int>(threadIdx.x % 32);
-  if (row >= static_cast<long long>(p.B) * p.H * p.Lq) return;  // the whole warp leaves together
-  const T* o = static_cast<const T*>(p.o) + row * p.d;
-  const T* dout = static_cast<const T*>(p.dout) + row * p.d;
-  float sum = 0.f;
-  for (int c = lane; c < p.d; c += 32) sum += attn::load(o + c) * attn::load(dout + c);
-  sum = attn::warp_sum(sum);
-  if (lane == 0) D[row] = sum;
-  if (dq_accum)
-    for (int c = lane; c < p.d; c += 32) dq_accum[row * p.d + c] = 0.f;
+  const long long rows = static_cast<long long>(p.B) * p.H * p.Lq;
+  for (long long row = static_cast<long long>(blockIdx.x) * kWarps + threadIdx.x / 32; row < rows;
+       row += static_cast<long long>(gridDim.x) * kWarps) {
+    const T* o = static_cast<const T*>(p.o) + row * p.d;
+    const T* dout = static_cast<const T*>(p.dout) + row * p.d;
+    float sum = 0.f;
+    for (int c = lane; c < p.d; c += 32) sum += attn::load(o + c) * attn::load(dout + c);
+    sum = attn::warp_sum(sum);
+    if (lane == 0) D[row] = sum;
+    if (dq_accum)
+      for (int c = lane; c < p.d; c += 32) dq_accum[row * p.d + c] = 0.f;
+  }
 }
 
 template <class T>
@@ -52,7 +56,8 @@ unsigned blocks_for(long long n, int per_block) {
 cudaError_t preprocess(const attn::BackwardParams& p, float* D, float* dq_accum) {
   const long long rows = static_cast<long long>(p.B) * p.H * p.Lq;
   return attn::dispatch_dtype(p.dtype, [&](auto t) {
-    return simt::launch(preprocess_kernel<decltype(t)>, dim3(static_cast<unsigned>((rows + kWarps - 1) / kWarps)),
+    return simt::launch(preprocess_kernel<decltype(t)>,
+                        dim3(static_cast<unsigned>(std::min<long long>((rows + kWarps - 1) / kWarps, 2147483647))),
                         dim3(32 * kWarps), 0, p, D, dq_accum);
   });
 }

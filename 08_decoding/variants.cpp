@@ -74,6 +74,7 @@ const RegisterDecode prefill({
     .info = [] {
       Variant v = info("prefill_kernel", "chapter 05's best on each sequence, the cache copied to its layout with heads repeated");
       v.min_cc = 80;  // chapter 05's lean_loop: mma.sync m16n8k16, cp.async
+      v.max_heads = 65535;  // lean_loop's grid has a row of blocks per head: Hq of them per sequence
       return v;
     }(),
     .paged = true,  // its copy reads through the block table

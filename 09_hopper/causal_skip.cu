@@ -11,8 +11,11 @@
 // go through the mask; the others take the scale into the exponent (softmax_s with masked =
 // false), as chapter 05's step h does. And since a block's work now grows with its Q tile, the
 // grid is (heads, Q tiles) with the last Q tile first (chapter 06's balanced order), so that the
-// last wave is made of light blocks. A block whose rows see no key (bottom-right, Lq > Lk) copies
-// nothing and writes zeros.
+// last wave is made of light blocks. A grid's y holds 65535 blocks, Lq = 8 388 480 in Q tiles of 128
+// rows: past that chapter 06's heaviest_first_grid spreads the Q tiles over y and z, in the same
+// launch order, so that no grid dimension exceeds its limit for any Lq (the heads, on x, are at most
+// 65535 by the registry, as for steps b to f). A block whose rows see no key (bottom-right, Lq > Lk)
+// copies nothing and writes zeros; one the spread adds past the last row copies and writes nothing.
 // Cost: a branch per tile; consumer 0 may multiply one tile that it masks whole.
 #include "06_causal/causal.h"
 #include "ring.cuh"
@@ -26,8 +29,8 @@ __global__ void __launch_bounds__(kWsThreads, 1)
                        const __grid_constant__ CUtensorMap v_map, const attn::AttentionParams p) {
   constexpr int rows = kConsumers * kBr;
   const Ring<T, D> ring;
-  const int q_tiles = (p.Lq + rows - 1) / rows;
-  const int bh = static_cast<int>(blockIdx.x), q0 = (q_tiles - 1 - static_cast<int>(blockIdx.y)) * rows;
+  const int bh = static_cast<int>(blockIdx.x);
+  const int q0 = ch06::heaviest_first_tile(blockIdx.y, blockIdx.z, gridDim.y, gridDim.z) * rows;
   const int tiles = ch06::tiles_to_visit(p, q0, rows, kBc);
   if (!split_roles(ring, &q_map, &k_map, &v_map, q0, bh, tiles)) return;  // the producer is done
 
@@ -37,7 +40,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   simt::WgmmaAccumulator<D> O;
   for (int i = 0; i < D / 2; ++i) O[i] = 0.f;
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, alpha[2];
-  if (tiles == 0) {  // no row of this block sees a key: O = 0
+  if (tiles == 0) {  // no row of this block sees a key (or it has no row): O = 0
     ch05::store_rows<T, D>(O.tiles(), m, l, row, p, bh);
     return;
   }
