@@ -53,6 +53,7 @@ TEST_CASE("non-positive sizes", "[cli]") {
   bad("run -v naive -b 0", "batch (B) must be at least 1");
   bad("run -v naive -H -1", "heads (H) must be at least 1");
   bad("run -v naive -d 0", "head dim (d) must be at least 1");
+  bad("run -v naive -b 65536 -H 65536 -n 1 -d 1", "B*H = 4294967296 heads: the kernels number them with 32-bit ints");
 }
 
 TEST_CASE("a head dim, dtype or variant that does not exist or is not supported", "[cli]") {
