@@ -25,10 +25,6 @@ void Problem::validate() const {
   positive("head dim (d)", d);
   if (causal != Causal::none && mask != MaskKind::none)
     throw UsageError("is_causal and an attn_mask cannot be combined (torch refuses it too): choose one");
-  // The kernels number heads (and rows within a head) with 32-bit ints, as FlashAttention does.
-  if (static_cast<long long>(B) * H > std::numeric_limits<int>::max())
-    throw UsageError("B*H = " + std::to_string(static_cast<long long>(B) * H) + " heads: the kernels number them with "
-                     "32-bit ints, so at most " + std::to_string(std::numeric_limits<int>::max()));
   // Byte counts are size_t products and the cost models doubles: 2^56 elements (of 8 bytes at
   // most) keeps both exact. Far beyond any device: 2^56 pairs are hours of work at d = 64 for a
   // GPU that does 10^15 FLOP/s.
@@ -40,6 +36,10 @@ void Problem::validate() const {
       << " elements; at most 2^56 = " << most << " of each keep every byte count exact (and no GPU runs that in minutes)";
     throw UsageError(s.str());
   }
+  // The kernels number heads (and rows within a head) with 32-bit ints, as FlashAttention does.
+  if (static_cast<long long>(B) * H > std::numeric_limits<int>::max())
+    throw UsageError("B*H = " + std::to_string(static_cast<long long>(B) * H) + " heads: the kernels number them with "
+                     "32-bit ints, so at most " + std::to_string(std::numeric_limits<int>::max()));
   if (scale_override) {
     const double s = *scale_override;
     if (!std::isfinite(s)) throw UsageError(std::string("the scale must be a finite number, not ") + (std::isnan(s) ? "nan" : "inf"));
