@@ -256,8 +256,10 @@ TEST_CASE("backward --profile counts chapter 07's steps through the same profile
 
 TEST_CASE("profile: a wrong option is refused before any work", "[profile]") {
   std::string out;
-  CHECK(flashsteps("profile --gpu a100", out) == 2);
-  CHECK_THAT(out, Contains("unknown --gpu \"a100\": use h100, h200"));
+  CHECK(flashsteps("profile --gpu a101", out) == 2);
+  CHECK_THAT(out, Contains("unknown --gpu \"a101\": use one of h100, h200"));
+  CHECK(flashsteps("profile --gpu a100", out) == 2);  // a GPU of the table the model has no rates for
+  CHECK_THAT(out, Contains("the model has no rates for the A100 SXM4 80GB yet (it models h100, h200)"));
   CHECK(flashsteps("profile --sample-blocks 0", out) == 2);
   CHECK_THAT(out, Contains("--sample-blocks must be at least 1"));
   CHECK(flashsteps("profile --emulated-heads -1", out) == 2);
