@@ -18,7 +18,7 @@ from checks import Checks
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "tools" / "gpu_session.sh"
-STEPS = ["tests", "sdpa", "sdpa_early", "sanitizers", "ncu", "softmax", "timing", "backward", "decode", "tune"]
+STEPS = ["tests", "sdpa", "promise", "softmax", "backward", "decode", "sdpa_early", "timing", "ncu", "sanitizers", "tune"]
 
 # One stand-in for every program: it logs its name and arguments, and does what the script reads back.
 STUB = r"""#!/usr/bin/env bash
@@ -71,7 +71,10 @@ def main():
         check("FAILED" not in summary and "SKIPPED" not in summary, "no step failed or was skipped")
         check("-DCMAKE_CUDA_ARCHITECTURES=90 " in calls and "-DCMAKE_BUILD_TYPE=Release" in calls,
               "the build is configured for the GPU nvidia-smi reports (9.0: sm_90), Release")
-        check(f"ctest --test-dir {build} -E timing" in calls, "every test but the timing checks")
+        check(f"ctest --test-dir {build} --output-on-failure -R ^(simt|reference|cli|variants|backward|decode|capi)$"
+              in calls, "the tests that need the GPU")
+        check(calls.count("flashsteps run -b ") == 3 and "flashsteps decode -b 1 --cache-len 32768" in calls,
+              "every variant at P1, P2 and P3, and chapter 08 at a 32k context (promise.csv)")
         for tool in ("memcheck", "racecheck", "synccheck"):
             check(f"compute-sanitizer --tool {tool} --error-exitcode 9 {build}/bin/flashsteps run" in calls
                   and f"compute-sanitizer --tool {tool} --error-exitcode 9 {build}/bin/flashsteps backward" in calls,
