@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""test_gpu_targets.py: tools/gpu_targets.py on a hand-made results folder.
+
+  python3 tests/test_gpu_targets.py      # exit 0 pass, 1 fail
+
+The ratios are PyTorch's time over the chapter's on the same shape, met at the target and not under
+it; chapter 08's share is its fastest step's GB/s over the copy bandwidth the logs measured (their
+median); a target without rows says "not measured"; modelled rows are never read; a missing folder
+is refused with exit code 2.
+"""
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from checks import Checks
+
+ROOT = Path(__file__).resolve().parent.parent
+TOOL = ROOT / "tools" / "gpu_targets.py"
+HEAD = "device,driver,cuda,commit,timestamp,chapter,variant,dtype,B,H,Lq,Lk,d,causal,mask,median_ms,min_ms,tflops,gbps," \
+       "extra_bytes,max_err,pass,kind,bound\n"
+
+
+def row(chapter, variant, n, d, causal, ms, gbps=0, kind="measured", b=1, h=16):
+    return f"GPU,1,13.0,c0ffee,t,{chapter},{variant},fp16,{b},{h},{n},{n},{d},{causal},none,{ms},{ms},1,{gbps},0,0,1,{kind},\n"
+
+
+def main():
+    check = Checks("gpu_targets")
+    with tempfile.TemporaryDirectory(prefix="flashsteps-gpu-targets-") as tmp:
+        f = Path(tmp)
+        (f / "logs").mkdir()
+        (f / "sdpa.csv").write_text(HEAD + row("05_flash_v2", "lean_loop", 4096, 64, "none", 2.0)
+                                    + row("torch", "sdpa_flash", 4096, 64, "none", 2.5)
+                                    + row("05_flash_v2", "lean_loop", 8192, 128, "none", 4.0)
+                                    + row("torch", "sdpa_flash", 8192, 128, "none", 3.0)
+                                    + row("05_flash_v2", "lean_loop", 2048, 64, "none", 9.0)
+                                    + row("torch", "sdpa_flash", 2048, 64, "none", 1.0)
+                                    + row("09_hopper", "causal_skip", 4096, 128, "none", 1.0, kind="modelled")
+                                    + row("torch", "sdpa_cudnn", 4096, 128, "none", 1.0))
+        (f / "promise.csv").write_text(HEAD + row("08_decoding", "split_kv", 32768, 128, "none", 0.3, gbps=1500)
+                                       + row("08_decoding", "gqa_packed", 32768, 128, "none", 0.2, gbps=900))
+        (f / "logs" / "a.log").write_text("x = 1% of a device copy (4000 GB/s, measured now)\n" * 2)
+        (f / "logs" / "b.log").write_text("y = 1% of a device copy (9000 GB/s, measured now)\n")
+        r = subprocess.run([sys.executable, str(TOOL), str(f)], capture_output=True, text=True, timeout=60)
+        out = r.stdout
+        lines = out.splitlines()
+        check(r.returncode == 0, f"exit 0 (got {r.returncode}: {r.stderr.strip()[-200:]})")
+        check(any("d=64 N=4096" in l and "1.25x" in l and l.endswith("yes") for l in lines),
+              "05 at 2.0 ms against FA2's 2.5: 1.25x, met")
+        check(any("d=128 N=8192" in l and "0.75x" in l and l.endswith("no") for l in lines),
+              "05 at 4.0 ms against FA2's 3.0: 0.75x, not met")
+        check(not any("N=2048" in l for l in lines), "05's target is for N >= 4k: N = 2048 is not a row")
+        check(any(l.startswith("09") and "not measured" in l for l in lines), "a modelled row is never read")
+        check(any(l.startswith("08") and "gqa_packed" in l and "22% (900 of 4000 GB/s)" in l and l.endswith("no")
+                  for l in lines), "08: the fastest step's GB/s over the logs' median copy (4000 GB/s)")
+        check(any(l.startswith("07") and "not measured" in l for l in lines), "no backward rows: not measured")
+        r = subprocess.run([sys.executable, str(TOOL), str(f / "missing")], capture_output=True, text=True, timeout=60)
+        check(r.returncode == 2 and "is not a folder" in r.stderr and "Traceback" not in r.stderr,
+              "a missing folder: exit 2, one line")
+    return check.exit_code()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
