@@ -12,7 +12,7 @@ set -euo pipefail
 source "$(dirname "$0")/common.sh"
 "$root/tools/install_deps.sh"
 status=0
-step() { echo; echo "=== $*"; }
+step() { echo; echo "=== $* ($((SECONDS / 60)) min $((SECONDS % 60)) s in)"; }
 # Warnings are errors here (CI), not in a user's build (cmake/Kernels.cmake).
 export FLASHSTEPS_CMAKE_ARGS="${FLASHSTEPS_CMAKE_ARGS:-} -DFLASHSTEPS_WERROR=ON"
 
@@ -49,7 +49,9 @@ if [ "$backend" = cpu ]; then
     # In Release, the build type most users pick (the others are RelWithDebInfo and Debug).
     step "the gpu backend compiles and links for sm_$archs in Release (no GPU here: its tests report themselves skipped)"
     if configure "$root/build-gpu" -DFLASHSTEPS_BACKEND=gpu -DCMAKE_CUDA_COMPILER="$nvcc" \
-         -DCMAKE_CUDA_ARCHITECTURES="$archs" -DCMAKE_BUILD_TYPE=Release && build "$root/build-gpu"; then
+         -DCMAKE_CUDA_ARCHITECTURES="$archs" -DCMAKE_BUILD_TYPE=Release \
+         -DFLASHSTEPS_ARCH_RESOURCES_ARCHS="${FLASHSTEPS_ARCH_RESOURCES_ARCHS:-75,80,86,100,120}" &&
+       build "$root/build-gpu"; then
       echo "built: $(ls "$root/build-gpu/bin" | tr '\n' ' ')"
       # Its own tests only: the tools' (label tools) are the cpu build's, already run above.
       ctest --test-dir "$root/build-gpu" -LE tools | tail -12 || status=1
