@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""test_gpu_targets.py: tools/gpu_targets.py on a hand-made results folder.
+"""test_gpu_targets.py: tools/gpu_targets.py and tools/model_vs_gpu.py on a hand-made results folder.
 
   python3 tests/test_gpu_targets.py      # exit 0 pass, 1 fail
 
 The ratios are PyTorch's time over the chapter's on the same shape, met at the target and not under
 it; chapter 08's share is its fastest step's GB/s over the copy bandwidth the logs measured (their
 median); a target without rows says "not measured"; modelled rows are never read; a missing folder
-is refused with exit code 2.
+is refused with exit code 2. model_vs_gpu.py pairs a modelled row with the measured row of the same
+variant and shape only, and counts the pairs within +-15 %.
 """
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from checks import Checks
 
 ROOT = Path(__file__).resolve().parent.parent
 TOOL = ROOT / "tools" / "gpu_targets.py"
+MODEL = ROOT / "tools" / "model_vs_gpu.py"
 HEAD = "device,driver,cuda,commit,timestamp,chapter,variant,dtype,B,H,Lq,Lk,d,causal,mask,median_ms,min_ms,tflops,gbps," \
        "extra_bytes,max_err,pass,kind,bound\n"
 
@@ -58,6 +60,17 @@ def main():
         r = subprocess.run([sys.executable, str(TOOL), str(f / "missing")], capture_output=True, text=True, timeout=60)
         check(r.returncode == 2 and "is not a folder" in r.stderr and "Traceback" not in r.stderr,
               "a missing folder: exit 2, one line")
+        (f / "model.csv").write_text(HEAD + row("05_flash_v2", "lean_loop", 4096, 64, "none", 1.0, kind="modelled")
+                                     + row("05_flash_v2", "lean_loop", 8192, 128, "none", 3.6, kind="modelled")
+                                     + row("05_flash_v2", "lean_loop", 4096, 128, "none", 1.0, kind="modelled"))
+        r = subprocess.run([sys.executable, str(MODEL), str(f / "model.csv"), str(f / "sdpa.csv")], capture_output=True,
+                           text=True, timeout=60)
+        lines = r.stdout.splitlines()
+        check(r.returncode == 0 and any("N=4096 d=64" in l and l.split()[-1] == "2.00" for l in lines)
+              and any("N=8192 d=128" in l and l.split()[-1] == "1.11" for l in lines),
+              "measured / modelled for each shape in both files (2.0 / 1.0, 4.0 / 3.6)")
+        check(not any("N=4096 d=128" in l for l in lines), "a modelled shape never measured makes no line")
+        check(r.stdout.strip().endswith("1 of 2 within +-15 % of the GPU"), "one of the two within 15 %")
     return check.exit_code()
 
 
