@@ -88,6 +88,16 @@ void BlockRunner::tma_load(void* dst, const void* map_bytes, int rank, const int
          rank, file, line);
   if (static_cast<int>(m.rank) != rank)
     fail("tma_load_%dd (%s:%d): the map has rank %u", rank, file, line, m.rank);
+  // The box's address in global memory (its first element's, inside the tensor or not) must be
+  // 16-byte aligned (PTX ISA, "Tensors: Bounding Box"); a GPU stops the kernel with an illegal
+  // instruction otherwise. The map's address and strides are multiples of 16, so it is the first
+  // coordinate's bytes that must be.
+  const long long first = static_cast<long long>(c[0]) * m.esize;
+  if (first % 16 != 0)
+    fail("tma_load_%dd (%s:%d): the box at first coordinate %d starts %lld bytes (%d elements of %u bytes) from a "
+         "row's start, not a multiple of 16: a box's address in global memory must be 16-byte aligned (PTX ISA, "
+         "Tensors, Bounding Box); a GPU stops the kernel with an illegal instruction",
+         rank, file, line, c[0], first, c[0], m.esize);
   const size_t bytes = size_t{m.box[0]} * (rank > 1 ? m.box[1] : 1) * (rank > 2 ? m.box[2] : 1) * m.esize;
   auto* d = static_cast<unsigned char*>(dst);
   const size_t align = m.swizzle ? 8u * m.swizzle : 128u;  // a swizzle's pattern repeats every 8 of its spans

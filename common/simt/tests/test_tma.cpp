@@ -3,6 +3,7 @@
 // XORed with bits 7.. of that offset (1, 2 or 3 of them for a 32, 64 or 128-byte swizzle), and
 // zeros where the box leaves the tensor.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "support.h"
@@ -59,11 +60,53 @@ TEST_CASE("TMA loads a box, zeros outside the tensor, in every swizzle", "[simt]
   if (!hopper_or_warn("TMA loads")) return;
   check({2, {100, 16}, {64, 8}, 0, {64, 12}});    // past the last column and the last row
   check({2, {100, 16}, {64, 8}, 128, {0, 0}});    // 128-byte rows, 128-byte swizzle
-  check({2, {100, 16}, {32, 8}, 64, {4, 3}});     // 64-byte rows, 64-byte swizzle
+  check({2, {100, 16}, {32, 8}, 64, {8, 3}});     // 64-byte rows, 64-byte swizzle, 16 bytes into a row
   check({2, {100, 16}, {16, 8}, 32, {96, 10}});   // 32-byte rows, 32-byte swizzle, partly outside
   check({2, {100, 16}, {64, 4}, 128, {-8, -2}});  // before the first row and column
   check({3, {32, 4, 3}, {32, 4, 2}, 0, {0, 1, 2}});  // 3D, partly past two dimensions
   check({3, {64, 8, 2}, {64, 8, 2}, 128, {0, 0, 0}});
+}
+
+// Every x above is a multiple of 8 bf16: a box's address in global memory must be 16-byte aligned
+// (PTX ISA, Tensors, Bounding Box). At x = 4 an H200 stopped this test's kernel with an illegal
+// instruction (cudaErrorIllegalInstruction, sticky: every later test of the binary failed); the
+// emulator fails the launch instead, naming the rule.
+TEST_CASE("a TMA box must start 16-byte aligned in global memory", "[simt][tma]") {
+#if !FLASHSTEPS_GPU
+  using Catch::Matchers::Contains;
+  std::vector<uint16_t> t(224 * 16 / 2);  // the tensor of check(): 100 x 16 bf16 in rows of 224 bytes
+  const uint64_t dims[2] = {100, 16}, strides[1] = {224};
+  const uint32_t box[2] = {32, 8};
+  // Launches the box at (x, y) quietly, requires the launch refused (its error reported once) and
+  // returns its message.
+  const auto refusal = [&](int swizzle, int x, int y) {
+    simt::Schedule s = simt::schedule();
+    const simt::Schedule saved = s;
+    s.quiet = true;
+    simt::set_schedule(s);
+    Device<uint16_t> dt(t), out(32 * 8);
+    const int at[2] = {x, y};
+    const cudaError_t e = tma_box(dt.get(), 2, dims, strides, box, swizzle, at, out.get());
+    simt::set_schedule(saved);
+    REQUIRE(e != cudaSuccess);
+    REQUIRE(cudaGetLastError() == e);
+    REQUIRE(cudaGetLastError() == cudaSuccess);
+    return simt::last_launch_error();
+  };
+  for (int swizzle : {0, 64}) {
+    for_each_schedule([&] {
+      INFO("swizzle " << swizzle);
+      CHECK_THAT(refusal(swizzle, 4, 3), Contains("tma_load_2d (common/simt/tests/tma_kernels.cu:") &&
+                                             Contains("the box at first coordinate 4 starts 8 bytes (4 elements of 2 "
+                                                      "bytes) from a row's start, not a multiple of 16") &&
+                                             Contains("must be 16-byte aligned"));
+      CHECK_THAT(refusal(swizzle, -4, 0), Contains("first coordinate -4 starts -8 bytes"));  // outside the tensor too
+      Device<uint16_t> dt(t), out(32 * 8);
+      const int aligned[2] = {-8, 3};
+      require_ok(tma_box(dt.get(), 2, dims, strides, box, swizzle, aligned, out.get()));
+    });
+  }
+#endif
 }
 
 TEST_CASE("make_tensor_map refuses what cuTensorMapEncodeTiled refuses", "[simt][tma]") {

@@ -9,7 +9,9 @@
 //   tma_load_2d(dst, &map, c0, c1, bar) / tma_load_3d(dst, &map, c0, c1, c2, bar)   in a kernel
 //       that takes the map as `const __grid_constant__ CUtensorMap map`: the box whose first
 //       element is at (c0, c1[, c2]); elements outside the tensor read as zeros; its bytes, the
-//       whole box, complete on `bar`
+//       whole box, complete on `bar`. c0 times the element's size must be a multiple of 16 (the
+//       box's address in global memory 16-byte aligned, PTX ISA "Bounding Box"): a GPU stops the
+//       kernel with an illegal instruction otherwise, and the emulator fails the launch
 //
 // Swizzle (32, 64 or 128 bytes): the 16-byte chunk c of a box row lands at chunk c ^ (bits 7.. of
 // its shared address, 1, 2 or 3 of them), so that the 8 rows of an 8x8 tile of 16-bit values that
