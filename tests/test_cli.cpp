@@ -93,7 +93,8 @@ TEST_CASE("a good run passes, lists and writes its CSV", "[cli]") {
   CHECK_THAT(o.output, Contains("01_naive_attention"));
   const std::string csv = "cli_test.csv";
   std::remove(csv.c_str());
-  o = run("run -v naive -n 17 --reps 1 --csv " + csv);
+  // B and H explicit: the defaults differ by backend (B=1 H=2 on the CPU, B=4 H=16 on a GPU).
+  o = run("run -v naive -b 1 -H 2 -n 17 --reps 1 --csv " + csv);
   CHECK(o.code == 0);
   FILE* f = std::fopen(csv.c_str(), "r");
   REQUIRE(f != nullptr);
@@ -342,7 +343,8 @@ TEST_CASE("flashsteps --help names every command; an unknown one is refused", "[
 }
 
 TEST_CASE("the table says what it checked, how it timed, in units that fit", "[cli]") {
-  const Outcome o = run("run -v naive -n 16");
+  // B and H explicit: the defaults differ by backend (B=1 H=2 on the CPU, B=4 H=16 on a GPU).
+  const Outcome o = run("run -v naive -b 1 -H 2 -n 16");
   INFO(o.output);
   CHECK(o.code == 0);
   CHECK_THAT(o.output, Contains("checked: every output row (32 = B*H*Lq)"));
@@ -354,7 +356,7 @@ TEST_CASE("the table says what it checked, how it timed, in units that fit", "[c
   CHECK_THAT(o.output, Contains("GFLOP/s") && Contains("MB/s") && !Contains("TFLOP/s"));
 #endif
   // Over 2e8 multiply-adds: a sample of the rows is checked, and the line says which.
-  const Outcome big = run("run -v row_per_thread -H 8 -n 1024 -d 32 --reps 0");
+  const Outcome big = run("run -v row_per_thread -b 1 -H 8 -n 1024 -d 32 --reps 0");
   INFO(big.output);
   CHECK_THAT(big.output, Contains("of the 8192 output rows") && Contains(" heads x ") && Contains("--full-check"));
 }
@@ -401,7 +403,8 @@ TEST_CASE("flashsteps backward refuses bad input before any work, and a good run
 #endif
   const std::string csv = "backward_test.csv";
   std::remove(csv.c_str());
-  const Outcome o = run("backward -n 40 -d 32 --causal bottom-right --lq 30 --reps 1 --csv " + csv);
+  // B and H explicit: the defaults differ by backend (B=1 H=2 on the CPU, B=4 H=16 on a GPU).
+  const Outcome o = run("backward -b 1 -H 2 -n 40 -d 32 --causal bottom-right --lq 30 --reps 1 --csv " + csv);
   INFO(o.output);
   CHECK(o.code == 0);
   CHECK_THAT(o.output, Contains("forward + backward"));

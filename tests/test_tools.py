@@ -9,8 +9,13 @@ imported, so this runs without PyTorch or a GPU. tools/causal_schedule.py: a --p
 missing is refused before the model runs. tools/arch_resources.py and tools/fatbin_ptx.py refuse an
 architecture, a file or a library they do not know before running nvcc or cuobjdump. None prints a
 traceback. And arch_resources.py's rules on hand-made input: threads from .maxntid, the register file
-a block takes, what fails and what is only reported.
+a block takes, what fails and what is only reported. And bench_torch_sdpa.py and bench_torch_decode.py
+import torch before they load the book's library (a stand-in torch and ctypes.CDLL log the order):
+`import torch` after the library segfaults on a GPU machine. And cmake/WriteCommit.cmake records
+"unknown", not another repository's commit, for a tree that lies in a repository without being its top.
 """
+import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -53,7 +58,114 @@ def main():
         refused(FATBIN, ["--ptx-arch", "90", "--libs", str(work / "missing.a")], "no such file", "--libs missing")
 
     rules(check)
+    torch_before_library(check)
+    commit_recording(check)
     return check.exit_code()
+
+
+def commit_recording(check):
+    """cmake/WriteCommit.cmake records the commit of the repository whose top is the source tree: a
+    .git in a folder above a copy of the tree (a copy without its own .git) is another tree's, and the
+    build records "unknown" rather than that commit."""
+    cmake, git = shutil.which("cmake"), shutil.which("git")
+    if not cmake or not git:
+        print("skip WriteCommit.cmake: needs cmake and git")
+        return
+    with tempfile.TemporaryDirectory(prefix="flashsteps-commit-") as tmp:
+        work = Path(tmp).resolve()
+        # No repository above the temporary folder counts: git stops its search there.
+        env = dict(os.environ, GIT_CEILING_DIRECTORIES=str(work.parent), GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t",
+                   GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
+        outer, copy = work / "outer", work / "outer" / "copy"
+        copy.mkdir(parents=True)
+        (outer / "a.txt").write_text("a\n")
+        subprocess.run([git, "init", "-q", str(outer)], env=env, check=True)
+        subprocess.run([git, "-C", str(outer), "add", "a.txt"], env=env, check=True)
+        subprocess.run([git, "-C", str(outer), "commit", "-q", "-m", "outer"], env=env, check=True)
+        (outer / ".gitignore").write_text("copy/\n*.cpp\n*.tmp\n")
+        subprocess.run([git, "-C", str(outer), "add", ".gitignore"], env=env, check=True)
+        subprocess.run([git, "-C", str(outer), "commit", "-q", "-m", "ignore"], env=env, check=True)
+        head = subprocess.run([git, "-C", str(outer), "rev-parse", "--short=12", "HEAD"], env=env, check=True,
+                              capture_output=True, text=True).stdout.strip()
+
+        def recorded(src):
+            out = work / "commit.cpp"
+            subprocess.run([cmake, f"-DSRC={src}", f"-DOUT={out}", "-P", str(ROOT / "cmake" / "WriteCommit.cmake")],
+                           env=env, check=True, capture_output=True)
+            text = out.read_text()
+            return text.split('return "', 1)[-1].split('"', 1)[0]
+
+        got = recorded(outer)
+        check(got == head, f"WriteCommit.cmake: a source tree with its own .git, clean: its commit ({head}; got {got})")
+        (outer / "a.txt").write_text("b\n")
+        got = recorded(outer)
+        check(got == head + "-dirty", f"WriteCommit.cmake: a tracked file changed: {head}-dirty (got {got})")
+        got = recorded(copy)
+        check(got == "unknown", f"WriteCommit.cmake: a tree without a .git inside another repository: unknown (got {got})")
+        got = recorded(work)
+        check(got == "unknown", f"WriteCommit.cmake: no repository at all: unknown (got {got})")
+
+
+# Runs a tool with ctypes.CDLL stood in for when it loads STAND_IN_LIB (it logs "library" and fails to
+# load), and, unless NO_TORCH is set, a stand-in torch on the path that logs "torch" when imported.
+RUNNER = r"""
+import ctypes, os, runpy, sys
+real = ctypes.CDLL
+def log(what):
+    with open(os.environ["ORDER_LOG"], "a") as f:
+        f.write(what + "\n")
+def cdll(name, *args, **kwargs):
+    if str(name) == os.environ["STAND_IN_LIB"]:
+        log("library")
+        raise OSError("the stand-in library does not load")
+    return real(name, *args, **kwargs)
+ctypes.CDLL = cdll
+if os.environ.get("NO_TORCH"):
+    sys.modules["torch"] = sys.modules["flash_attn"] = None  # `import torch` raises ImportError
+script = sys.argv[1]
+sys.argv = sys.argv[1:]
+sys.path.insert(0, os.path.dirname(script))
+runpy.run_path(script, run_name="__main__")
+"""
+STAND_IN_TORCH = r"""
+import os
+with open(os.environ["ORDER_LOG"], "a") as f:
+    f.write("torch\n")
+__version__ = "0+stand-in"
+class cuda:
+    @staticmethod
+    def is_available():
+        return False
+"""
+
+
+def torch_before_library(check):
+    """The scripts that load libflashsteps_capi.so and use torch import torch first: the library links
+    the system's CUDA, and `import torch` after it segfaults (an H200 with CUDA 13.0). Without torch
+    they still refuse a library that does not load, with exit 2."""
+    with tempfile.TemporaryDirectory(prefix="flashsteps-torch-order-") as tmp:
+        work = Path(tmp)
+        (work / "torch" / "nn").mkdir(parents=True)
+        (work / "torch" / "__init__.py").write_text(STAND_IN_TORCH)
+        (work / "torch" / "nn" / "__init__.py").write_text("")
+        (work / "torch" / "nn" / "functional.py").write_text("")
+        lib = str(work / "libflashsteps_capi.so")
+        for script in (ROOT / "tools" / "bench_torch_sdpa.py", ROOT / "tools" / "bench_torch_decode.py"):
+            for no_torch in (False, True):
+                order = work / "order.log"
+                order.unlink(missing_ok=True)
+                env = dict(os.environ, ORDER_LOG=str(order), STAND_IN_LIB=lib,
+                           PYTHONPATH=os.pathsep.join([str(work)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+                if no_torch:
+                    env["NO_TORCH"] = "1"
+                r = subprocess.run([sys.executable, "-c", RUNNER, str(script), "--chapters", lib], env=env,
+                                   capture_output=True, text=True, timeout=120)
+                got = order.read_text().split() if order.exists() else []
+                want = ["library"] if no_torch else ["torch", "library"]
+                check(got == want and r.returncode == 2 and "cannot load" in r.stderr and "Traceback" not in r.stderr,
+                      f"{script.name} {'without torch' if no_torch else 'imports torch before it loads the library'}: "
+                      f"{' then '.join(want)}, exit 2, \"cannot load\" (got {got}, {r.returncode}: "
+                      f"{(r.stderr.strip().splitlines() or [''])[-1]})")
 
 
 PTX = """

@@ -114,6 +114,19 @@ def main():
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--csv", help="append rows to this CSV file")
     a = ap.parse_args()
+    # torch (and flash-attn) before the book's library: the library links the system's CUDA (libcublas,
+    # libcudart), and `import torch` after it segfaults in torch/__init__.py (an H200, CUDA 13.0).
+    try:
+        import torch
+        import torch.nn.functional as F
+    except ImportError:
+        torch = None
+    flash_attn_with_kvcache = None
+    if torch is not None:
+        try:
+            from flash_attn import flash_attn_with_kvcache
+        except ImportError:
+            pass
     try:
         lib = Decoding(a.chapters)
     except OSError as e:
@@ -127,17 +140,10 @@ def main():
         fail("--heads must be a multiple of --kv-heads; --page-size, --new-tokens and --reps at least 1")
     if a.csv and not Path(a.csv).resolve().parent.is_dir():
         fail(f"--csv: the folder of {a.csv} does not exist")
-    try:
-        import torch
-        import torch.nn.functional as F
-    except ImportError:
+    if torch is None:
         fail("needs torch")
     if not torch.cuda.is_available():
         fail("needs a GPU (torch.cuda.is_available() is False)")
-    try:
-        from flash_attn import flash_attn_with_kvcache
-    except ImportError:
-        flash_attn_with_kvcache = None
 
     dev = torch.device("cuda")
     dt = torch.float16 if a.dtype == "fp16" else torch.bfloat16

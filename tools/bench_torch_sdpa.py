@@ -339,6 +339,12 @@ class Bench:
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    # torch before the book's library: the library links the system's CUDA (libcublas, libcudart), and
+    # `import torch` after it segfaults in torch/__init__.py (an H200, CUDA 13.0); before it, both load.
+    try:
+        import torch
+    except ImportError:
+        torch = None
     chapters = None
     if args.chapters:
         try:
@@ -353,9 +359,7 @@ def main(argv=None):
             return 2
     else:
         ours = []
-    try:
-        import torch
-    except ImportError:
+    if torch is None:
         print("bench_torch_sdpa: PyTorch is not installed (pip install torch): it is the baseline this script times",
               file=sys.stderr)
         return 2

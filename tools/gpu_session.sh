@@ -25,14 +25,26 @@
 # $OUT/decode.csv, by tools/bench_torch_decode.py.)
 #
 # On a machine without a package registry, stage the header-only dependencies into .deps first;
-# CMAKE_PREFIX_PATH then points there. Set FLASHSTEPS_COMMIT when the tree carries no .git.
+# CMAKE_PREFIX_PATH then points there. Set FLASHSTEPS_COMMIT when the tree carries no .git (or a
+# stale one). A call of the binaries or the tools/bench_torch_*.py scripts made directly, not through
+# this script, must export FLASHSTEPS_COMMIT too: otherwise their CSV rows carry the commit the build
+# recorded (cmake/WriteCommit.cmake), which a stale .git on a copied tree makes wrong
+# (263b52919806-dirty on the first H200 session's direct calls, for a tree at 5676c2862807).
 # tests/test_gpu_session.py runs `all` with stand-ins for the GPU's programs, without a GPU.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$root/results/gpu-session}
 mkdir -p "$out"
 build=${FLASHSTEPS_GPU_BUILD:-$root/build-gpu}  # another folder: tests/test_gpu_session.py
-export FLASHSTEPS_COMMIT=${FLASHSTEPS_COMMIT:-$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}
+# The commit of the tree's own repository; unknown for a .git in a folder above it (another tree's),
+# as cmake/WriteCommit.cmake records it.
+tree_commit() {
+  local top
+  top=$(git -C "$root" rev-parse --show-toplevel 2>/dev/null) &&
+    [ "$(cd "$top" && pwd -P)" = "$(cd "$root" && pwd -P)" ] &&
+    git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown
+}
+export FLASHSTEPS_COMMIT=${FLASHSTEPS_COMMIT:-$(tree_commit)}
 prefix=()
 [ -d "$root/.deps/usr" ] && prefix=(-DCMAKE_PREFIX_PATH="$root/.deps/usr")
 start=$SECONDS
@@ -159,11 +171,13 @@ backward_bench() {
 # Every variant of every chapter at the promise's shapes (P1: B = 16, H = 32, N = 1024, d = 64;
 # P2: B = 32, H = 16, N = 1024, d = 128; P3: B = 1, H = 16, N = 4096, d = 128; fp16), and chapter 08
 # at B = 1 with a 32k context: the measured side of the model's check (tools/model_vs_gpu.py).
+# 5 timed runs after 1: chapter 04's algorithm1 and row_per_thread take 0.15 to 2 s a run at these shapes
+# on an H200, and every variant runs reps + warmup times (at 10 + 2 the step ran out of 80 s at P2).
 promise_shapes() {
   local shape status=0
   for shape in "-b 16 -H 32 -n 1024 -d 64" "-b 32 -H 16 -n 1024 -d 128" "-b 1 -H 16 -n 4096 -d 128"; do
     # shellcheck disable=SC2086
-    "$build/bin/flashsteps" run $shape --dtype fp16 --reps 10 --warmup 2 --csv "$out/promise.csv" || status=1
+    "$build/bin/flashsteps" run $shape --dtype fp16 --reps 5 --warmup 1 --csv "$out/promise.csv" || status=1
   done
   "$build/bin/flashsteps" decode -b 1 --cache-len 32768 --reps 20 --warmup 2 --csv "$out/promise.csv" || status=1
   return $status
@@ -194,7 +208,9 @@ profile() {
   local metric_list
   metric_list=$(IFS=,; echo "${use[*]}")
   local v status=0
-  for v in $("$build/bin/flashsteps" run --list | awk '/\(best\)/{print $1}'); do
+  # --list: a variant's line is "  name  description (best)"; its "supports" line and the closing
+  # legend "(best): ..." are not variants.
+  for v in $("$build/bin/flashsteps" run --list | awk '/^  [^ ]/ && / \(best\)$/ {print $1}'); do
     echo "== ncu: $v"
     ncu --clock-control none --csv --log-file "$out/ncu_$v.csv" --metrics "$metric_list" \
       "$build/bin/flashsteps" run -v "$v" --reps 0 -b 4 -H 16 -n 4096 -d 128 --dtype fp16 ||
@@ -279,7 +295,7 @@ case "${1:-}" in
     ! wanted sdpa || step sdpa 130 python3 "$root/tools/bench_torch_sdpa.py" \
       --chapters "$build/lib/libflashsteps_capi.so" --variants all:05,06 --shapes flash --dtype fp16 --reps 20 \
       --budget 110 --csv "$out/sdpa.csv"
-    ! wanted promise || step promise 80 promise_shapes
+    ! wanted promise || step promise 150 promise_shapes
     ! wanted softmax || step softmax 20 "$build/bin/02_fused_softmax" -n 4096 --csv "$out/chapters.csv"
     ! wanted backward || step backward 90 backward_bench
     # Chapter 08 beside SDPA (enable_gqa) and flash_attn_with_kvcache when installed: Llama-3-8B's
