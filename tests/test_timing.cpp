@@ -2,9 +2,13 @@
 // the gpu backend only: the emulator's times say nothing about a GPU; the runner, main.cpp, reports
 // the binary skipped on a machine without one).
 //
-// At the reference shape (B = 4, H = 16, N = 2048, d = 64, fp16), the best variant of each
-// chapter must beat the previous chapter's best by the margin stated in kMargins (a ratio of the
-// previous median to this one), and causal attention must cost at most 0.7 of non-causal.
+// At the promise's P1 (B = 16, H = 32, N = 1024, d = 64, fp16; tests/counters/test_promise.cpp), the
+// best variant of each chapter must beat the previous chapter's best by the margin stated in kMargins
+// (a ratio of the previous median to this one), and causal attention must cost at most 0.7 of
+// non-causal. P1, because chapter 04's grid is FlashAttention-1's, one block per (batch, head): with
+// fewer of them than SMs it loses to chapter 03, as the promise says at P3 (B*H = 16) and an H200
+// measured at B*H = 64 (results/nvidia-h200/logs/timing.log: 11.78 ms against 5.51), the
+// parallelism chapter 05 adds.
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <map>
@@ -25,7 +29,7 @@ const std::map<std::string, double> kMargins = {
 
 Problem reference_shape() {
   Problem p;
-  p.B = 4, p.H = 16, p.Lq = p.Lk = 2048, p.d = 64, p.dtype = DType::fp16;
+  p.B = 16, p.H = 32, p.Lq = p.Lk = 1024, p.d = 64, p.dtype = DType::fp16;
   return p;
 }
 double median_ms(const Variant& v, const Problem& p) {
