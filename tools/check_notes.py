@@ -6,11 +6,20 @@
 - its answer file, notes/answers/<same name>, has a "### k. [tag] ..." heading for every exercise
   k, with the exercise's own first tag, and none for an exercise that does not exist;
 - every exercise notes/course.md hands out ("05: 3 [paper]") exists with that tag;
-- every relative link in the README, notes/ and results/README.md leads to a file that exists.
+- every relative link in the README, notes/ and results/README.md leads to a file that exists;
+- in those pages, a repository path in backticks (`common/...`, `03_tiled_softmax/...`, `results/...`:
+  a first folder that is one of the repository's own, not a build folder) names a file or folder that
+  exists, unless NOT_COMMITTED says why not (a file a note asks the reader to create, a tool's output);
+- a sentence that names a committed CSV with a `commit` column (results/**/*.csv, by path or by its
+  file name; "the CSV" is the last one the page named) and cites a commit ("commit 7063334692d6",
+  "at 7063334692d6") cites one its rows carry: a CSV re-profiled at a new commit makes every
+  citation of the old one fail here until the numbers quoted are checked against the new rows and
+  the citation moved.
 
 Usage: tools/check_notes.py [--root DIR]. Prints one line per problem; exit 1 if any, else 0.
 """
 import argparse
+import csv
 import re
 import sys
 from pathlib import Path
@@ -21,6 +30,19 @@ ANSWER = re.compile(r"^### (\d+)\. \[(paper|cpu|gpu)\]")
 CHAPTER = re.compile(r"\b(\d\d): ")
 ONE = re.compile(r"\b(\d+) \[(paper|cpu|gpu)\]")
 LINK = re.compile(r"\]\(([^)\s]+)\)")
+CODE_SPAN = re.compile(r"`([^`\n]+)`")
+REPO_PATH = re.compile(r"^(?:\.\./)*((?:[A-Za-z0-9_.+-]+/)+[A-Za-z0-9_.+-]*)$")
+CSV_NAME = re.compile(r"((?:[\w.+-]+/)*[\w.+-]+\.csv)\b")
+# "commit <hash>" always; "at <hash>" only with a letter in it, so that "at 1048576" is no commit.
+CITED = re.compile(r"\bcommit\s+([0-9a-f]{7,40})\b|\bat\s+((?=[0-9a-f]*[a-f])[0-9a-f]{7,40})\b")
+THE_CSV = re.compile(r"\bthe CSV\b", re.I)
+# Sentences: split at a paragraph break, before a table row, and after . ! or ? (also after .* .) .`).
+SENTENCE = re.compile(r"\n[ \t]*\n|\n(?=\|)|(?<=[.!?])\s+|(?<=[.!?][*_)`])\s+")
+# Paths the notes name that are not committed, and why: the backticked-path check skips them.
+NOT_COMMITTED = {
+    "01_naive_attention/softmax_two_pass.cu": "the file course.md's worked example asks the reader to create",
+    "results/gpu-session": "tools/gpu_session.sh's default $OUT, moved to results/<device-slug>/ before committing",
+}
 
 
 def exercises(note):
@@ -44,6 +66,45 @@ def exercises(note):
     elif sorted(found) != list(range(1, len(found) + 1)):
         problems.append(f"{note.name}: exercises numbered {sorted(found)}, not 1..{len(found)}")
     return found, problems
+
+
+def csv_commits(root):
+    """{path relative to root: the commits its rows carry} of every CSV under results/ with a
+    `commit` column."""
+    found = {}
+    for f in sorted((root / "results").rglob("*.csv")):
+        with f.open(newline="", encoding="utf-8") as fh:
+            rows = csv.DictReader(fh)
+            if rows.fieldnames and "commit" in rows.fieldnames:
+                found[f.relative_to(root).as_posix()] = {r["commit"] for r in rows if r.get("commit")}
+    return found
+
+
+def csv_citations(text, commits):
+    """(csv paths, cited commit, the sentence) for every commit a sentence of `text` cites beside a
+    CSV of `commits` ({path: commits}) that has a commit column."""
+    def resolve(name):
+        name = re.sub(r"^(?:\.\.?/)+", "", name)
+        if "/" in name:
+            return [k for k in commits if k == name or k.endswith("/" + name)]
+        return [k for k in commits if k.rsplit("/", 1)[-1] == name]
+
+    last, out = [], []
+    for sentence in SENTENCE.split(text):
+        names = CSV_NAME.findall(sentence)
+        paths = [k for n in names for k in resolve(n)]
+        if names:
+            last = paths
+        elif THE_CSV.search(sentence):
+            paths = last
+        for a, b in CITED.findall(sentence) if paths else []:
+            out.append((paths, a or b, " ".join(sentence.split())))
+    return out
+
+
+def carried(cited, commits):
+    """Whether the commit `cited` (7 to 40 hex digits) is one of `commits` (any length)."""
+    return any(c.startswith(cited) or cited.startswith(c) for c in commits)
 
 
 def check(root):
@@ -102,16 +163,32 @@ def check(root):
         problems.append("notes/course.md is missing")
 
     pages = [root / "README.md", root / "results" / "README.md"] + sorted((root / "notes").rglob("*.md"))
+    tops = {d.name for d in root.iterdir() if d.is_dir() and not d.name.startswith((".", "build"))}
+    commits = csv_commits(root)
     for page in pages:
         if not page.is_file():
             continue
         text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+        where = page.relative_to(root)
         for target in LINK.findall(text):
             if re.match(r"[a-z]+:", target) or target.startswith("#"):
                 continue
             path = target.split("#", 1)[0]
             if path and not (page.parent / path).exists():
-                problems.append(f"{page.relative_to(root)}: link to {target}, which does not exist")
+                problems.append(f"{where}: link to {target}, which does not exist")
+        for span in CODE_SPAN.findall(text):
+            for word in span.split():
+                word = re.sub(r"(?::\d+(?:-\d+)?)?[,;:.)]*$", "", word.split("#", 1)[0])
+                m = REPO_PATH.match(word)
+                path = m.group(1) if m else ""
+                if path.split("/")[0] in tops and path.rstrip("/") not in NOT_COMMITTED and not (root / path).exists():
+                    problems.append(f"{where}: `{span}` names {path}, which does not exist")
+        for paths, cited, sentence in csv_citations(text, commits):
+            have = set().union(*(commits[p] for p in paths))
+            if not carried(cited, have):
+                problems.append(f"{where}: cites {', '.join(paths)} at commit {cited}, but its rows carry "
+                                f"{', '.join(sorted(have))}: check the numbers quoted against those rows and "
+                                f"cite that commit (\"{sentence[:100]}...\")")
     return problems
 
 
