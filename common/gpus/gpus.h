@@ -1,7 +1,8 @@
 // gpus.h: the GPUs the book knows, one row each. Its limits say what a block may ask of that GPU:
 // the emulator refuses a launch past them as the GPU would (SIMT_GPU, --gpu), and the registry
 // refuses a variant that would ask for more, in a sentence. Its rates are the model's
-// (notes/performance_model.md); a row whose rates are zero is not modelled yet.
+// (notes/performance_model.md): every row has them, each cited or marked ASSUMPTION; a row whose
+// rates were zero would not be modelled (profile.h's require_rates refuses it).
 //
 // Sources, cited by the rows:
 //   [CC]  CUDA C++ Programming Guide, "Compute Capabilities", table "Technical Specifications per
@@ -9,18 +10,44 @@
 //         and per block (opt-in), and the 1 KB the driver reserves per block from 8.0 on (none on
 //         7.5); "Arithmetic Instructions" table: 16 exp2 per clock per SM up to 9.0. Every CC
 //         here has 4 sub-partitions (schedulers) per SM.
-//   [T4]  NVIDIA T4 datasheet; "NVIDIA Turing GPU Architecture" whitepaper (TU104: 40 SMs in T4).
-//   [A100] "NVIDIA A100 Tensor Core GPU Architecture" whitepaper (108 SMs).
+//   [T4]  NVIDIA T4 datasheet; "NVIDIA Turing GPU Architecture" whitepaper (TU104: 40 SMs in T4;
+//         4 MB L2): 65 TFLOP/s mixed precision (fp16 products, fp32 sums: full rate) = 40 SMs x 1024
+//         FLOP/clock x 1.59 GHz boost; 8.1 fp32 TFLOP/s; 320 GB/s GDDR6.
+//   [A100] "NVIDIA A100 Tensor Core GPU Architecture" whitepaper (108 SMs, 1.41 GHz boost, 40 MB
+//         L2) and A100 datasheet (80 GB SXM4: 2039 GB/s HBM2e; 312 dense fp16 tensor TFLOP/s = 108 x
+//         2048 FLOP/clock x 1.41 GHz, the same with fp32 accumulation; 19.5 fp32 TFLOP/s).
 //   [GA102] "NVIDIA Ampere GA102 GPU Architecture" whitepaper: RTX 3090 82 SMs, RTX A6000 84;
-//         NVIDIA A10 datasheet (72 SMs, 9216 CUDA cores).
+//         NVIDIA A10 datasheet (72 SMs, 9216 CUDA cores). GA102's L2 is 6144 KB. RTX 3090 (its
+//         Appendix A table): 1695 MHz boost, 936 GB/s GDDR6X, 35.6 fp32 TFLOP/s, "Peak FP16 Tensor
+//         TFLOPS with FP32 Accumulate" 71 (142 with fp16 accumulation: GeForce halves fp32
+//         accumulation). RTX A6000 (its Appendix C table): 1800 MHz, 768 GB/s GDDR6, 38.7 fp32,
+//         154.8 fp16 tensor TFLOP/s with fp32 accumulation (full rate). A10 datasheet: 125 dense
+//         fp16/bf16 tensor TFLOP/s (250 with sparsity) = 72 x 1024 x 1.695 GHz, 31.2 fp32, 600 GB/s.
 //   [AD102] "NVIDIA Ada GPU Architecture" whitepaper: RTX 4090 128 SMs; NVIDIA L4 datasheet
-//         (58 SMs, 7424 CUDA cores).
+//         (58 SMs, 7424 CUDA cores). RTX 4090 (its appendix table): 2520 MHz boost, 1008 GB/s
+//         GDDR6X, 72 MB L2, 82.6 fp32 TFLOP/s, "Peak FP16 Tensor TFLOPS with FP32 Accumulate" 165.2
+//         (330.3 with fp16 accumulation). L4 datasheet: 242 fp16 tensor TFLOP/s with sparsity (121
+//         dense = 58 x 1024 x 2.04 GHz boost, full rate with fp32 accumulation), 30.3 fp32, 300 GB/s
+//         GDDR6; its 48 MB L2 is the AD104's (third-party spec listings; not in the datasheet).
 //   [H100] NVIDIA H100 datasheet and "NVIDIA H100 Tensor Core GPU Architecture" whitepaper (SXM5:
 //         132 SMs, 3.35 TB/s HBM3, 50 MB L2, 989.4 dense fp16 TFLOP/s = 132 SMs x 4096 FLOP/clock x
 //         1.83 GHz; 67 fp32 TFLOP/s; PCIe: 114 SMs); NVIDIA H200 datasheet (GH100, 4.8 TB/s HBM3e).
+//         H100 PCIe (datasheet): 2.0 TB/s HBM2e, 756 dense fp16 TFLOP/s (1513 with sparsity), 51 fp32.
 //   [B200] "NVIDIA Blackwell Architecture Technical Brief"; 148 SMs as cudaGetDeviceProperties
-//         reports them on a B200.
-//   [GB202] "NVIDIA RTX Blackwell GPU Architecture" whitepaper: RTX 5090 170 SMs (21760 CUDA cores).
+//         reports them on a B200. HGX B200 (1000 W), per GPU: 4.5 PFLOP/s fp16/bf16 tensor with
+//         sparsity (2.25 dense), 80 fp32 TFLOP/s, 8 TB/s HBM3e (the HGX B200 datasheet's later
+//         revision says 75 TFLOP/s and 7.7 TB/s). Its full-rate tensor path is tcgen05 (UMMA, tensor
+//         memory), not mma.sync; no published clock, L2 rate or mma.sync share.
+//   [GB202] "NVIDIA RTX Blackwell GPU Architecture" whitepaper: RTX 5090 170 SMs (21760 CUDA cores);
+//         2407 MHz boost, 1792 GB/s GDDR7, 96 MB L2, 104.8 fp32 TFLOP/s, "Peak FP16 Tensor TFLOPS
+//         with FP32 Accumulate" 209.5 (419 with fp16 accumulation, 838 with sparsity too) = 170 x
+//         512 FLOP/clock x 2.407 GHz.
+//   Assumptions every row but the H100's and H200's shares: the L2 rate is the H100's assumed
+//   7 TB/s scaled by SMs x clock (no vendor gives one); a launch costs 2.5 us as on the H100; 16
+//   MUFU results per clock per SM on 10.0 and 12.0 as up to 9.0 (the [CC] table cited stops at
+//   9.0). L1: 128 B per clock per SM (32 banks x 4 B). The model's issue term uses the sm_90 SASS
+//   (model/sass.h) for every GPU, and the occupancy its registers give: for another architecture,
+//   a stand-in (the profile says so).
 #pragma once
 #include <string>
 
@@ -42,7 +69,7 @@ struct Gpu {
   const char* sources = "";
   // The model's rates; zero where the model does not stand for this GPU yet.
   double clock_ghz = 0;              // the boost clock the datasheet's tensor-core peak is computed at
-  double dram_tb_s = 0;              // HBM bandwidth
+  double dram_tb_s = 0;              // DRAM bandwidth (HBM or GDDR)
   double l2_tb_s = 0;                // L2 bandwidth, all SMs together
   double l2_mb = 0;                  // L2 capacity: a launch touching more is flagged
   double l1_wavefronts_per_clk = 0;  // per SM: 32 banks x 4 bytes = 128 bytes per clock
@@ -80,34 +107,115 @@ inline constexpr Gpu kGpus[] = {
      .rate_sources = "[H100] (H200); [CC]; L2 rate and size, mma.sync share and launch cost: assumptions"},
     {.key = "h100-pcie", .name = "H100 PCIe", .cc_major = 9, .cc_minor = 0, .sms = 114,
      .smem_optin_bytes = 227 * 1024, .smem_per_sm_bytes = 228 * 1024, .smem_reserved_bytes = 1 * 1024,
-     .max_threads_per_sm = 2048, .max_blocks_per_sm = 32, .sources = "[CC] 9.0; [H100] (PCIe)"},
+     .max_threads_per_sm = 2048, .max_blocks_per_sm = 32, .sources = "[CC] 9.0; [H100] (PCIe)",
+     .clock_ghz = 1.62,  // derived: 756 TFLOP/s / (114 SMs x 4096 FLOP/clock), as for the SXM5
+     .dram_tb_s = 2.0,
+     .l2_tb_s = 5.35,  // ASSUMPTION: the H100's 7 TB/s x (SMs x clock) / (132 x 1.83 GHz)
+     .l2_mb = 50, .l1_wavefronts_per_clk = 1, .mufu_per_clk = 16, .tensor_tflops = 756, .fp32_tflops = 51,
+     .mma_sync_fraction = 0.63,  // ASSUMPTION, as for the H100 SXM5
+     .launch_us = 2.5,           // ASSUMPTION
+     .rate_sources = "[H100] (PCIe); [CC]; clock derived from the tensor peak; "
+                     "L2 rate, mma.sync share and launch cost: assumptions"},
     {.key = "t4", .name = "Tesla T4", .cc_major = 7, .cc_minor = 5, .sms = 40,
      .smem_optin_bytes = 64 * 1024, .smem_per_sm_bytes = 64 * 1024, .smem_reserved_bytes = 0,
-     .max_threads_per_sm = 1024, .max_blocks_per_sm = 16, .sources = "[CC] 7.5; [T4]"},
+     .max_threads_per_sm = 1024, .max_blocks_per_sm = 16, .sources = "[CC] 7.5; [T4]",
+     .clock_ghz = 1.59, .dram_tb_s = 0.32,
+     .l2_tb_s = 1.84,  // ASSUMPTION: the H100's 7 TB/s x (SMs x clock) / (132 x 1.83 GHz)
+     .l2_mb = 4, .l1_wavefronts_per_clk = 1, .mufu_per_clk = 16, .tensor_tflops = 65, .fp32_tflops = 8.1,
+     .mma_sync_fraction = 1.0,  // mma.sync is the tensor path before sm_90 (m16n8k8 on sm_75: no m16n8k16)
+     .launch_us = 2.5,          // ASSUMPTION
+     .rate_sources = "[T4]; [CC] 7.5; L2 rate and launch cost: assumptions"},
     {.key = "a100", .name = "A100 SXM4 80GB", .cc_major = 8, .cc_minor = 0, .sms = 108,
      .smem_optin_bytes = 163 * 1024, .smem_per_sm_bytes = 164 * 1024, .smem_reserved_bytes = 1 * 1024,
-     .max_threads_per_sm = 2048, .max_blocks_per_sm = 32, .sources = "[CC] 8.0; [A100]"},
+     .max_threads_per_sm = 2048, .max_blocks_per_sm = 32, .sources = "[CC] 8.0; [A100]",
+     .clock_ghz = 1.41, .dram_tb_s = 2.039,
+     .l2_tb_s = 4.41,  // ASSUMPTION: the H100's 7 TB/s x (SMs x clock) / (132 x 1.83 GHz)
+     .l2_mb = 40, .l1_wavefronts_per_clk = 1, .mufu_per_clk = 16, .tensor_tflops = 312, .fp32_tflops = 19.5,
+     .mma_sync_fraction = 1.0,  // mma.sync is the tensor path before sm_90
+     .launch_us = 2.5,          // ASSUMPTION
+     .rate_sources = "[A100]; [CC] 8.0; L2 rate and launch cost: assumptions"},
     {.key = "rtx3090", .name = "GeForce RTX 3090", .cc_major = 8, .cc_minor = 6, .sms = 82,
      .smem_optin_bytes = 99 * 1024, .smem_per_sm_bytes = 100 * 1024, .smem_reserved_bytes = 1 * 1024,
-     .max_threads_per_sm = 1536, .max_blocks_per_sm = 16, .sources = "[CC] 8.6; [GA102]"},
+     .max_threads_per_sm = 1536, .max_blocks_per_sm = 16, .sources = "[CC] 8.6; [GA102]",
+     .clock_ghz = 1.695, .dram_tb_s = 0.936,
+     .l2_tb_s = 4.03,  // ASSUMPTION: the H100's 7 TB/s x (SMs x clock) / (132 x 1.83 GHz)
+     .l2_mb = 6, .l1_wavefronts_per_clk = 1, .mufu_per_clk = 16,
+     .tensor_tflops = 71,  // with fp32 accumulation, as the kernels sum: half the 142 of fp16 accumulation
+     .fp32_tflops = 35.6,
+     .mma_sync_fraction = 1.0,  // mma.sync is the tensor path before sm_90
+     .launch_us = 2.5,          // ASSUMPTION
+     .rate_sources = "[GA102] (RTX 3090; fp32-accumulate tensor rate); [CC] 8.6; L2 rate and launch cost: assumptions"},
     {.key = "a6000", .name = "RTX A6000", .cc_major = 8, .cc_minor = 6, .sms = 84,
      .smem_optin_bytes = 99 * 1024, .smem_per_sm_bytes = 100 * 1024, .smem_reserved_bytes = 1 * 1024,
-     .max_threads_per_sm = 1536, .max_blocks_per_sm = 16, .sources = "[CC] 8.6; [GA102]"},
+     .max_threads_per_sm = 1536, .max_blocks_per_sm = 16, .sources = "[CC] 8.6; [GA102]",
+     .clock_ghz = 1.8, .dram_tb_s = 0.768,
+     .l2_tb_s = 4.38,  // ASSUMPTION: the H100's 7 TB/s x (SMs x clock) / (132 x 1.83 GHz)
+     .l2_mb = 6, .l1_wavefronts_per_clk = 1, .mufu_per_clk = 16, .tensor_tflops = 154.8, .fp32_tflops = 38.7,
+     .mma_sync_fraction = 1.0,  // mma.sync is the tensor path before sm_90
+     .launch_us = 2.5,          // ASSUMPTION
+     .rate_sources = "[GA102] (RTX A6000); [CC] 8.6; L2 rate and launch cost: assumptions"},
     {.key = "a10", .name = "A10", .cc_major = 8, .cc_minor = 6, .sms = 72,
      .smem_optin_bytes = 99 * 1024, .smem_per_sm_bytes = 100 * 1024, .smem_reserved_bytes = 1 * 1024,
-     .max_threads_per_sm = 1536, .max_blocks_per_sm = 16, .sources = "[CC] 8.6; [GA102] (A10)"},
+     .max_threads_per_sm = 1536, .max_blocks_per_sm = 16, .sources = "[CC] 8.6; [GA102] (A10)",
+     .clock_ghz = 1.695,  // derived: 125 TFLOP/s / (72 SMs x 1024 FLOP/clock), GA102's boost clock
+     .dram_tb_s = 0.6,
+     .l2_tb_s = 3.54,  // ASSUMPTION: the H100's 7 TB/s x (SMs x clock) / (132 x 1.83 GHz)
+     .l2_mb = 6,  // GA102's 6144 KB: the A10 keeps all 12 memory controllers (384-bit bus)
+     .l1_wavefronts_per_clk = 1, .mufu_per_clk = 16, .tensor_tflops = 125, .fp32_tflops = 31.2,
+     .mma_sync_fraction = 1.0,  // mma.sync is the tensor path before sm_90
+     .launch_us = 2.5,          // ASSUMPTION
+     .rate_sources = "[GA102] (A10 datasheet); [CC] 8.6; L2 rate and launch cost: assumptions"},
     {.key = "rtx4090", .name = "GeForce RTX 4090", .cc_major = 8, .cc_minor = 9, .sms = 128,
      .smem_optin_bytes = 99 * 1024, .smem_per_sm_bytes = 100 * 1024, .smem_reserved_bytes = 1 * 1024,
-     .max_threads_per_sm = 1536, .max_blocks_per_sm = 24, .sources = "[CC] 8.9; [AD102]"},
+     .max_threads_per_sm = 1536, .max_blocks_per_sm = 24, .sources = "[CC] 8.9; [AD102]",
+     .clock_ghz = 2.52, .dram_tb_s = 1.008,
+     .l2_tb_s = 9.35,  // ASSUMPTION: the H100's 7 TB/s x (SMs x clock) / (132 x 1.83 GHz)
+     .l2_mb = 72, .l1_wavefronts_per_clk = 1, .mufu_per_clk = 16,
+     .tensor_tflops = 165.2,  // with fp32 accumulation, as the kernels sum: half the 330.3 of fp16 accumulation
+     .fp32_tflops = 82.6,
+     .mma_sync_fraction = 1.0,  // mma.sync is the tensor path before sm_90
+     .launch_us = 2.5,          // ASSUMPTION
+     .rate_sources = "[AD102] (RTX 4090; fp32-accumulate tensor rate); [CC] 8.9; L2 rate and launch cost: assumptions"},
     {.key = "l4", .name = "L4", .cc_major = 8, .cc_minor = 9, .sms = 58,
      .smem_optin_bytes = 99 * 1024, .smem_per_sm_bytes = 100 * 1024, .smem_reserved_bytes = 1 * 1024,
-     .max_threads_per_sm = 1536, .max_blocks_per_sm = 24, .sources = "[CC] 8.9; [AD102] (L4)"},
+     .max_threads_per_sm = 1536, .max_blocks_per_sm = 24, .sources = "[CC] 8.9; [AD102] (L4)",
+     .clock_ghz = 2.04, .dram_tb_s = 0.3,
+     .l2_tb_s = 3.43,  // ASSUMPTION: the H100's 7 TB/s x (SMs x clock) / (132 x 1.83 GHz)
+     .l2_mb = 48,  // the AD104's, from third-party listings: the datasheet gives none
+     .l1_wavefronts_per_clk = 1, .mufu_per_clk = 16,
+     .tensor_tflops = 121,  // the datasheet's 242 with sparsity, halved
+     .fp32_tflops = 30.3,
+     .mma_sync_fraction = 1.0,  // mma.sync is the tensor path before sm_90
+     .launch_us = 2.5,          // ASSUMPTION
+     .rate_sources = "[AD102] (L4 datasheet; L2 size third-party); [CC] 8.9; L2 rate and launch cost: assumptions"},
     {.key = "b200", .name = "B200", .cc_major = 10, .cc_minor = 0, .sms = 148,
      .smem_optin_bytes = 227 * 1024, .smem_per_sm_bytes = 228 * 1024, .smem_reserved_bytes = 1 * 1024,
-     .max_threads_per_sm = 2048, .max_blocks_per_sm = 32, .sources = "[CC] 10.0; [B200]"},
+     .max_threads_per_sm = 2048, .max_blocks_per_sm = 32, .sources = "[CC] 10.0; [B200]",
+     .clock_ghz = 1.86,  // ASSUMPTION: none published; 2250 TFLOP/s / (148 SMs x 8192 FLOP/clock, twice Hopper's)
+     .dram_tb_s = 8.0,
+     .l2_tb_s = 7.98,  // ASSUMPTION: the H100's 7 TB/s x (SMs x clock) / (132 x 1.83 GHz)
+     .l2_mb = 126,     // ASSUMPTION: second-hand reports of cudaGetDeviceProperties on a B200; not in the brief
+     .l1_wavefronts_per_clk = 1,
+     .mufu_per_clk = 16,     // ASSUMPTION: as up to 9.0
+     .tensor_tflops = 2250,  // dense: half the brief's 4.5 PFLOP/s with sparsity (HGX B200)
+     .fp32_tflops = 80,
+     .mma_sync_fraction = 0.63,  // ASSUMPTION: the H100's; tcgen05 (UMMA) is the full-rate path, mma.sync unmeasured
+     .launch_us = 2.5,           // ASSUMPTION
+     .rate_sources = "[B200] (HGX B200); [CC] 10.0; "
+                     "clock, L2 rate and size, MUFU rate, mma.sync share and launch cost: assumptions"},
     {.key = "rtx5090", .name = "GeForce RTX 5090", .cc_major = 12, .cc_minor = 0, .sms = 170,
      .smem_optin_bytes = 99 * 1024, .smem_per_sm_bytes = 100 * 1024, .smem_reserved_bytes = 1 * 1024,
-     .max_threads_per_sm = 1536, .max_blocks_per_sm = 32, .sources = "[CC] 12.0; [GB202]"},
+     .max_threads_per_sm = 1536, .max_blocks_per_sm = 32, .sources = "[CC] 12.0; [GB202]",
+     .clock_ghz = 2.407, .dram_tb_s = 1.792,
+     .l2_tb_s = 11.86,  // ASSUMPTION: the H100's 7 TB/s x (SMs x clock) / (132 x 1.83 GHz)
+     .l2_mb = 96, .l1_wavefronts_per_clk = 1,
+     .mufu_per_clk = 16,      // ASSUMPTION: as up to 9.0
+     .tensor_tflops = 209.5,  // with fp32 accumulation, as the kernels sum: half the 419 of fp16 accumulation
+     .fp32_tflops = 104.8,
+     .mma_sync_fraction = 1.0,  // sm_120 has no wgmma or tcgen05: mma.sync is its tensor path
+     .launch_us = 2.5,          // ASSUMPTION
+     .rate_sources = "[GB202] (RTX 5090; fp32-accumulate tensor rate); [CC] 12.0; "
+                     "L2 rate, MUFU rate and launch cost: assumptions"},
 };
 
 // The row of `key` ("h100", "a100", ...), or nullptr.

@@ -71,6 +71,15 @@ bool apply_gpu_option(const ProfileOptions& o) {
   return false;
 }
 
+void require_rates(const gpus::Gpu& g) {
+  if (g.modelled()) return;
+  std::string modelled;
+  for (const gpus::Gpu& m : gpus::kGpus)
+    if (m.modelled()) modelled += (modelled.empty() ? "" : ", ") + std::string(m.key);
+  throw UsageError(std::string("the model has no rates for the ") + g.name + " yet (it models " + modelled +
+                   "); without --profile the emulator still runs every variant within the " + g.name + "'s limits");
+}
+
 namespace {
 // The GPU a profile models: --gpu's, else the one the emulator stands for.
 const gpus::Gpu* modelled_gpu(const ProfileOptions& o) {
@@ -94,13 +103,7 @@ Profiler::Profiler(const ProfileOptions& o) : o_(o), gpu_(modelled_gpu(o)) {
         "then run build-counters/bin/flashsteps profile (or a chapter binary of that build with --profile)");
   }
   if (!gpu_) throw UsageError("unknown --gpu \"" + o.gpu + "\": use one of " + gpus::gpu_keys());
-  if (!gpu_->modelled()) {
-    std::string modelled;
-    for (const gpus::Gpu& g : gpus::kGpus)
-      if (g.modelled()) modelled += (modelled.empty() ? "" : ", ") + std::string(g.key);
-    throw UsageError(std::string("the model has no rates for the ") + gpu_->name + " yet (it models " + modelled +
-                     "); without --profile the emulator still runs every variant within the " + gpu_->name + "'s limits");
-  }
+  require_rates(*gpu_);
   if (o.sample_blocks < 1) throw UsageError("--sample-blocks must be at least 1 (1: every block)");
   if (o.emulated_heads < 0)
     throw UsageError("--emulated-heads must be 0 (chosen by the problem's size) or a number of heads, not " +
@@ -182,8 +185,9 @@ void print_stage(const StageProfile& s, const gpus::Gpu& g, int sample) {
               "(%.0f%% of the SMs' time busy) + launch %.2f us\n",
               s.us, g.name, s.bound.c_str(), m.dram, m.l2, m.l1, m.issue, m.mufu, m.tensor, 100 * m.share, m.launch);
   if (m.sass_known)
-    std::printf("    issue     %s warp instructions (the sm_90 SASS's, weighted by the counts above: model/sass.h)\n",
-                count(m.instructions).c_str());
+    std::printf("    issue     %s warp instructions (the sm_90 SASS's, weighted by the counts above: model/sass.h)%s\n",
+                count(m.instructions).c_str(),
+                g.cc() == 90 ? "" : ("; a stand-in for " + g.arch() + "'s code, which the model does not have").c_str());
   else
     std::printf("    issue     not modelled: the SASS data (model/sass_sm90.inc) does not know kernel \"%s\"\n",
                 s.unknown_kernel.c_str());

@@ -38,6 +38,9 @@ void add_profile_options(CLI::App& app, ProfileOptions& o, bool flag);
 // true after printing the table for `--gpu list` (the command then ends). A name not in the table,
 // or --gpu on the gpu backend, is a UsageError.
 bool apply_gpu_option(const ProfileOptions& o);
+// A UsageError when the model has no rates for g (a row of common/gpus/gpus.h whose rates are zero:
+// none is, today; the Profiler asks this of every GPU it models).
+void require_rates(const gpus::Gpu& g);
 
 // One stage's counters, summed over its launches, and its modelled time.
 struct StageProfile {
