@@ -11,22 +11,21 @@ row per target: what was asked, what was measured, and whether it was met. Only 
 (kind = measured) are read; a target without its rows says so instead of a number.
 """
 import argparse
-import csv
 import re
 import statistics
 import sys
 from pathlib import Path
 
+from results_csv import SHAPE, rows_of_kind
+
 
 def rows(path):
-    if not path.exists():
-        return []
-    with path.open() as f:
-        return [r for r in csv.DictReader(f) if r.get("kind", "measured") == "measured"]
+    return rows_of_kind(path, "measured")
 
 
 def shape(r):
-    return (r["dtype"], int(r["B"]), int(r["H"]), int(r["Lq"]), int(r["Lk"]), int(r["d"]), r["causal"])
+    """SHAPE's columns, numbers as numbers: (dtype, B, H, Lq, Lk, d, causal, mask)."""
+    return tuple(r[k] if k in ("dtype", "causal", "mask") else int(r[k]) for k in SHAPE)
 
 
 def by_shape(rs):
@@ -44,7 +43,7 @@ def copy_gbps(folder):
     return statistics.median(found) if found else None
 
 
-def ratio_rows(table, ours, theirs, want, keep):
+def ratio_rows(table, ours, theirs, keep):
     """One line per shape: theirs/ours (a speedup of ours over theirs) where both were measured."""
     out = []
     for s in sorted(table, key=lambda s: (s[5], s[6], s[3])):
@@ -76,10 +75,10 @@ def main():
 
     speed = lambda r, ours, theirs: f"{r:.2f}x ({ours:.3f} ms against {theirs:.3f} ms)"
     add("05 >= 1.0x flash (FA2), N >= 4k", 1.0,
-        ratio_rows(sdpa, "lean_loop", "sdpa_flash", 1.0, lambda s: s[3] >= 4096 and s[6] == "none"), speed)
+        ratio_rows(sdpa, "lean_loop", "sdpa_flash", lambda s: s[3] >= 4096 and s[6] == "none"), speed)
     add("06 >= 1.0x flash, is_causal", 1.0,
-        ratio_rows(sdpa, "balanced", "sdpa_flash", 1.0, lambda s: s[6] != "none"), speed)
-    add("09 >= 0.9x cuDNN", 0.9, ratio_rows(sdpa, "causal_skip", "sdpa_cudnn", 0.9, lambda s: True), speed)
+        ratio_rows(sdpa, "balanced", "sdpa_flash", lambda s: s[6] != "none"), speed)
+    add("09 >= 0.9x cuDNN", 0.9, ratio_rows(sdpa, "causal_skip", "sdpa_cudnn", lambda s: True), speed)
     best07 = {}
     for s, t in back.items():
         mine = [v for v in ("tensor_cores", "causal", "deterministic") if v in t]
@@ -87,7 +86,7 @@ def main():
             v = min(mine, key=lambda v: t[v])
             best07[s] = {"best07": t[v], "sdpa_flash_backward": t["sdpa_flash_backward"]}
     add("07 >= 0.8x torch's flash backward", 0.8,
-        ratio_rows(best07, "best07", "sdpa_flash_backward", 0.8, lambda s: True), speed)
+        ratio_rows(best07, "best07", "sdpa_flash_backward", lambda s: True), speed)
     decode = [r for r in rows(a.folder / "promise.csv") if r["chapter"] == "08_decoding" and int(r["Lk"]) >= 32768]
     if decode and copy:
         # The fastest step: its GB/s counts the bytes it moves (the cache once, for a GQA-packed step).

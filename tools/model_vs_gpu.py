@@ -10,16 +10,16 @@ variant, dtype, B, H, Lq, Lk, d, causal and mask makes one line: both times and 
 fall within +-15 % (the GPU issue's target). Nothing is fitted here.
 """
 import argparse
-import csv
 import sys
 from pathlib import Path
 
-KEY = ("chapter", "variant", "dtype", "B", "H", "Lq", "Lk", "d", "causal", "mask")
+from results_csv import SHAPE, rows_of_kind
+
+KEY = ("chapter", "variant") + SHAPE
 
 
 def read(path, kind):
-    with Path(path).open() as f:
-        return {tuple(r[k] for k in KEY): r for r in csv.DictReader(f) if r.get("kind") == kind}
+    return {tuple(r[k] for k in KEY): r for r in rows_of_kind(path, kind)}
 
 
 def main():

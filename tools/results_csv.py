@@ -1,6 +1,7 @@
 """results_csv.py: the project's results CSV as the Python tools see it: the header (the one of
 kCsvHeader in common/harness/report.cpp, which the `cli` test compares with this file), the kinds
 of rows, and the rules for appending to a file (those of report.cpp's check_csv_target)."""
+import csv
 import datetime
 import os
 import sys
@@ -10,6 +11,8 @@ CSV_HEADER = ("device,driver,cuda,commit,timestamp,chapter,variant,dtype,B,H,Lq,
               "median_ms,min_ms,tflops,gbps,extra_bytes,max_err,pass,kind,bound")
 # measured on a GPU, emulated on the CPU, modelled from the emulator's counters: never mixed.
 KINDS = ("measured", "emulated", "modelled")
+# The columns that make two rows the same problem.
+SHAPE = ("dtype", "B", "H", "Lq", "Lk", "d", "causal", "mask")
 
 
 def check_csv(path):
@@ -60,3 +63,12 @@ def open_csv(path):
     if fresh:
         f.write(CSV_HEADER + "\n")
     return f
+
+
+def rows_of_kind(path, kind):
+    """The rows of one kind (KINDS) of a results CSV, as dicts; none when the file does not exist."""
+    p = Path(path)
+    if not p.is_file():
+        return []
+    with p.open() as f:
+        return [r for r in csv.DictReader(f) if r["kind"] == kind]
