@@ -277,8 +277,18 @@ def cold_lines():
     return cold
 
 
+def control(hi):
+    """The scheduling the compiler encoded in an instruction's upper 64 bits (sm_70 and later), in the
+    layout Jia et al. give for Volta ("Dissecting the NVIDIA Volta GPU Architecture via
+    Microbenchmarking", arXiv:1804.06826, section 2.1; bits 105-125 of the 128-bit word): stall
+    (cycles before the warp's next instruction may issue), the scoreboard the instruction sets when its
+    result arrives (wbar) or when it has read its operands (rbar), 7 for none, and the scoreboards it
+    waits on (wait, a mask of six)."""
+    return {"stall": (hi >> 41) & 15, "wbar": (hi >> 46) & 7, "rbar": (hi >> 49) & 7, "wait": (hi >> 52) & 63}
+
+
 def parse_sass(text):
-    """{mangled: [instruction]} from `nvdisasm -c -gi`: each a dict of addr, pred (the guard, '' when
+    """{mangled: [instruction]} from `nvdisasm -c -gi` (with -hex, also ctl: control()): each a dict of addr, pred (the guard, '' when
     none), op, args, labels (the .L_x labels just before it), chain (every (file, line) of its source
     line and the lines it is inlined at) and never (guarded by @!PT: ptxas's placeholders, which take
     an issue slot but move no data)."""
@@ -300,6 +310,10 @@ def parse_sass(text):
         m = re.match(r"(\.L_x_\d+):", line.strip())
         if m:
             labels.append(m.group(1))
+            continue
+        m = re.match(r"\s*/\* 0x([0-9a-f]{16}) \*/\s*$", line)
+        if m and cur and "ctl" not in cur[-1]:  # nvdisasm -hex: the instruction's upper 64 bits
+            cur[-1]["ctl"] = control(int(m.group(1), 16))
             continue
         m = re.match(r"\s*/\*([0-9a-f]+)\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);", line)
         if m:

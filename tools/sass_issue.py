@@ -61,16 +61,58 @@ def kind(x):
     return None
 
 
+# What a result that comes back through a scoreboard (a variable-latency instruction) takes, in
+# cycles from issue, on an H100 SXM5: the shared-memory load latency (LDS, LDSM) and the L2 hit
+# latency (global loads) measured by a third-party rerun of Luo et al.'s suite
+# (Johnsonms/NVIDIA-Hopper-Benchmark, reproduction/H100-dapperdingo; ../shared/design table). No
+# measurement of MUFU or SHFL on Hopper is cited yet: they take the shared-memory figure (ASSUMPTION:
+# both return through the same scoreboards, and Volta/Turing measurements put them within a few
+# cycles of it).
+LATENCY = [(("LDS", "LDSM"), 29), (("LDG", "LD.", "LDGSTS", "ATOM", "RED"), 272)]
+OTHER_LATENCY = 29
+
+
+def latency(op):
+    for ops, cycles in LATENCY:
+        if op.startswith(ops):
+            return cycles
+    return OTHER_LATENCY
+
+
+def block_cycles(instrs, start, end):
+    """The cycles one warp takes to issue instructions [start, end) alone: each waits for the
+    scoreboards its control bits name (kernel_resources.control), then stalls as many cycles as the
+    compiler encoded before the next may issue. Scoreboards start clear (a result from an earlier block
+    has arrived). Without control bits (no -hex), one cycle each."""
+    t, ready = 0, [0] * 8
+    for i in range(start, end):
+        c = instrs[i].get("ctl")
+        if c is None:
+            t += 1
+            continue
+        for b in range(6):
+            if c["wait"] >> b & 1:
+                t = max(t, ready[b])
+        if c["wbar"] < 6:
+            ready[c["wbar"]] = t + latency(instrs[i]["op"])
+        if c["rbar"] < 6:
+            ready[c["rbar"]] = max(ready[c["rbar"]], t + 2)
+        t += max(1, c["stall"])
+    return t
+
+
 def mix(instrs, blocks, times):
-    """(instructions, [seen instructions of each kind]) of the blocks, each `times[block]` times."""
-    total, seen = 0, [0] * len(KINDS)
+    """(instructions, [seen instructions of each kind], cycles) of the blocks, each `times[block]`
+    times; cycles: what one warp alone takes to issue them (block_cycles)."""
+    total, seen, cycles = 0, [0] * len(KINDS), 0
     for b, n in times.items():
         total += n * (blocks[b]["end"] - blocks[b]["start"])
+        cycles += n * block_cycles(instrs, blocks[b]["start"], blocks[b]["end"])
         for i in range(blocks[b]["start"], blocks[b]["end"]):
             k = kind(instrs[i])
             if k is not None:
                 seen[k] += n
-    return total, seen
+    return total, seen, cycles
 
 
 def issue_profile(instrs, cold, params=None):
@@ -94,7 +136,7 @@ def issue_profile(instrs, cold, params=None):
         blocks (mask code apart). In the order of their first instruction."""
     blocks = kr.basic_blocks(instrs)
     loops = kr.find_loops(blocks)
-    none = (0, [0] * len(KINDS))
+    none = (0, [0] * len(KINDS), 0)
 
     def count(body, ops):
         return sum(1 for b in body for i in range(blocks[b]["start"], blocks[b]["end"])
@@ -146,7 +188,7 @@ def issue_profile(instrs, cold, params=None):
         if warm(own):
             parts.append((h, mix(instrs, blocks, {b: 1 for b in warm(own)})))
     out["inner"] = [part for _, part in sorted(parts)]
-    described += ["%d/%d" % (n, sum(v)) for n, v in out["inner"]]
+    described += ["%d/%d" % (p[0], sum(p[1])) for p in out["inner"]]
     out["outer"] = mix(instrs, blocks, {b: 1 for b in warm(outer)})
     if outer:
         described.append("outer %d/%d" % (out["outer"][0], sum(out["outer"][1])))
@@ -183,7 +225,7 @@ MAX_LOOPS = 20  # common/model/sass.h's kSassLoops: the inner parts a kernel may
 
 
 def part_text(part):
-    return "{%d, {%s}}" % (part[0], ", ".join(str(v) for v in part[1]))
+    return "{%d, {%s}, %d}" % (part[0], ", ".join(str(v) for v in part[1]), part[2])
 
 
 def row_text(name, r):
@@ -269,7 +311,7 @@ def main():
             where = os.path.join(tmp, re.sub(r"\W", "_", os.path.relpath(src, ROOT)))  # two files may share a name
             os.makedirs(where)
             cubin, log = kr.compile_one(nvcc, src, "sm_90", where)
-            r = subprocess.run([nvdisasm, "-c", "-gi", cubin], capture_output=True, text=True)
+            r = subprocess.run([nvdisasm, "-c", "-gi", "-hex", cubin], capture_output=True, text=True)
             if r.returncode != 0:
                 kr.fail("nvdisasm failed on %s: %s" % (cubin, r.stderr[-1000:]), 1)
             return src, kr.parse_ptxas(log), kr.parse_sass(r.stdout), dependencies(nvcc, src)

@@ -45,6 +45,10 @@ enum SeenKind { kSeenCpAsync, kSeenLd, kSeenSt, kSeenAtom, kSeenLdmatrix, kSeenL
 struct SassPart {
   double instructions;
   double seen[kSeenKinds];
+  // The cycles one warp alone takes to issue them: the stalls the compiler encoded in each
+  // instruction's control bits, and the waits for the variable-latency results it names
+  // (tools/sass_issue.py, block_cycles).
+  double cycles;
 };
 
 inline constexpr int kSassLoops = 20;  // inner parts a kernel may have (sass_issue.py's MAX_LOOPS)
@@ -100,10 +104,16 @@ inline void take(double (&left)[kSeenKinds], double trips, const SassPart& part)
   for (int i = 0; i < kSeenKinds; ++i) left[i] = std::max(0.0, left[i] - trips * part.seen[i]);
 }
 
-// The instructions of the other loops, loop by loop (see above); takes their counts from `left`.
-inline double loop_instructions(double (&left)[kSeenKinds], const SassPart (&loops)[kSassLoops]) {
+// How many times each part runs in a launch (see above): fixed once per warp, the tile part per
+// tile, each other loop its trips, the loops around the tile loop theirs.
+struct PartTrips {
+  double fixed = 0, tile = 0, outer = 0;
+  double inner[kSassLoops] = {};
+};
+
+// The trips of the other loops, loop by loop (see above); takes their counts from `left`.
+inline void loop_trips(double (&left)[kSeenKinds], const SassPart (&loops)[kSassLoops], double (&out)[kSassLoops]) {
   bool solved[kSassLoops] = {};
-  double instructions = 0;
   for (bool progress = true; progress;) {
     progress = false;
     double n[kSassLoops];
@@ -119,7 +129,7 @@ inline double loop_instructions(double (&left)[kSeenKinds], const SassPart (&loo
     for (int j = 0; j < kSassLoops; ++j)  // explicit kinds of their own: no two of these share one
       if (n[j] >= 0) {
         solved[j] = progress = true;
-        instructions += n[j] * loops[j].instructions;
+        out[j] = n[j];
         take(left, n[j], loops[j]);
       }
   }
@@ -129,25 +139,44 @@ inline double loop_instructions(double (&left)[kSeenKinds], const SassPart (&loo
       rest.instructions += loops[j].instructions;
       for (int k = 0; k < kSeenKinds; ++k) rest.seen[k] += loops[j].seen[k];
     }
-  const double n = trips(left, rest);
+  const double n = trips(left, rest);  // the loops left run as one part
   take(left, n, rest);
-  return instructions + n * rest.instructions;
+  for (int j = 0; j < kSassLoops; ++j)
+    if (!solved[j]) out[j] = n;
 }
 
-// The warp instructions a launch issues (see above).
-inline double issued_instructions(const simt::Counters& c, const SassKernel& k) {
-  const double warps = c.blocks * std::ceil(c.threads_per_block / 32);
+inline PartTrips part_trips(const simt::Counters& c, const SassKernel& k) {
+  PartTrips t;
+  t.fixed = c.blocks * std::ceil(c.threads_per_block / 32);  // warps
   double left[kSeenKinds];
   seen_instructions(c, left);
-  take(left, warps, k.fixed);
-  const double tiles = k.tile.seen[kSeenBar] > 0 ? left[kSeenBar] / k.tile.seen[kSeenBar] : trips(left, k.tile);
-  take(left, tiles, k.tile);
-  const double loops = loop_instructions(left, k.inner);
+  take(left, t.fixed, k.fixed);
+  t.tile = k.tile.seen[kSeenBar] > 0 ? left[kSeenBar] / k.tile.seen[kSeenBar] : trips(left, k.tile);
+  take(left, t.tile, k.tile);
+  loop_trips(left, k.inner, t.inner);
   // A barrier of a loop around the tile loop was counted as the tiles' (a fraction of a tile too
   // many per trip of it): its other kinds give its trips.
   SassPart outer = k.outer;
   outer.seen[kSeenBar] = 0;
-  return warps * k.fixed.instructions + tiles * k.tile.instructions + loops + trips(left, outer) * k.outer.instructions;
+  t.outer = trips(left, outer);
+  return t;
+}
+
+// A field of the parts (instructions, cycles) summed over a launch's trips of them.
+inline double over_launch(const SassKernel& k, const PartTrips& t, double SassPart::*field) {
+  double sum = t.fixed * k.fixed.*field + t.tile * k.tile.*field + t.outer * k.outer.*field;
+  for (int j = 0; j < kSassLoops; ++j) sum += t.inner[j] * k.inner[j].*field;
+  return sum;
+}
+
+// The warp instructions a launch issues (see above).
+inline double issued_instructions(const simt::Counters& c, const SassKernel& k) {
+  return over_launch(k, part_trips(c, k), &SassPart::instructions);
+}
+
+// The cycles its warps take, summed, each warp as if it ran alone on its scheduler (SassPart::cycles).
+inline double warp_cycles(const simt::Counters& c, const SassKernel& k) {
+  return over_launch(k, part_trips(c, k), &SassPart::cycles);
 }
 
 }  // namespace attn
