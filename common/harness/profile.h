@@ -50,6 +50,9 @@ struct StageProfile {
   double us = 0;       // modelled: the launches' times summed
   std::string bound;   // of its longest launch
   std::string unknown_kernel;  // a kernel of the stage that the SASS data does not know ("" when none)
+  // Each launch's counters and kernel, to model the same counts on another GPU (model/model.h).
+  std::vector<simt::Counters> launches;
+  std::vector<std::string> kernels;
 };
 // What a profile emulates of a problem (model/sampling.h): every head or a few, every row or a
 // few row groups.

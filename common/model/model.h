@@ -24,10 +24,33 @@
 //
 // The instructions issued come from the compiler's sm_90 SASS, counted by control flow and weighted
 // by what the emulator counted (sass.h); a kernel the SASS data does not know has no issue term, and
-// its occupancy ignores registers. The model is a roofline: every unit at its peak, with perfect
-// overlap. It does not count latency (a kernel with few warps waits instead of streaming), or DRAM
-// traffic beyond one read of each sector per launch (a footprint larger than L2 is flagged). So it
-// says which kernel should be faster and why, within a factor, not the time to 10%.
+// its occupancy ignores registers.
+//
+// Latency. The SASS also says how long one warp alone takes to issue its instructions: the stall
+// the compiler encoded after each one and the waits for the results that come back later (shared
+// memory, global loads, MUFU, shuffles; sass.h's SassPart::cycles). A scheduler hides one warp's
+// waits behind another's work only if the other is somewhere else in its loop. Warps that meet at a
+// __syncthreads every tile are not: they reach the same phase together (the products, then the
+// softmax) and queue behind one another for the same pipe, so one block's warps on a scheduler take
+// the sum of their chains. Blocks are independent of each other, and so are the warps of a kernel
+// whose loops have no barrier.
+//
+// groups: when the kernel synchronises its block inside its loops, each block the SM holds at once
+// is one group on each scheduler it has warps on; else every warp the SM holds is one. With one
+// group per scheduler, the time is the sum of the chains. With G groups on a scheduler, a group
+// waits for the others only where they hold what it needs: the issue slot (one cycle per
+// instruction but an HMMA) and the tensor pipe (or the MUFUs, the busier), `held`. While one
+// group waits out its latencies, the others use those pipes, so G groups go through G chains in
+//
+//   latency = (chains + (G - 1) x held) / G          chains: the warps' chains over one group per scheduler
+//
+// which is the chains' time at G = 1 and tends to the pipes' at large G. It is a floor like the
+// other terms, not added to them.
+//
+// The model is still a max of floors, each unit at its peak. It does not count DRAM traffic beyond
+// one read of each sector per launch (a footprint larger than L2 is flagged), and it stands for
+// sm_90's SASS on every GPU. So it says which kernel should be faster and why, within a factor, not
+// the time to 10% (tests/counters/test_published.cpp scores it against published measurements).
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -41,6 +64,7 @@ namespace attn {
 // One launch's modelled time, term by term, in microseconds.
 struct Modelled {
   double dram = 0, l2 = 0, l1 = 0, issue = 0, mufu = 0, tensor = 0;  // each at the share of the GPU the grid keeps busy
+  double latency = 0;        // the warps' own chains over the groups that hide each other's (above)
   double launch = 0;
   double share = 0;          // busy: blocks / (SMs x ceil(blocks / SMs))
   double blocks_per_sm = 0;  // occupancy, from threads, registers (when known) and dynamic shared memory
@@ -48,12 +72,13 @@ struct Modelled {
   double instructions = 0;   // warp instructions issued (0 when the SASS data does not know the kernel)
   bool sass_known = false;   // the issue term and the registers come from the SASS data
   bool beyond_l2 = false;    // the launch touches more than L2 holds: DRAM bytes are a lower bound
-  double total() const { return std::max({dram, l2, l1, issue, mufu, tensor}) + launch; }
-  // "DRAM", "L2", "L1", "issue", "MUFU", "tensor", or "launch" when the launch costs more than all of them.
+  double groups = 0;         // per SM: groups of warps that hide each other's waits (above)
+  double total() const { return std::max({dram, l2, l1, issue, mufu, tensor, latency}) + launch; }
+  // "DRAM", "L2", "L1", "issue", "MUFU", "tensor", "latency", or "launch" when the launch costs more than all of them.
   const char* bound() const {
-    const double t = std::max({dram, l2, l1, issue, mufu, tensor});
+    const double t = std::max({dram, l2, l1, issue, mufu, tensor, latency});
     if (launch > t) return "launch";
-    return t == dram ? "DRAM" : t == l2 ? "L2" : t == l1 ? "L1" : t == issue ? "issue" : t == mufu ? "MUFU" : "tensor";
+    return t == dram ? "DRAM" : t == l2 ? "L2" : t == l1 ? "L1" : t == issue ? "issue" : t == mufu ? "MUFU" : t == tensor ? "tensor" : "latency";
   }
 };
 
@@ -97,6 +122,17 @@ inline Modelled model(const simt::Counters& c, const gpus::Gpu& g, const SassKer
   m.l1 = l1_wavefronts(c) / (g.l1_wavefronts_per_clk * clock) * 1e6;
   m.instructions = k ? issued_instructions(c, *k) : 0;
   m.issue = m.instructions / (g.warp_schedulers * clock * schedulers) * 1e6;
+  if (k) {
+    // A block in lockstep is one group on each scheduler it has warps on.
+    const double warps_per_block = std::ceil(c.threads_per_block / 32);
+    const bool lockstep = k->tile.seen[kSeenBar] > 0 || k->outer.seen[kSeenBar] > 0;
+    m.groups = lockstep ? std::min(per_sm, m.blocks_per_sm) * std::min<double>(warps_per_block, g.warp_schedulers) : warps;
+    const double schedulers_used = std::min<double>(m.groups, g.warp_schedulers);
+    const double per_scheduler = std::max(1.0, m.groups / g.warp_schedulers);
+    const double chains = warp_cycles(c, *k) / (clock * schedulers_used) * 1e6;  // one group per scheduler
+    const double held = (m.instructions - c.mma) / (g.warp_schedulers * clock * schedulers) * 1e6 + std::max(m.tensor, m.mufu);
+    m.latency = (chains + (per_scheduler - 1) * std::min(held, chains)) / per_scheduler;
+  }
   m.mufu = c.mufu / (g.mufu_per_clk * clock * schedulers) * 1e6;
   // mma.sync reaches mma_sync_fraction of the tensor cores' peak; wgmma the whole of it.
   m.tensor = c.mma_flop / (g.tensor_tflops * 1e12 * g.mma_sync_fraction * m.share * schedulers) * 1e6 +

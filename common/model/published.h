@@ -21,7 +21,46 @@ inline constexpr PublishedRate kFlashAttention2H100[] = {
     {4096, 64, false, 321},  {8192, 64, false, 322},  {16384, 64, false, 324},
     {512, 64, true, 180},   {1024, 64, true, 229},   {2048, 64, true, 262},
     {4096, 64, true, 284},   {8192, 64, true, 295},   {16384, 64, true, 299},
+    {512, 256, false, 275}, {1024, 256, false, 313}, {2048, 256, false, 321},
+    {4096, 256, false, 323}, {8192, 256, false, 324}, {16384, 256, false, 326},
+    {512, 256, true, 208},  {1024, 256, true, 251},  {2048, 256, true, 278},
+    {4096, 256, true, 293},  {8192, 256, true, 297},  {16384, 256, true, 298},
 };
+
+// FlashAttention-3's forward, the same figure and shapes (its bar labels; at d = 128, N = 512,
+// non-causal, transcriptions of the figure disagree between 467 and 497).
+inline constexpr PublishedRate kFlashAttention3H100[] = {
+    {512, 64, false, 333},   {1024, 64, false, 392},   {2048, 64, false, 460},
+    {4096, 64, false, 476},   {8192, 64, false, 496},   {16384, 64, false, 497},
+    {512, 64, true, 197},    {1024, 64, true, 265},    {2048, 64, true, 371},
+    {4096, 64, true, 420},    {8192, 64, true, 460},    {16384, 64, true, 473},
+    {512, 128, false, 467},  {1024, 128, false, 565},  {2048, 128, false, 625},
+    {4096, 128, false, 638},  {8192, 128, false, 646},  {16384, 128, false, 648},
+    {512, 128, true, 292},   {1024, 128, true, 423},   {2048, 128, true, 521},
+    {4096, 128, true, 579},   {8192, 128, true, 602},   {16384, 128, true, 616},
+    {512, 256, false, 482},  {1024, 256, false, 639},  {2048, 256, false, 707},
+    {4096, 256, false, 736},  {8192, 256, false, 746},  {16384, 256, false, 756},
+    {512, 256, true, 286},   {1024, 256, true, 427},   {2048, 256, true, 537},
+    {4096, 256, true, 612},   {8192, 256, true, 628},   {16384, 256, true, 642},
+};
+
+// The FlashAttention-3 paper's ablation (Table 2): B = 4, H = 16, N = 8448, d = 128, non-causal,
+// fp16, on an H100 SXM5, in TFLOP/s.
+struct PublishedAblation {
+  const char* what;
+  double tflops;
+};
+inline constexpr PublishedAblation kFlashAttention3Ablation[] = {
+    {"without warp specialization", 570}, {"without GEMM-softmax pipelining", 582}, {"FlashAttention-3", 661}};
+
+// Single-request decoding on an H100 SXM5 (FlashInfer's blog, 2024-02-02, Figure 5, H100 panel, read
+// off the plot, so approximate): 32 heads, no GQA, d = 128, fp16, a contiguous cache, cold L2; the
+// share of 3.35 TB/s that FlashInfer's kernel reaches at each KV length.
+struct PublishedDecode {
+  int keys;
+  double share_of_3_35_tb_s;
+};
+inline constexpr PublishedDecode kFlashInferDecodeH100[] = {{8192, 0.62}, {32768, 0.84}};
 inline constexpr const char* kFlashAttention2H100Source =
     "FlashAttention-3 paper (Shah et al., 2024), Figure 5: measured by its authors, not here";
 

@@ -1,0 +1,142 @@
+// test_published.cpp: the model beside what GPUs were measured doing (CTest model_vs_published).
+//
+// Two sets, at the FlashAttention-3 paper's Figure 5 shapes (B·N = 16k, H·d = 2048, fp16):
+//   - this project's own kernels measured on an H200 (results/nvidia-h200/sdpa.csv: chapter 05's
+//     lean_loop without is_causal, chapter 06's balanced with it), modelled on the H200's profile:
+//     the same kernel on both sides, so the residual is the model's alone;
+//   - FlashAttention-2's published bars on an H100 SXM5 (model/published.h), modelled on the H100's
+//     profile with the same two kernels, which have FA2's structure but not its tuning: on the H200,
+//     torch's flash backend (FA2) measured 1.05-1.35x faster than lean_loop (results/nvidia-h200/
+//     sdpa.csv), so this residual is the model's and the kernels' gap together.
+// Every point is printed, model / measured. What is held: no point of the first set is modelled
+// more than 2x too fast or too slow, and the model's error there is smaller than the max-of-floors
+// roofline's without the latency term (model.h) at every point. The issue's ±15 % target is not held
+// yet: the residual table says how far it is.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gpus/gpus.h"
+#include "harness/profile.h"
+#include "model/published.h"
+
+using namespace attn;
+
+namespace {
+
+Problem figure5(int N, int d, bool causal) {
+  Problem p;
+  p.B = 16384 / N, p.H = 2048 / d, p.Lq = p.Lk = N, p.d = d, p.dtype = DType::fp16;
+  p.causal = causal ? Causal::top_left : Causal::none;
+  return p;
+}
+
+double flop(const Problem& p) {
+  const double pairs = p.causal == Causal::none ? double(p.Lq) * p.Lk : double(p.Lq) * (p.Lq + 1) / 2;
+  return 4.0 * p.B * p.H * p.d * pairs;
+}
+
+// The measured median of a variant at a shape, from a results CSV this project wrote (0: not there).
+double measured_ms(const std::string& csv, const std::string& variant, const Problem& p) {
+  std::ifstream in(csv);
+  std::string line, header;
+  std::getline(in, header);
+  while (std::getline(in, line)) {
+    if (line.find(",measured,") == std::string::npos) continue;
+    // device,driver,cuda,commit,timestamp,chapter,variant,dtype,B,H,Lq,Lk,d,causal,mask,median_ms,...
+    std::vector<std::string> f;
+    std::string cell;
+    bool quoted = false;
+    for (char ch : line) {
+      if (ch == '"') quoted = !quoted;
+      else if (ch == ',' && !quoted) f.push_back(cell), cell.clear();
+      else cell += ch;
+    }
+    f.push_back(cell);
+    if (f.size() < 16 || f[6] != variant || f[7] != "fp16") continue;
+    const bool causal = f[13] != "none";
+    if (std::stoi(f[8]) == p.B && std::stoi(f[9]) == p.H && std::stoi(f[10]) == p.Lq && std::stoi(f[11]) == p.Lk &&
+        std::stoi(f[12]) == p.d && causal == (p.causal != Causal::none) && f[14] == "none")
+      return std::stod(f[15]);
+  }
+  return 0;
+}
+
+// A profile's counts modelled on g, launch by launch: with the latency term, and without it.
+std::pair<double, double> remodel(const Profile& pr, const gpus::Gpu& g) {
+  double with = 0, without = 0;
+  for (const StageProfile& s : pr.stages)
+    for (size_t l = 0; l < s.launches.size(); ++l) {
+      Modelled m = model(s.launches[l], g, find_sass(s.kernels[l]));
+      with += m.total();
+      m.latency = 0;
+      without += m.total();
+    }
+  return {with, without};
+}
+
+const gpus::Gpu& gpu(const char* key) {
+  for (const gpus::Gpu& g : gpus::kGpus)
+    if (std::string(g.key) == key) return g;
+  FAIL("no GPU " << key << " in gpus.h");
+  throw;
+}
+
+}  // namespace
+
+TEST_CASE("the model beside measured and published FlashAttention-2 structures", "[published]") {
+  ProfileOptions o;
+  o.emulated_heads = 1;
+  Profiler profiler(o);
+  RunOptions checks;
+  checks.sample = false;
+  const gpus::Gpu &h100 = gpu("h100"), &h200 = gpu("h200");
+  const std::string csv = std::string(FLASHSTEPS_SOURCE_DIR) + "/results/nvidia-h200/sdpa.csv";
+  std::ostringstream t;
+  t << "d    causal  N      variant     H200: measured  model  model/meas. (roofline/meas.) | H100: FA2 published  model  "
+       "model/FA2\n";
+  double log_sum = 0, log_sum_roofline = 0;
+  int scored = 0;
+  for (int d : {64, 128})
+    for (bool causal : {false, true})
+      for (int N : {512, 2048, 8192}) {
+        const Problem p = figure5(N, d, causal);
+        const Variant* v = find_variant(causal ? "balanced" : "lean_loop");
+        REQUIRE(v != nullptr);
+        const Profile& pr = profiler.run(*v, p, profiler.plan(*v, p), checks, false);
+        REQUIRE(pr.result.verdict.pass);
+        const auto [h200_us, h200_roofline_us] = remodel(pr, h200);
+        const auto [h100_us, h100_roofline_us] = remodel(pr, h100);
+        (void)h100_roofline_us;
+        const double model_h100 = flop(p) / h100_us / 1e6;
+        const PublishedRate* fa2 = flash_attention2_h100(p.B, p.H, N, N, d, true, causal, true, false);
+        REQUIRE(fa2 != nullptr);
+        const double ms = measured_ms(csv, v->name, p);
+        char line[256];
+        if (ms > 0) {
+          const double ratio = h200_us / 1e3 / ms, roofline = h200_roofline_us / 1e3 / ms;
+          std::snprintf(line, sizeof line, "%-4d %-7s %-6d %-11s %9.3f ms %9.3f ms  %5.2f  (%5.2f)          | %6.0f TFLOP/s  %6.0f  %5.2f\n", d,
+                        causal ? "yes" : "no", N, v->name.c_str(), ms, h200_us / 1e3, ratio, roofline, fa2->tflops,
+                        model_h100, model_h100 / fa2->tflops);
+          INFO(v->name << " at d=" << d << " N=" << N << (causal ? " causal" : "") << ": model/measured " << ratio);
+          CHECK(ratio > 0.5);
+          CHECK(ratio < 2.0);
+          CHECK(std::fabs(std::log(ratio)) < std::fabs(std::log(roofline)));
+          log_sum += std::fabs(std::log(ratio)), log_sum_roofline += std::fabs(std::log(roofline)), ++scored;
+        } else {
+          std::snprintf(line, sizeof line, "%-4d %-7s %-6d %-11s (not measured)                                | %6.0f TFLOP/s  %6.0f  %5.2f\n", d,
+                        causal ? "yes" : "no", N, v->name.c_str(), fa2->tflops, model_h100, model_h100 / fa2->tflops);
+        }
+        t << line;
+      }
+  REQUIRE(scored >= 8);  // the H200 CSV holds these shapes: a test that compares nothing is no test
+  t << "geometric mean of |ln(model / measured)| on the H200: " << log_sum / scored << " (roofline without latency: "
+    << log_sum_roofline / scored << ")\n";
+  std::printf("%s", t.str().c_str());
+  CHECK(log_sum < log_sum_roofline);
+}
