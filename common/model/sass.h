@@ -1,5 +1,6 @@
 // sass.h: what the compiler made of each kernel for sm_90, as the model needs it: the registers a
-// thread holds (occupancy) and the instructions a warp issues beside those the emulator sees.
+// thread holds (occupancy), the instructions a warp issues beside those the emulator sees, and the
+// cycles one warp alone takes to issue them.
 //
 // The emulator counts the instructions that move data or synchronise (simt/counters.h): global
 // and shared-memory requests, mma.sync, barriers, shuffles, votes. The FP32, integer, conversion
@@ -25,6 +26,9 @@
 // as one load or four), which inflates one kind's count; the kind that allows the fewest trips is
 // the one least inflated. notes/performance_model.md explains it; CTest sass_data_fresh fails when
 // a kernel's source changed since sass_sm90.inc was written.
+// Each part also carries the cycles one warp alone takes to issue it (SassPart::cycles: the stalls
+// in the instructions' control bits and the waits for variable-latency results), weighted by the
+// same trips: model.h's latency floor.
 // An explicit kind is one the source names instruction by instruction (cp.async, ldmatrix,
 // mma.sync, shuffles: intrinsics), which both compilers emit one for one; loads and stores are not,
 // so a loop is never counted by its loads or stores alone (the emulator's scalar reads of a loop
