@@ -99,12 +99,13 @@ def main():
     check(r.returncode == 2 and "header" in r.stderr, "a CSV in another schema is refused (exit 2, says why)")
 
     sys.path.insert(0, str(SCRIPT.parent))
-    # The published reference comes from its one home, common/model/published.h: 24 rates, every
-    # N of 512 ... 16k for d = 64 and 128, causal and not, causal slower than non-causal.
+    # The published reference comes from its one home, common/model/published.h: 36 rates, every
+    # N of 512 ... 16k for d = 64, 128 and 256, causal and not, causal slower than non-causal.
     ps = importlib.import_module("plot_speedups")
     fa2 = ps.published_fa2()
-    check(sorted({k[0] for k in fa2}) == [512, 1024, 2048, 4096, 8192, 16384] and len(fa2) == 24,
-          f"published.h's 24 FlashAttention-2 rates parsed (got {len(fa2)})")
+    check(sorted({k[0] for k in fa2}) == [512, 1024, 2048, 4096, 8192, 16384] and
+          sorted({k[1] for k in fa2}) == [64, 128, 256] and len(fa2) == 36,
+          f"published.h's 36 FlashAttention-2 rates parsed (got {len(fa2)})")
     check(all(fa2[(n, d, True)] < fa2[(n, d, False)] for n, d, _ in fa2), "causal rates below non-causal ones")
     paper = {"dtype": "fp16", "mask": "none", "Lq": 1024, "Lk": 1024, "B": 16, "H": 32, "d": 64, "causal": "none"}
     check(ps.published_matches(paper) and not ps.published_matches(dict(paper, B=8)),
