@@ -42,7 +42,7 @@ TEST_CASE("the issue term: a kernel's SASS data weighted by the emulator's count
   // 4 blocks of 64 threads: 8 warps. Each runs the fixed part (10 instructions; an LDS and a
   // barrier seen) and 5 tiles (100 instructions; 18 LDS and 2 barriers); the copy loop (6
   // instructions; an LDG and an STS) runs 30 times in all.
-  SassKernel k{"k", 64, {10, {}, 0}, {100, {}, 0}, {}, {{6, {}, 0}}};
+  SassKernel k{"k", 64, {10, {}, 0, 0}, {100, {}, 0, 0}, {}, {{6, {}, 0, 0}}};
   k.fixed.seen[kSeenLds] = 1, k.fixed.seen[kSeenBar] = 1;
   k.tile.seen[kSeenLds] = 18, k.tile.seen[kSeenBar] = 2;
   k.inner[0].seen[kSeenLd] = 1, k.inner[0].seen[kSeenSts] = 1;
@@ -63,7 +63,7 @@ TEST_CASE("the issue term: a kernel's SASS data weighted by the emulator's count
   // A loop around the tile loop (chapter 04's K/V tiles around its Q tiles): its own blocks (50
   // instructions; a barrier and 4 LDG) run 3 times in all, after the copy loop's 30 LDG are taken.
   SassKernel outer = k;
-  outer.outer = {50, {}, 0};
+  outer.outer = {50, {}, 0, 0};
   outer.outer.seen[kSeenBar] = 1, outer.outer.seen[kSeenLd] = 4;
   simt::Counters around = c;
   around.barriers += 3;
@@ -74,7 +74,7 @@ TEST_CASE("the issue term: a kernel's SASS data weighted by the emulator's count
   // with 2 LDG and 8 SHFL, 1000 trips; an append loop of 30 with an LDG and an STG, 3 trips; a
   // merge loop of 20 with 4 LDS and an STG, 3 trips. Taken together (as before), the STG would say
   // 3 trips of all three loops.
-  SassKernel decode{"decode", 64, {10, {}, 0}, {}, {}, {{40, {}, 0}, {30, {}, 0}, {20, {}, 0}}};
+  SassKernel decode{"decode", 64, {10, {}, 0, 0}, {}, {}, {{40, {}, 0, 0}, {30, {}, 0, 0}, {20, {}, 0, 0}}};
   decode.inner[0].seen[kSeenLd] = 2, decode.inner[0].seen[kSeenShfl] = 8;
   decode.inner[1].seen[kSeenLd] = 1, decode.inner[1].seen[kSeenSt] = 1;
   decode.inner[2].seen[kSeenLds] = 4, decode.inner[2].seen[kSeenSt] = 1;
@@ -114,7 +114,7 @@ TEST_CASE("the latency term: one warp's chain from the SASS, hidden only by grou
   // One block of 8 warps on each SM (2 per scheduler), 500 tiles each: a tile is 100 instructions
   // that one warp alone takes 400 cycles to issue (its stalls and waits), with a barrier.
   const gpus::Gpu& g = gpus::kGpus[0];
-  SassKernel k{"k", 64, {10, {}, 10}, {100, {}, 400}, {}, {}};
+  SassKernel k{"k", 64, {10, {}, 10, 10}, {100, {}, 400, 400}, {}, {}};
   k.tile.seen[kSeenBar] = 1;
   simt::Counters c;
   c.launches = 1, c.blocks = g.sms, c.threads_per_block = 256;
@@ -128,6 +128,14 @@ TEST_CASE("the latency term: one warp's chain from the SASS, hidden only by grou
   CHECK(lockstep.groups == 4);
   CHECK(lockstep.latency == Approx(warp_cycles(c, k) / (clock * 4) * 1e6));
   CHECK(lockstep.bound() == std::string("latency"));
+  // Global loads wait for DRAM in the share of the L2 traffic that DRAM serves: here half, so half
+  // of the difference between the part's cycles from DRAM (600) and from L2 (400).
+  SassKernel from_dram = k;
+  from_dram.tile.cycles_dram = 600;
+  simt::Counters half = c;
+  half.block_load_sectors = 1000, half.dram_read_sectors = 500;
+  CHECK(warp_cycles(half, from_dram, 0.5) == Approx(warps * (10 + 500 * 500)));
+  CHECK(model(half, g, &from_dram).latency == Approx(warp_cycles(half, from_dram, 0.5) / (clock * 4) * 1e6));
   // Without barriers every warp is a group of its own: two per scheduler, each waiting for the
   // other only where it holds the issue slot.
   SassKernel free_running = k;

@@ -51,10 +51,10 @@ def main():
           f"inner: one loop, the unrolled body's 9 instructions, 4 LDS (got {r['inner']})")
     check(r["outer"][0] == 0, f"outer: no loop around the tile loop (got {r['outer'][0]})")
     check(si.row_text("k", dict(r, registers=32)) ==
-          '{"k", 32, {8, {0, 1, 1, 0, 0, 0, 0, 0, 0, 1}, 8}, {5, {0, 0, 0, 0, 0, 0, 0, 0, 1, 0}, 5}, {0, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 0}, '
-          '{{9, {0, 0, 0, 0, 0, 4, 0, 0, 0, 0}, 9}}},',
+          '{"k", 32, {8, {0, 1, 1, 0, 0, 0, 0, 0, 0, 1}, 8, 8}, {5, {0, 0, 0, 0, 0, 0, 0, 0, 1, 0}, 5, 5}, '
+          '{0, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 0, 0}, {{9, {0, 0, 0, 0, 0, 4, 0, 0, 0, 0}, 9, 9}}},',
           "the data file's row: registers, then fixed, tile and outer, then each other loop: instructions, seen kinds in KINDS' "
-          "order and one warp's cycles (one per instruction in a listing without control bits)")
+          "order and one warp's cycles, global loads from L2 and from DRAM (one per instruction in a listing without control bits)")
     # Control bits (nvdisasm -hex): an LDS that sets scoreboard 0 (stall 1), an FADD that waits on it
     # (stall 4), an HMMA (stall 6): 29 cycles for the shared-memory load, then 4, then 6.
     def ins(op, stall, wbar=7, wait=0):
@@ -62,6 +62,10 @@ def main():
     seq = [ins("LDS", 1, wbar=0), ins("FADD", 4, wait=1), ins("HMMA.16816.F32", 6)]
     got = si.block_cycles(seq, 0, 3)
     check(got == 29 + 4 + 6, f"block_cycles: a wait on the LDS's scoreboard, then the encoded stalls (got {got}, want 39)")
+    # A global load's wait: L2's hit latency, or DRAM's.
+    seq = [ins("LDG.E", 1, wbar=2), ins("FADD", 4, wait=4)]
+    got = (si.block_cycles(seq, 0, 2), si.block_cycles(seq, 0, 2, si.DRAM_LATENCY))
+    check(got == (272 + 4, 484 + 4), f"block_cycles: an LDG's result from L2 or from DRAM (got {got}, want (276, 488))")
     hi = 0x042fec00000418ff  # an HMMA's upper word from nvdisasm -hex: stall 6, no scoreboard set, waits on scoreboard 1
     c = kr.control(hi)
     check(c == {"stall": 6, "wbar": 7, "rbar": 7, "wait": 2}, f"control bits of 0x{hi:016x} (got {c})")

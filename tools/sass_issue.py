@@ -62,24 +62,27 @@ def kind(x):
 
 
 # What a result that comes back through a scoreboard (a variable-latency instruction) takes, in
-# cycles from issue, on an H100 SXM5: the shared-memory load latency (LDS, LDSM) and the L2 hit
-# latency (global loads) measured by a third-party rerun of Luo et al.'s suite
-# (Johnsonms/NVIDIA-Hopper-Benchmark, reproduction/H100-dapperdingo; ../shared/design table). No
-# measurement of MUFU or SHFL on Hopper is cited yet: they take the shared-memory figure (ASSUMPTION:
-# both return through the same scoreboards, and Volta/Turing measurements put them within a few
-# cycles of it).
-LATENCY = [(("LDS", "LDSM"), 29), (("LDG", "LD.", "LDGSTS", "ATOM", "RED"), 272)]
+# cycles from issue, on an H100 SXM5: the shared-memory load latency (LDS, LDSM), and the L2 hit and
+# DRAM latencies of a global load, measured by a third-party rerun of Luo et al.'s suite
+# (Johnsonms/NVIDIA-Hopper-Benchmark, reproduction/H100-dapperdingo; ../shared/design table). A part's
+# cycles are counted twice, with every global load hitting L2 and with every one going to DRAM; the
+# model takes between them by the share of a launch's L2 traffic that DRAM serves. No measurement of
+# MUFU or SHFL on Hopper is cited yet: they take the shared-memory figure (ASSUMPTION: both return
+# through the same scoreboards, and Volta/Turing measurements put them within a few cycles of it).
+SHARED_LATENCY, L2_LATENCY, DRAM_LATENCY = 29, 272, 484
+GLOBAL = ("LDG", "LD.", "LDGSTS", "ATOM", "RED")
 OTHER_LATENCY = 29
 
 
-def latency(op):
-    for ops, cycles in LATENCY:
-        if op.startswith(ops):
-            return cycles
+def latency(op, global_latency=L2_LATENCY):
+    if op.startswith(("LDS", "LDSM")):
+        return SHARED_LATENCY
+    if op.startswith(GLOBAL):
+        return global_latency
     return OTHER_LATENCY
 
 
-def block_cycles(instrs, start, end):
+def block_cycles(instrs, start, end, global_latency=L2_LATENCY):
     """The cycles one warp takes to issue instructions [start, end) alone: each waits for the
     scoreboards its control bits name (kernel_resources.control), then stalls as many cycles as the
     compiler encoded before the next may issue. Scoreboards start clear (a result from an earlier block
@@ -94,7 +97,7 @@ def block_cycles(instrs, start, end):
             if c["wait"] >> b & 1:
                 t = max(t, ready[b])
         if c["wbar"] < 6:
-            ready[c["wbar"]] = t + latency(instrs[i]["op"])
+            ready[c["wbar"]] = t + latency(instrs[i]["op"], global_latency)
         if c["rbar"] < 6:
             ready[c["rbar"]] = max(ready[c["rbar"]], t + 2)
         t += max(1, c["stall"])
@@ -102,17 +105,19 @@ def block_cycles(instrs, start, end):
 
 
 def mix(instrs, blocks, times):
-    """(instructions, [seen instructions of each kind], cycles) of the blocks, each `times[block]`
-    times; cycles: what one warp alone takes to issue them (block_cycles)."""
-    total, seen, cycles = 0, [0] * len(KINDS), 0
+    """(instructions, [seen instructions of each kind], cycles, cycles from DRAM) of the blocks, each
+    `times[block]` times; cycles: what one warp alone takes to issue them (block_cycles), with every
+    global load hitting L2, and with every one going to DRAM."""
+    total, seen, cycles, dram = 0, [0] * len(KINDS), 0, 0
     for b, n in times.items():
         total += n * (blocks[b]["end"] - blocks[b]["start"])
         cycles += n * block_cycles(instrs, blocks[b]["start"], blocks[b]["end"])
+        dram += n * block_cycles(instrs, blocks[b]["start"], blocks[b]["end"], DRAM_LATENCY)
         for i in range(blocks[b]["start"], blocks[b]["end"]):
             k = kind(instrs[i])
             if k is not None:
                 seen[k] += n
-    return total, seen, cycles
+    return total, seen, cycles, dram
 
 
 def issue_profile(instrs, cold, params=None):
@@ -136,7 +141,7 @@ def issue_profile(instrs, cold, params=None):
         blocks (mask code apart). In the order of their first instruction."""
     blocks = kr.basic_blocks(instrs)
     loops = kr.find_loops(blocks)
-    none = (0, [0] * len(KINDS), 0)
+    none = (0, [0] * len(KINDS), 0, 0)
 
     def count(body, ops):
         return sum(1 for b in body for i in range(blocks[b]["start"], blocks[b]["end"])
@@ -225,7 +230,7 @@ MAX_LOOPS = 20  # common/model/sass.h's kSassLoops: the inner parts a kernel may
 
 
 def part_text(part):
-    return "{%d, {%s}, %d}" % (part[0], ", ".join(str(v) for v in part[1]), part[2])
+    return "{%d, {%s}, %d, %d}" % (part[0], ", ".join(str(v) for v in part[1]), part[2], part[3])
 
 
 def row_text(name, r):

@@ -28,7 +28,8 @@
 //
 // Latency. The SASS also says how long one warp alone takes to issue its instructions: the stall
 // the compiler encoded after each one and the waits for the results that come back later (shared
-// memory, global loads, MUFU, shuffles; sass.h's SassPart::cycles). A scheduler hides one warp's
+// memory, global loads, MUFU, shuffles; sass.h's SassPart::cycles). A global load waits for L2's
+// hit latency or DRAM's, in the proportion of the launch's DRAM bytes to its L2 bytes. A scheduler hides one warp's
 // waits behind another's work only if the other is somewhere else in its loop. Warps that meet at a
 // __syncthreads every tile are not: they reach the same phase together (the products, then the
 // softmax) and queue behind one another for the same pipe, so one block's warps on a scheduler take
@@ -129,7 +130,9 @@ inline Modelled model(const simt::Counters& c, const gpus::Gpu& g, const SassKer
     m.groups = lockstep ? std::min(per_sm, m.blocks_per_sm) * std::min<double>(warps_per_block, g.warp_schedulers) : warps;
     const double schedulers_used = std::min<double>(m.groups, g.warp_schedulers);
     const double per_scheduler = std::max(1.0, m.groups / g.warp_schedulers);
-    const double chains = warp_cycles(c, *k) / (clock * schedulers_used) * 1e6;  // one group per scheduler
+    // A global load waits for L2, or for DRAM: the launch's DRAM bytes over its L2 bytes say how often.
+    const double from_dram = l2_bytes(c) > 0 ? std::min(1.0, dram_bytes(c) / l2_bytes(c)) : 0;
+    const double chains = warp_cycles(c, *k, from_dram) / (clock * schedulers_used) * 1e6;  // one group per scheduler
     const double held = (m.instructions - c.mma) / (g.warp_schedulers * clock * schedulers) * 1e6 + std::max(m.tensor, m.mufu);
     m.latency = (chains + (per_scheduler - 1) * std::min(held, chains)) / per_scheduler;
   }

@@ -51,8 +51,10 @@ struct SassPart {
   double seen[kSeenKinds];
   // The cycles one warp alone takes to issue them: the stalls the compiler encoded in each
   // instruction's control bits, and the waits for the variable-latency results it names
-  // (tools/sass_issue.py, block_cycles).
+  // (tools/sass_issue.py, block_cycles), with every global load hitting L2 (cycles) and with every
+  // one served by DRAM (cycles_dram).
   double cycles;
+  double cycles_dram;
 };
 
 inline constexpr int kSassLoops = 20;  // inner parts a kernel may have (sass_issue.py's MAX_LOOPS)
@@ -178,9 +180,12 @@ inline double issued_instructions(const simt::Counters& c, const SassKernel& k) 
   return over_launch(k, part_trips(c, k), &SassPart::instructions);
 }
 
-// The cycles its warps take, summed, each warp as if it ran alone on its scheduler (SassPart::cycles).
-inline double warp_cycles(const simt::Counters& c, const SassKernel& k) {
-  return over_launch(k, part_trips(c, k), &SassPart::cycles);
+// The cycles its warps take, summed, each warp as if it ran alone on its scheduler (SassPart::cycles),
+// when a share `from_dram` of its global loads is served by DRAM and the rest by L2.
+inline double warp_cycles(const simt::Counters& c, const SassKernel& k, double from_dram = 0) {
+  const PartTrips t = part_trips(c, k);
+  const double l2 = over_launch(k, t, &SassPart::cycles);
+  return l2 + from_dram * (over_launch(k, t, &SassPart::cycles_dram) - l2);
 }
 
 }  // namespace attn
