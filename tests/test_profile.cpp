@@ -133,7 +133,7 @@ TEST_CASE("the latency term: one warp's chain from the SASS, hidden only by grou
   SassKernel from_dram = k;
   from_dram.tile.cycles_dram = 600;
   simt::Counters half = c;
-  half.block_load_sectors = 1000, half.dram_read_sectors = 500;
+  half.global[simt::kGlobalLoad].sectors = 1000, half.dram_read_sectors = 500;
   CHECK(warp_cycles(half, from_dram, 0.5) == Approx(warps * (10 + 500 * 500)));
   CHECK(model(half, g, &from_dram).latency == Approx(warp_cycles(half, from_dram, 0.5) / (clock * 4) * 1e6));
   // Without barriers every warp is a group of its own: two per scheduler, each waiting for the

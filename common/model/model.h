@@ -29,7 +29,8 @@
 // Latency. The SASS also says how long one warp alone takes to issue its instructions: the stall
 // the compiler encoded after each one and the waits for the results that come back later (shared
 // memory, global loads, MUFU, shuffles; sass.h's SassPart::cycles). A global load waits for L2's
-// hit latency or DRAM's, in the proportion of the launch's DRAM bytes to its L2 bytes. A scheduler hides one warp's
+// hit latency or DRAM's, in the proportion of the bytes the launch reads from DRAM to those its
+// load requests ask for. A scheduler hides one warp's
 // waits behind another's work only if the other is somewhere else in its loop. Warps that meet at a
 // __syncthreads every tile are not: they reach the same phase together (the products, then the
 // softmax) and queue behind one another for the same pipe, so one block's warps on a scheduler take
@@ -130,8 +131,11 @@ inline Modelled model(const simt::Counters& c, const gpus::Gpu& g, const SassKer
     m.groups = lockstep ? std::min(per_sm, m.blocks_per_sm) * std::min<double>(warps_per_block, g.warp_schedulers) : warps;
     const double schedulers_used = std::min<double>(m.groups, g.warp_schedulers);
     const double per_scheduler = std::max(1.0, m.groups / g.warp_schedulers);
-    // A global load waits for L2, or for DRAM: the launch's DRAM bytes over its L2 bytes say how often.
-    const double from_dram = l2_bytes(c) > 0 ? std::min(1.0, dram_bytes(c) / l2_bytes(c)) : 0;
+    // A global load waits for L2, or for DRAM: the bytes the launch reads from DRAM over the bytes
+    // its load requests ask for say how often (its writes keep no load waiting).
+    const double loaded = 32 * (c.global[simt::kGlobalLoad].sectors + c.global[simt::kCpAsyncSource].sectors +
+                                c.global[simt::kTmaLoad].sectors);
+    const double from_dram = loaded > 0 ? std::min(1.0, 32 * c.dram_read_sectors / loaded) : 0;
     const double chains = warp_cycles(c, *k, from_dram) / (clock * schedulers_used) * 1e6;  // one group per scheduler
     const double held = (m.instructions - c.mma) / (g.warp_schedulers * clock * schedulers) * 1e6 + std::max(m.tensor, m.mufu);
     m.latency = (chains + (per_scheduler - 1) * std::min(held, chains)) / per_scheduler;
