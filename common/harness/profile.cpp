@@ -466,10 +466,7 @@ const Profile& Profiler::finish(Profile prof, const std::vector<std::string>& st
   return profiles_.back();
 }
 
-namespace {
-
-// The emulator's median time of `chapter/variant` on problem p in a results CSV (0: none).
-double emulated_ms(const std::string& path, const Problem& p, const Variant& v) {
+double recorded_ms(const std::string& path, const std::string& kind, const Problem& p, const Variant& v) {
   std::ifstream in(path);
   std::string line;
   std::getline(in, line);
@@ -483,7 +480,7 @@ double emulated_ms(const std::string& path, const Problem& p, const Variant& v) 
         if (names[i] == name) return f[i];
       return std::string();
     };
-    if (at("kind") == "emulated" && at("chapter") == v.chapter && at("variant") == v.name &&
+    if (at("kind") == kind && at("chapter") == v.chapter && at("variant") == v.name &&
         at("dtype") == dtype_name(p.dtype) && at("B") == std::to_string(p.B) && at("H") == std::to_string(p.H) &&
         at("Lq") == std::to_string(p.Lq) && at("Lk") == std::to_string(p.Lk) && at("d") == std::to_string(p.d) &&
         at("causal") == causal_name(p.causal) && at("mask") == mask_name(p.mask))
@@ -491,6 +488,31 @@ double emulated_ms(const std::string& path, const Problem& p, const Variant& v) 
   }
   return ms;
 }
+
+Remodelled remodel(const StageProfile& s, const gpus::Gpu& g, bool latency) {
+  Remodelled r;
+  for (size_t l = 0; l < s.launches.size(); ++l) {
+    Modelled m = model(s.launches[l], g, find_sass(s.kernels[l]));
+    if (!latency) m.latency = 0;
+    r.us += m.total();
+    if (m.total() > r.longest_us) r.longest_us = m.total(), r.bound = m.bound();
+  }
+  return r;
+}
+
+Remodelled remodel(const Profile& pr, const gpus::Gpu& g, bool latency) {
+  Remodelled r;
+  for (const StageProfile& s : pr.stages) {
+    const Remodelled t = remodel(s, g, latency);
+    r.us += t.us;
+    if (t.longest_us > r.longest_us) r.longest_us = t.longest_us, r.bound = t.bound;
+  }
+  return r;
+}
+
+namespace {
+
+// The emulator's median time of `chapter/variant` on problem p in a results CSV (0: none).
 
 // Why a step models slower than the one before it: what bounds it, and the two reasons the
 // counters can name (a grid that leaves SMs idle, bank conflicts).
@@ -516,7 +538,7 @@ void Profiler::print_summary() const {
   std::vector<double> ms;
   bool with_times = false;
   for (const Profile& pr : profiles_) {
-    ms.push_back(o_.emulator_times.empty() ? 0 : emulated_ms(o_.emulator_times, pr.problem, *pr.result.variant));
+    ms.push_back(o_.emulator_times.empty() ? 0 : recorded_ms(o_.emulator_times, "emulated", pr.problem, *pr.result.variant));
     with_times |= ms.back() > 0;
   }
   const Profile& base = profiles_.front();

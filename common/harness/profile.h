@@ -116,6 +116,19 @@ class Profiler {
   std::vector<std::pair<std::string, std::unique_ptr<Prepared>>> prepared_;
 };
 
+// The median of v on p from a results CSV this project wrote, among its rows of `kind` (emulated,
+// measured, modelled): the last such row's, 0 when there is none.
+double recorded_ms(const std::string& path, const std::string& kind, const Problem& p, const Variant& v);
+
+// Counts a profile took, modelled again on g (the same counts on another GPU, or without the
+// latency floor): the launches' times summed, and the longest launch's time and bound.
+struct Remodelled {
+  double us = 0, longest_us = 0;
+  std::string bound;
+};
+Remodelled remodel(const StageProfile& s, const gpus::Gpu& g, bool latency = true);
+Remodelled remodel(const Profile& pr, const gpus::Gpu& g, bool latency = true);
+
 // The problems the emulator runs for p under a plan, one per run (p itself when not sampled).
 std::vector<Problem> emulated_problems(const Problem& p, const SamplePlan& plan);
 

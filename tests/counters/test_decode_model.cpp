@@ -52,16 +52,9 @@ Outcome model(Profiler& profiler, const DecodeVariant& v, const DecodeProblem& p
   REQUIRE(pr.result.verdict.pass);
   Outcome m;
   m.us = pr.us, m.bound = pr.bound;
-  double longest = -1;
-  for (const StageProfile& s : pr.stages) {
-    m.dram_read += s.counters.dram_read_sectors * 32.0;
-    for (size_t l = 0; l < s.launches.size(); ++l) {
-      Modelled t = attn::model(s.launches[l], profiler.gpu(), find_sass(s.kernels[l]));
-      t.latency = 0;
-      m.floors_us += t.total();
-      if (t.total() > longest) longest = t.total(), m.floors_bound = t.bound();
-    }
-  }
+  for (const StageProfile& s : pr.stages) m.dram_read += s.counters.dram_read_sectors * 32.0;
+  const Remodelled floors = remodel(pr, profiler.gpu(), false);
+  m.floors_us = floors.us, m.floors_bound = floors.bound;
   return m;
 }
 

@@ -113,12 +113,7 @@ TEST_CASE("P3, B=1 H=16 N=4096 d=128: 02 < 01, 03 < 02, and 05 beats every earli
   const double flop = 2.0 * 16 * 4096.0 * 4096 * 128;
   for (int stage : {0, 2}) {
     const StageProfile& s = m.first[stage];
-    double floors_us = 0;
-    for (size_t l = 0; l < s.launches.size(); ++l) {
-      Modelled t = model(s.launches[l], *m.gpu, find_sass(s.kernels[l]));
-      t.latency = 0;
-      floors_us += t.total();
-    }
+    const double floors_us = remodel(s, *m.gpu, false).us;
     const double tflops = flop / floors_us / 1e6, with_latency = flop / s.us / 1e6;
     std::printf("P3: chapter 01's %s at %.1f TFLOP/s, %.0f %% of the %.0f TFLOP/s fp32 peak (with the latency floor %.1f, %.0f %%)\n",
                 s.stage.c_str(), tflops, 100 * tflops / m.fp32_tflops, m.fp32_tflops, with_latency,

@@ -16,11 +16,8 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <map>
 #include <sstream>
 #include <string>
-#include <vector>
 
 #include "gpus/gpus.h"
 #include "harness/decode.h"
@@ -43,52 +40,6 @@ double flop(const Problem& p) {
   return 4.0 * p.B * p.H * p.d * pairs;
 }
 
-// The measured median of a variant at a shape, from a results CSV this project wrote (0: not there).
-double measured_ms(const std::string& csv, const std::string& variant, const Problem& p) {
-  std::ifstream in(csv);
-  std::string line, header;
-  std::getline(in, header);
-  while (std::getline(in, line)) {
-    if (line.find(",measured,") == std::string::npos) continue;
-    // device,driver,cuda,commit,timestamp,chapter,variant,dtype,B,H,Lq,Lk,d,causal,mask,median_ms,...
-    std::vector<std::string> f;
-    std::string cell;
-    bool quoted = false;
-    for (char ch : line) {
-      if (ch == '"') quoted = !quoted;
-      else if (ch == ',' && !quoted) f.push_back(cell), cell.clear();
-      else cell += ch;
-    }
-    f.push_back(cell);
-    if (f.size() < 16 || f[6] != variant || f[7] != "fp16") continue;
-    const bool causal = f[13] != "none";
-    if (std::stoi(f[8]) == p.B && std::stoi(f[9]) == p.H && std::stoi(f[10]) == p.Lq && std::stoi(f[11]) == p.Lk &&
-        std::stoi(f[12]) == p.d && causal == (p.causal != Causal::none) && f[14] == "none")
-      return std::stod(f[15]);
-  }
-  return 0;
-}
-
-// A profile's counts modelled on g, launch by launch: with the latency term, and without it.
-std::pair<double, double> remodel(const Profile& pr, const gpus::Gpu& g) {
-  double with = 0, without = 0;
-  for (const StageProfile& s : pr.stages)
-    for (size_t l = 0; l < s.launches.size(); ++l) {
-      Modelled m = model(s.launches[l], g, find_sass(s.kernels[l]));
-      with += m.total();
-      m.latency = 0;
-      without += m.total();
-    }
-  return {with, without};
-}
-
-const gpus::Gpu& gpu(const char* key) {
-  for (const gpus::Gpu& g : gpus::kGpus)
-    if (std::string(g.key) == key) return g;
-  FAIL("no GPU " << key << " in gpus.h");
-  throw;
-}
-
 }  // namespace
 
 TEST_CASE("the model beside measured and published FlashAttention-2 structures", "[published]") {
@@ -97,7 +48,9 @@ TEST_CASE("the model beside measured and published FlashAttention-2 structures",
   Profiler profiler(o);
   RunOptions checks;
   checks.sample = false;
-  const gpus::Gpu &h100 = gpu("h100"), &h200 = gpu("h200");
+  REQUIRE(gpus::find_gpu("h100"));
+  REQUIRE(gpus::find_gpu("h200"));
+  const gpus::Gpu &h100 = *gpus::find_gpu("h100"), &h200 = *gpus::find_gpu("h200");
   const std::string csv = std::string(FLASHSTEPS_SOURCE_DIR) + "/results/nvidia-h200/sdpa.csv";
   std::ostringstream t;
   t << "d    causal  N      variant     H200: measured  model  model/meas. (roofline/meas.) | H100: FA2 published  model  "
@@ -112,13 +65,12 @@ TEST_CASE("the model beside measured and published FlashAttention-2 structures",
         REQUIRE(v != nullptr);
         const Profile& pr = profiler.run(*v, p, profiler.plan(*v, p), checks, false);
         REQUIRE(pr.result.verdict.pass);
-        const auto [h200_us, h200_roofline_us] = remodel(pr, h200);
-        const auto [h100_us, h100_roofline_us] = remodel(pr, h100);
-        (void)h100_roofline_us;
+        const double h200_us = remodel(pr, h200).us, h200_roofline_us = remodel(pr, h200, false).us;
+        const double h100_us = remodel(pr, h100).us;
         const double model_h100 = flop(p) / h100_us / 1e6;
         const PublishedRate* fa2 = flash_attention2_h100(p.B, p.H, N, N, d, true, causal, true, false);
         REQUIRE(fa2 != nullptr);
-        const double ms = measured_ms(csv, v->name, p);
+        const double ms = recorded_ms(csv, "measured", p, *v);
         char line[256];
         if (ms > 0) {
           const double ratio = h200_us / 1e3 / ms, roofline = h200_roofline_us / 1e3 / ms;
@@ -151,10 +103,10 @@ TEST_CASE("the model beside measured and published FlashAttention-2 structures",
     REQUIRE(pr.result.verdict.pass);
     Problem as_run;  // the measured row's shape: one query row against 32769 keys per head
     as_run.B = 1, as_run.H = 32, as_run.Lq = 1, as_run.Lk = 32769, as_run.d = 128, as_run.dtype = DType::fp16;
-    const double ms = measured_ms(std::string(FLASHSTEPS_SOURCE_DIR) + "/results/nvidia-h200/promise.csv",
-                                  best->info.name, as_run);
+    const double ms =
+        recorded_ms(std::string(FLASHSTEPS_SOURCE_DIR) + "/results/nvidia-h200/promise.csv", "measured", as_run, best->info);
     REQUIRE(ms > 0);
-    const double us = remodel(pr, h200).first, ratio = us / 1e3 / ms, roofline = remodel(pr, h200).second / 1e3 / ms;
+    const double us = remodel(pr, h200).us, ratio = us / 1e3 / ms, roofline = remodel(pr, h200, false).us / 1e3 / ms;
     char line[256];
     std::snprintf(line, sizeof line, "decode B=1 Hq=32 Hkv=8 d=128, 32769 keys: %s  %9.3f ms %9.3f ms  %5.2f  (%5.2f)\n",
                   best->info.name.c_str(), ms, us / 1e3, ratio, roofline);
