@@ -124,6 +124,11 @@ inline Modelled model(const simt::Counters& c, const gpus::Gpu& g, const SassKer
   m.l1 = l1_wavefronts(c) / (g.l1_wavefronts_per_clk * clock) * 1e6;
   m.instructions = k ? issued_instructions(c, *k) : 0;
   m.issue = m.instructions / (g.warp_schedulers * clock * schedulers) * 1e6;
+  m.mufu = c.mufu / (g.mufu_per_clk * clock * schedulers) * 1e6;
+  // mma.sync reaches mma_sync_fraction of the tensor cores' peak; wgmma the whole of it.
+  m.tensor = c.mma_flop / (g.tensor_tflops * 1e12 * g.mma_sync_fraction * m.share * schedulers) * 1e6 +
+             c.wgmma_flop / (g.tensor_tflops * 1e12 * m.share * schedulers) * 1e6;
+  // After the pipes' terms: `held` keeps the tensor pipe or the MUFUs busy while a group waits.
   if (k) {
     // A block in lockstep is one group on each scheduler it has warps on.
     const double warps_per_block = std::ceil(c.threads_per_block / 32);
@@ -140,10 +145,6 @@ inline Modelled model(const simt::Counters& c, const gpus::Gpu& g, const SassKer
     const double held = (m.instructions - c.mma) / (g.warp_schedulers * clock * schedulers) * 1e6 + std::max(m.tensor, m.mufu);
     m.latency = (chains + (per_scheduler - 1) * std::min(held, chains)) / per_scheduler;
   }
-  m.mufu = c.mufu / (g.mufu_per_clk * clock * schedulers) * 1e6;
-  // mma.sync reaches mma_sync_fraction of the tensor cores' peak; wgmma the whole of it.
-  m.tensor = c.mma_flop / (g.tensor_tflops * 1e12 * g.mma_sync_fraction * m.share * schedulers) * 1e6 +
-             c.wgmma_flop / (g.tensor_tflops * 1e12 * m.share * schedulers) * 1e6;
   m.launch = g.launch_us * c.launches;
   m.beyond_l2 = dram_bytes(c) > g.l2_mb * 1e6;
   return m;
