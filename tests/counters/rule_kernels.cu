@@ -74,6 +74,16 @@ __global__ void operations_kernel(float* out, int per_warp, int exps, int shuffl
   out[blockIdx.x * 32 + static_cast<unsigned>(lane)] = x + acc[0] + acc[1] + acc[2] + acc[3];
 }
 
+__global__ void phases_kernel(const float* in, float* out) {
+  const unsigned lane = threadIdx.x, base = blockIdx.x * 64;
+  float x = in[base + lane];  // fill
+  __syncthreads();
+  out[base + lane] = x;  // between the barriers: neither
+  x += in[base + 32 + lane];
+  __syncthreads();
+  out[base + 32 + lane] = x;  // drain
+}
+
 __global__ void atomics_kernel(int* counter) { atomicAdd(&counter[threadIdx.x % 32], 1); }
 
 __global__ void cas_atomics_kernel(float* sum, int* most) {
@@ -153,6 +163,9 @@ cudaError_t divergent(const float* in, float* out, int n) {
 }
 cudaError_t operations(float* out, int blocks, int per_warp, int exps, int shuffles, int barriers) {
   return simt::launch(operations_kernel, dim3(blocks), dim3(32), 0, out, per_warp, exps, shuffles, barriers);
+}
+cudaError_t phases(const float* in, float* out, int blocks) {
+  return simt::launch(phases_kernel, dim3(blocks), dim3(32), 0, in, out);
 }
 cudaError_t atomics(int* counter, int blocks) { return simt::launch(atomics_kernel, dim3(blocks), dim3(128), 0, counter); }
 cudaError_t cas_atomics(float* sum, int* most, int blocks) {

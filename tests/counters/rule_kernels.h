@@ -24,6 +24,9 @@ cudaError_t divergent(const float* in, float* out, int n);
 // Each of `blocks` blocks of one warp: `per_warp` mma.sync m16n8k16, `exps` exp2f and `exps`
 // __expf per lane, `shuffles` __shfl_xor_sync, `barriers` __syncthreads.
 cudaError_t operations(float* out, int blocks, int per_warp, int exps, int shuffles, int barriers);
+// Each of `blocks` blocks of one warp: loads in[64b + l], a barrier, stores it at out[64b + l] and
+// loads in[64b + 32 + l], a barrier, stores the sum at out[64b + 32 + l].
+cudaError_t phases(const float* in, float* out, int blocks);
 // Every thread of `blocks` x 128 adds 1 to counter[thread % 32].
 cudaError_t atomics(int* counter, int blocks);
 // The same with the atomics a CPU makes of compare-and-swap loops: every thread adds 1 to

@@ -9,10 +9,11 @@
 //     torch's flash backend (FA2) measured 1.05-1.35x faster than lean_loop (results/nvidia-h200/
 //     sdpa.csv), so this residual is the model's and the kernels' gap together.
 // And chapter 08's best decoding step at the H200 session's problem (results/nvidia-h200/promise.csv).
-// Every point is printed, model / measured. What is held: no point of the first set (nor the
-// decoding one) is modelled more than 2x too fast or too slow, and the model's error there is
-// smaller than the max-of-floors roofline's without the latency term (model.h) at every point. The issue's ±15 % target is not held
-// yet: the residual table says how far it is.
+// Every point is printed, model / measured. What is held, on the first set and the decoding point:
+// every point within 15 % of its measurement (25 % at N = 512, where a block's fill and drain weigh
+// most), the geometric mean of |ln(model / measured)| at most 0.10, and the model's error smaller
+// than the max-of-floors roofline's without the latency term (model.h) at every point. The second
+// set is printed, not held: it scores the kernels as much as the model.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
@@ -78,8 +79,7 @@ TEST_CASE("the model beside measured and published FlashAttention-2 structures",
                         causal ? "yes" : "no", N, v->name.c_str(), ms, h200_us / 1e3, ratio, roofline, fa2->tflops,
                         model_h100, model_h100 / fa2->tflops);
           INFO(v->name << " at d=" << d << " N=" << N << (causal ? " causal" : "") << ": model/measured " << ratio);
-          CHECK(ratio > 0.5);
-          CHECK(ratio < 2.0);
+          CHECK(std::fabs(ratio - 1) <= (N == 512 ? 0.25 : 0.15));
           CHECK(std::fabs(std::log(ratio)) < std::fabs(std::log(roofline)));
           log_sum += std::fabs(std::log(ratio)), log_sum_roofline += std::fabs(std::log(roofline)), ++scored;
         } else {
@@ -112,13 +112,13 @@ TEST_CASE("the model beside measured and published FlashAttention-2 structures",
                   best->info.name.c_str(), ms, us / 1e3, ratio, roofline);
     t << line;
     INFO(line);
-    CHECK(ratio > 0.5);
-    CHECK(ratio < 2.0);
+    CHECK(std::fabs(ratio - 1) <= 0.15);
     CHECK(std::fabs(std::log(ratio)) < std::fabs(std::log(roofline)));
   }
   REQUIRE(scored >= 8);  // the H200 CSV holds these shapes: a test that compares nothing is no test
   t << "geometric mean of |ln(model / measured)| on the H200: " << log_sum / scored << " (roofline without latency: "
     << log_sum_roofline / scored << ")\n";
   std::printf("%s", t.str().c_str());
+  CHECK(log_sum / scored <= 0.10);
   CHECK(log_sum < log_sum_roofline);
 }

@@ -106,6 +106,26 @@ TEST_CASE("operations: mma.sync and its FLOP, exponentials, shuffles, barriers",
   CHECK(c.global[simt::kGlobalStore].requests == 3);
 }
 
+TEST_CASE("fill and drain: the sectors a block moves before its first barrier and after its last", "[counters]") {
+  const int blocks = 3;
+  Device<float> in(64 * blocks), out(64 * blocks);
+  const simt::Counters c = count([&] { return rules::phases(in.get(), out.get(), blocks); });
+  CHECK(c.global[simt::kGlobalLoad].sectors == blocks * 2 * 4);
+  CHECK(c.global[simt::kGlobalStore].sectors == blocks * 2 * 4);
+  CHECK(c.fill_sectors == blocks * 4);   // the first load
+  CHECK(c.drain_sectors == blocks * 4);  // the last store; the accesses between the barriers are neither
+  // A store after two barriers and nothing before them: drain alone. Without a barrier the block
+  // has no phases: neither.
+  Device<float> o(3 * 32);
+  const simt::Counters two = count([&] { return rules::operations(o.get(), 3, 0, 0, 0, 2); });
+  CHECK(two.fill_sectors == 0);
+  CHECK(two.drain_sectors == 3 * 4);
+  const simt::Counters none = count([&] { return rules::operations(o.get(), 3, 0, 0, 0, 0); });
+  CHECK(none.global[simt::kGlobalStore].sectors == 3 * 4);
+  CHECK(none.fill_sectors == 0);
+  CHECK(none.drain_sectors == 0);
+}
+
 TEST_CASE("atomics are their own requests", "[counters]") {
   Device<int> counter(32);
   const simt::Counters c = count([&] { return rules::atomics(counter.get(), 2); });

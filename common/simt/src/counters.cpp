@@ -35,6 +35,7 @@ struct Raw {
   uint64_t g[kGlobalKinds][5];  // requests, lanes, bytes, sectors, lines
   uint64_t s[kSharedKinds][3];  // requests, wavefronts, ideal
   uint64_t block_load_sectors, blocks_counted;
+  uint64_t fill_sectors, drain_sectors;
   uint64_t mma, mma_flop, mufu, barriers, shuffles, votes, syncwarps;
   uint64_t wgmma, wgmma_flop;
 };
@@ -87,6 +88,9 @@ struct Worker {
   int threads = 0;
   Raw raw{};
   SectorSet block_sectors;
+  // The block's fill and drain (Counters::fill_sectors): the barriers passed by the epoch being
+  // grouped, the most any grouped access had passed, and the sectors at none and at that most.
+  uint64_t barriers_now = 0, barriers_last = 0, fill = 0, drain = 0;
   // scratch of the grouping
   struct Key {
     uintptr_t pc;
@@ -166,6 +170,9 @@ void global_cost(Worker& w, const Group& g, Kind k) {
   c[0] += 1, c[1] += lanes, c[2] += bytes, c[3] += static_cast<uint64_t>(ns), c[4] += static_cast<uint64_t>(nl);
   if (k == kLd)
     for (int i = 0; i < ns; ++i) w.block_sectors.insert(sectors[i]);
+  if (w.barriers_now == 0) w.fill += static_cast<uint64_t>(ns);
+  if (w.barriers_now > w.barriers_last) w.barriers_last = w.barriers_now, w.drain = 0;  // an earlier epoch was not the last
+  if (w.barriers_now == w.barriers_last) w.drain += static_cast<uint64_t>(ns);
 }
 
 // Lanes [first, first + count) of g, one phase: the most distinct words a bank must deliver.
@@ -289,6 +296,7 @@ void flush_warp(Worker& w, int first, int lanes) {
     int in[32], n = 0;
     for (int l = 0; l < lanes; ++l)
       if (c[l].p != c[l].end && c[l].epoch == e) in[n++] = l;
+    w.barriers_now = e >> 16;
     // In step while every lane runs the same instruction: the j-th accesses form one request.
     ptrdiff_t j = 0;
     bool same = true;
@@ -452,6 +460,7 @@ void launch_end(bool ok) {
     for (int k = 0; k < kSharedKinds; ++k)
       for (int f = 0; f < 3; ++f) r.s[k][f] += x.s[k][f];
     r.block_load_sectors += x.block_load_sectors, r.blocks_counted += x.blocks_counted;
+    r.fill_sectors += x.fill_sectors, r.drain_sectors += x.drain_sectors;
     r.mma += x.mma, r.mma_flop += x.mma_flop, r.mufu += x.mufu, r.barriers += x.barriers;
     r.shuffles += x.shuffles, r.votes += x.votes, r.syncwarps += x.syncwarps;
     r.wgmma += x.wgmma, r.wgmma_flop += x.wgmma_flop;
@@ -471,6 +480,7 @@ void launch_end(bool ok) {
   for (int k = 0; k < kSharedKinds; ++k)
     c.shared[k] = {scale * r.s[k][0], scale * r.s[k][1], scale * r.s[k][2]};
   c.block_load_sectors = scale * r.block_load_sectors;
+  c.fill_sectors = scale * r.fill_sectors, c.drain_sectors = scale * r.drain_sectors;
   std::vector<AllocationSectors> touched;
   for (const Alloc* al : g_launch_allocs) {
     const double rd = static_cast<double>(popcount(al->read.get(), al->words));
@@ -506,6 +516,7 @@ void block_begin(uint3 idx, int threads, const void* smem, size_t smem_bytes) {
   if (w.streams.size() < static_cast<size_t>(threads)) w.streams.resize(static_cast<size_t>(threads));
   for (int i = 0; i < threads; ++i) w.streams[static_cast<size_t>(i)].clear();
   w.epoch.assign(static_cast<size_t>(threads), 0);
+  w.barriers_now = w.barriers_last = w.fill = w.drain = 0;
   h.streams = w.streams.data();
 }
 
@@ -517,6 +528,7 @@ void block_end() {
     flush_block(w);
     w.raw.block_load_sectors += w.block_sectors.size();
     w.block_sectors.clear();
+    if (w.barriers_last > 0) w.raw.fill_sectors += w.fill, w.raw.drain_sectors += w.drain;
   }
   h.counting = h.sampled = false;
 }

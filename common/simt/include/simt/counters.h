@@ -79,6 +79,10 @@ struct Counters {
   // Sectors each block loads, counted once per block: what its SM's L1 must fetch from L2 when
   // the block's loads stay in L1 while it runs (stores and cp.async always go to L2).
   double block_load_sectors = 0;
+  // Global sectors a block moves before its first __syncthreads (fill: the loads it starts with)
+  // and after its last (drain: the stores it ends with), in blocks with at least one barrier: the
+  // traffic that cannot overlap the block's own loop (model.h's fill and drain).
+  double fill_sectors = 0, drain_sectors = 0;
   double mma = 0, mma_flop = 0;  // mma.sync executions (warp-level) and their floating-point operations
   // wgmma: each warp's part of a warpgroup's instruction (a warp issues it: 4 per wgmma), and the
   // floating-point operations of those parts (2 x 16 rows x N x 16 each).
@@ -100,6 +104,7 @@ struct Counters {
           shared[k].ideal += o.shared[k].ideal;
     dram_read_sectors += o.dram_read_sectors, dram_write_sectors += o.dram_write_sectors;
     block_load_sectors += o.block_load_sectors;
+    fill_sectors += o.fill_sectors, drain_sectors += o.drain_sectors;
     mma += o.mma, mma_flop += o.mma_flop, mufu += o.mufu, barriers += o.barriers;
     wgmma += o.wgmma, wgmma_flop += o.wgmma_flop;
     shuffles += o.shuffles, votes += o.votes, syncwarps += o.syncwarps;
@@ -112,6 +117,7 @@ struct Counters {
     for (GlobalOps& g : global) g.requests *= f, g.lanes *= f, g.bytes *= f, g.sectors *= f, g.lines *= f;
     for (SharedOps& s : shared) s.requests *= f, s.wavefronts *= f, s.ideal *= f;
     dram_read_sectors *= f, dram_write_sectors *= f, block_load_sectors *= f;
+    fill_sectors *= f, drain_sectors *= f;
     mma *= f, mma_flop *= f, mufu *= f, barriers *= f, shuffles *= f, votes *= f, syncwarps *= f;
     wgmma *= f, wgmma_flop *= f;
     return *this;
@@ -138,7 +144,7 @@ struct Counters {
 };
 
 // A field added to Counters must be added to += and *= too.
-static_assert(sizeof(Counters) == 90 * sizeof(double), "Counters changed: update operator+= and operator*=");
+static_assert(sizeof(Counters) == 92 * sizeof(double), "Counters changed: update operator+= and operator*=");
 
 // The DRAM sectors of one cudaMalloc allocation that a launch touched.
 struct AllocationSectors {
