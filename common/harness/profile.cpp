@@ -182,7 +182,7 @@ void print_stage(const StageProfile& s, const gpus::Gpu& g, int sample) {
               count(c.mufu).c_str(), count(c.barriers).c_str(), count(c.shuffles).c_str());
   const Modelled& m = s.terms;
   std::printf("    modelled  %.2f us on %s, %s-bound: DRAM %.2f, L2 %.2f, L1 %.2f, issue %.2f, MUFU %.2f, tensor %.2f, "
-              "latency %.2f us, of which fill and drain %.2f (%.0f%% of the SMs' time busy) + launch %.2f us\n",
+              "latency %.2f us (its chains hold fill and drain %.2f) (%.0f%% of the SMs' time busy) + launch %.2f us\n",
               s.us, g.name, s.bound.c_str(), m.dram, m.l2, m.l1, m.issue, m.mufu, m.tensor, m.latency, m.fill_drain,
               100 * m.share, m.launch);
   if (m.sass_known)

@@ -49,15 +49,16 @@
 // which is the chains' time at G = 1 and tends to the pipes' at large G. It is a floor like the
 // other terms, not added to them.
 //
-// Fill and drain. A block's chain starts with loads its loop needs (Q and the first K/V tiles) and
-// ends with stores no loop waits for (O): the sectors it moves before its first barrier and after
-// its last (Counters::fill_sectors, drain_sectors). Blocks of equal work start and end together,
-// on every SM at once, so those sectors cross L2 (and DRAM, for the loads, in the launch's share)
-// with nothing else to overlap them: they are added to the latency, at L2's and DRAM's rates.
+// Fill and drain. A block's chain starts with the loads its loop needs (Q and the first K/V tiles)
+// and ends with stores no loop waits for (O): the sectors it moves before its first barrier and
+// after its last (Counters::fill_sectors, drain_sectors). Its warps wait meanwhile, and the other
+// blocks, of equal work and launched together, are in the same phase on every SM at once: those
+// sectors cross L2 (and DRAM, for the loads, in the launch's share) at the whole GPU's rates, a
+// wait that joins the chains. Groups on a scheduler hide it as any other wait (above): not at all
+// with one block per SM; with several, as if their phases drifted apart (the optimistic end).
 // Only kernels whose loops synchronise the block have such phases: a kernel whose loops have no
 // barrier (chapter 08's key loops) streams its loads before its one barrier, overlapped as it goes.
-// Blocks of unequal work (chapter 06's causal tiles) drift apart and hide some of it: the term is
-// their upper bound.
+// Blocks of unequal work (chapter 06's causal tiles) drift apart and hide more of it.
 //
 // The model is still a max of floors, each unit at its peak. It does not count DRAM traffic beyond
 // one read of each sector per launch (a footprint larger than L2 is flagged), and it stands for
@@ -77,7 +78,7 @@ namespace attn {
 struct Modelled {
   double dram = 0, l2 = 0, l1 = 0, issue = 0, mufu = 0, tensor = 0;  // each at the share of the GPU the grid keeps busy
   double latency = 0;        // the warps' own chains over the groups that hide each other's, and fill and drain (above)
-  double fill_drain = 0;     // of which: the traffic before a block's first barrier and after its last (above)
+  double fill_drain = 0;     // in it: the traffic before a block's first barrier and after its last, before hiding (above)
   double launch = 0;
   double share = 0;          // busy: blocks / (SMs x ceil(blocks / SMs))
   double blocks_per_sm = 0;  // occupancy, from threads, registers (when known) and dynamic shared memory
@@ -154,12 +155,12 @@ inline Modelled model(const simt::Counters& c, const gpus::Gpu& g, const SassKer
     const double from_dram = loaded > 0 ? std::min(1.0, 32 * c.dram_read_sectors / loaded) : 0;
     const double chains = warp_cycles(c, *k, from_dram) / (clock * schedulers_used) * 1e6;  // one group per scheduler
     const double held = (m.instructions - c.mma) / (g.warp_schedulers * clock * schedulers) * 1e6 + std::max(m.tensor, m.mufu);
-    m.latency = (chains + (per_scheduler - 1) * std::min(held, chains)) / per_scheduler;
     if (lockstep) {
       const double fill_s = 32 * c.fill_sectors * (from_dram / g.dram_tb_s + (1 - from_dram) / g.l2_tb_s);
       m.fill_drain = (fill_s + 32 * c.drain_sectors / g.l2_tb_s) / (1e12 * m.share) * 1e6;
     }
-    m.latency += m.fill_drain;
+    const double waits = chains + m.fill_drain;  // the groups' chains, fill and drain included
+    m.latency = (waits + (per_scheduler - 1) * std::min(held, waits)) / per_scheduler;
   }
   m.launch = g.launch_us * c.launches;
   m.beyond_l2 = dram_bytes(c) > g.l2_mb * 1e6;
