@@ -8,11 +8,13 @@
 //     profile with the same two kernels, which have FA2's structure but not its tuning: on the H200,
 //     torch's flash backend (FA2) measured 1.05-1.35x faster than lean_loop (results/nvidia-h200/
 //     sdpa.csv), so this residual is the model's and the kernels' gap together.
-// And chapter 08's best decoding step at the H200 session's problem (results/nvidia-h200/promise.csv).
-// Every point is printed, model / measured. What is held, on the first set and the decoding point:
-// every point within 15 % of its measurement (25 % at N = 512, where a block's fill and drain weigh
-// most), the geometric mean of |ln(model / measured)| at most 0.10, and the model's error smaller
-// than the max-of-floors roofline's without the latency term (model.h) at every point. The second
+// And chapter 08's decoding steps at the H200 session's problem (results/nvidia-h200/promise.csv).
+// Every point is printed, model / measured. What is held, on the first set and the best decoding
+// step: every point within 15 % of its measurement (25 % at N = 512, where a block's fill and drain
+// weigh most), the geometric mean of |ln(model / measured)| at most 0.10, and the model's error
+// smaller than the max-of-floors roofline's without the latency term (model.h) at every point. The
+// other decoding steps are modelled 1.35 to 1.9 times too fast: held within 2x, and closer than the
+// floors. The second
 // set is printed, not held: it scores the kernels as much as the model.
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -88,31 +90,31 @@ TEST_CASE("the model beside measured and published FlashAttention-2 structures",
         }
         t << line;
       }
-  // Decoding: chapter 08's best at the H200 session's problem (B = 1, Hq = 32, Hkv = 8, d = 128, a
-  // contiguous cache of 32768 keys and the new one), measured in promise.csv.
-  {
-    const DecodeVariant* best = nullptr;
-    for (const DecodeVariant& v : decode_registry())
-      if (v.info.best) best = &v;
-    REQUIRE(best != nullptr);
+  // Decoding: chapter 08's steps at the H200 session's problem (B = 1, Hq = 32, Hkv = 8, d = 128, a
+  // contiguous cache of 32768 keys and the new one), measured in promise.csv. The best (paged) is
+  // held within 15 %; every step within 2x and closer than the floors.
+  for (const DecodeVariant& v : decode_registry()) {
+    if (v.info.name == "prefill_kernel") continue;  // chapter 05's kernel per sequence: not a decoding step
     DecodeProblem dp;
     dp.B = 1, dp.Hq = 32, dp.Hkv = 8, dp.d = 128, dp.Lq = 1, dp.dtype = DType::fp16, dp.cache_lens = {32768};
     RunOptions sampled;
     sampled.sample = true;
-    const Profile& pr = profile_decode(profiler, *best, dp, true, sampled, false);
+    const Profile& pr = profile_decode(profiler, v, dp, true, sampled, false);
     REQUIRE(pr.result.verdict.pass);
     Problem as_run;  // the measured row's shape: one query row against 32769 keys per head
     as_run.B = 1, as_run.H = 32, as_run.Lq = 1, as_run.Lk = 32769, as_run.d = 128, as_run.dtype = DType::fp16;
     const double ms =
-        recorded_ms(std::string(FLASHSTEPS_SOURCE_DIR) + "/results/nvidia-h200/promise.csv", "measured", as_run, best->info);
+        recorded_ms(std::string(FLASHSTEPS_SOURCE_DIR) + "/results/nvidia-h200/promise.csv", "measured", as_run, v.info);
     REQUIRE(ms > 0);
     const double us = remodel(pr, h200).us, ratio = us / 1e3 / ms, roofline = remodel(pr, h200, false).us / 1e3 / ms;
     char line[256];
-    std::snprintf(line, sizeof line, "decode B=1 Hq=32 Hkv=8 d=128, 32769 keys: %s  %9.3f ms %9.3f ms  %5.2f  (%5.2f)\n",
-                  best->info.name.c_str(), ms, us / 1e3, ratio, roofline);
+    std::snprintf(line, sizeof line, "decode B=1 Hq=32 Hkv=8 d=128, 32769 keys: %-14s %9.3f ms %9.3f ms  %5.2f  (%5.2f)%s\n",
+                  v.info.name.c_str(), ms, us / 1e3, ratio, roofline, v.info.best ? "  best" : "");
     t << line;
     INFO(line);
-    CHECK(std::fabs(ratio - 1) <= 0.15);
+    if (v.info.best) CHECK(std::fabs(ratio - 1) <= 0.15);
+    CHECK(ratio > 0.5);
+    CHECK(ratio < 2.0);
     CHECK(std::fabs(std::log(ratio)) < std::fabs(std::log(roofline)));
   }
   REQUIRE(scored >= 8);  // the H200 CSV holds these shapes: a test that compares nothing is no test
