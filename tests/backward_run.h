@@ -13,8 +13,9 @@ struct BackwardRun {
   std::vector<float> dout;
   BackwardChecker checker;
   BackwardInputs dev;
-  BackwardRun(const Problem& problem, const RunOptions& o)
-      : p(problem), in(Inputs::generate(p)), dout(seeded_dout(p)), checker(p, in, dout, o), dev(p, in, dout) {}
+  // dout_scale: seeded_dout's (a loss scaler's factor)
+  BackwardRun(const Problem& problem, const RunOptions& o, double dout_scale = 1)
+      : p(problem), in(Inputs::generate(p)), dout(seeded_dout(p, dout_scale)), checker(p, in, dout, o), dev(p, in, dout) {}
 };
 // Run once, untimed, every row checked.
 inline RunOptions untimed() {

@@ -11,6 +11,8 @@
 
 #include "backward_run.h"
 #include "harness/backward.h"
+#include "harness/dtype.h"
+#include "harness/errors.h"
 #include "harness/reference.h"
 #include "sweep.h"
 #if !FLASHSTEPS_GPU
@@ -180,6 +182,38 @@ TEST_CASE("the backward runs on the O and L of the fastest forward kernel", "[ba
     for (const BackwardVariant& v : backward_registry())
       if (v.info.unsupported(p).empty()) check_result(run_backward(v, p, run.dev, run.checker, o), p);
   }
+}
+
+TEST_CASE("dS past fp16's range: the steps that round it fail and say why; fp32 dS and bf16 hold it", "[backward]") {
+  // Two keys, scores near 0 (a small scale): P near 1/2, so dS = P o (dP - D) is about a quarter of
+  // dP1 - dP2, and dO times 12288 takes it past 65504 while dQ, dK and dV stay within fp16.
+  Problem p;
+  p.B = 1, p.H = 1, p.Lq = 8, p.Lk = 2, p.d = 128, p.scale_override = 1.0 / 256;
+  const RunOptions o = untimed();
+  for (DType t : {DType::fp16, DType::bf16}) {
+    p.dtype = t;
+    BackwardRun run(p, o, 12288);
+    run.dev.set_forward(p, reference(p, run.in, Selection::all(p)));
+    REQUIRE(run.checker.expected().ds_max > largest_finite(DType::fp16));
+    for (const BackwardVariant& v : backward_registry()) {
+      if (!v.info.unsupported(p).empty()) continue;
+      const BackwardResult r = run_backward(v, p, run.dev, run.checker, o);
+      INFO(v.info.name << " on " << p.describe() << ": " << r.row.verdict.why);
+      // The tensor-core steps round dS to the dtype; materialized and kv_outer keep it in fp32.
+      const bool rounds_ds = v.info.name != "materialized" && v.info.name != "kv_outer";
+      if (t == DType::fp16 && rounds_ds) {
+        CHECK_FALSE(r.row.verdict.pass);
+        CHECK(r.row.verdict.why.find("dS reaches") != std::string::npos);
+      } else {
+        CHECK(r.row.verdict.pass);
+      }
+    }
+  }
+  // A scale dO cannot hold is refused.
+  p.dtype = DType::fp16;
+  CHECK_THROWS_AS(seeded_dout(p, 65536), UsageError);
+  CHECK_THROWS_AS(seeded_dout(p, 0), UsageError);
+  CHECK_THROWS_AS(seeded_dout(p, std::nan("")), UsageError);
 }
 
 TEST_CASE("the deterministic variant is bit-identical across runs and schedule orders", "[backward]") {

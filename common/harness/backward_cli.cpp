@@ -105,7 +105,12 @@ int backward_main(int argc, char** argv, const std::string& chapter) {
   std::vector<std::string> names;
   std::string forward;
   bool list = false, bits = false, model = false;
+  double dout_scale = 1;
   app.add_option("-v,--variant", names, "run only this backward variant (repeatable)");
+  app.add_option("--dout-scale", dout_scale,
+                 "multiply the seeded dO by this, as a loss scaler does (rounded to the dtype): large enough, and "
+                 "dS leaves fp16's range")
+      ->capture_default_str();
   app.add_flag("--bits", bits, "print a fingerprint of each variant's dQ, dK, dV (of its last run): equal bits, equal prints");
   app.add_option("--forward", forward,
                  "the forward variant that computes O and L (default: the fastest that runs the problem; "
@@ -146,16 +151,16 @@ int backward_main(int argc, char** argv, const std::string& chapter) {
     }
     if (runnable.empty()) throw UsageError("no backward variant runs " + p.describe() + " (--list shows what each supports)");
     const Variant* fwd = choose_forward(forward, p, o);
+    const std::vector<float> dout = seeded_dout(p, dout_scale);  // refuses a scale dO cannot hold
 
     print_device_and_problem(p);
     const Inputs in = Inputs::generate(p);
-    const std::vector<float> dout = seeded_dout(p);
     const BackwardChecker checker(p, in, dout, o);
     BackwardInputs dev(p, in, dout);
     const GradSelection& sel = checker.selection();
     std::printf("checked: dQ on %zu of %d rows, dK and dV on %zu of %d keys, of %zu of %zu heads, against the fp64 "
-                "reference gradients (dO seeded like Q)\n",
-                sel.rows.size(), p.Lq, sel.keys.size(), p.Lk, sel.heads.size(), p.heads());
+                "reference gradients (dO seeded like Q, times %g)\n",
+                sel.rows.size(), p.Lq, sel.keys.size(), p.Lk, sel.heads.size(), p.heads(), dout_scale);
     if (!chapter.empty()) std::printf("chapter: %s\n", chapter.c_str());
 
     std::vector<Result> rows;

@@ -5,6 +5,8 @@
 #include <limits>
 #include <sstream>
 
+#include "dtype.h"
+#include "errors.h"
 #include "reference.h"
 
 namespace attn {
@@ -42,6 +44,7 @@ HeadResult forward_backward(const Head& h, const std::vector<int>& rows, const s
   const Eigen::VectorXd D = h.dout.cwiseProduct(r.o).rowwise().sum();
   const Eigen::VectorXd D_abs = dout_abs.cwiseProduct(r.o.cwiseAbs()).rowwise().sum();
   const Mat dS = P.cwiseProduct((h.dout * h.v.transpose()).colwise() - D);
+  r.ds_max = dS.size() ? dS.cwiseAbs().maxCoeff() : 0;
   const Mat floor = h.bias.unaryExpr([&](double x) { return x == kNegInf ? 0.0 : h.min_normal; });
   const Mat A = P.cwiseProduct((dout_abs * h.v.cwiseAbs().transpose()).colwise() + D_abs).cwiseMax(floor);
   r.dq = h.scale * (dS(rows, Eigen::all) * h.k);
@@ -60,11 +63,20 @@ namespace {
 double min_normal(DType t) { return std::ldexp(1.0, t == DType::fp16 ? -14 : -126); }
 }  // namespace
 
-std::vector<float> seeded_dout(const Problem& p) {
+std::vector<float> seeded_dout(const Problem& p, double scale) {
+  if (!(scale > 0) || !std::isfinite(scale) || kInputBound * scale > largest_finite(p.dtype)) {
+    std::ostringstream why;
+    why << "--dout-scale " << scale << ": must be a finite positive number that keeps dO (|dO| up to " << kInputBound
+        << " times it) within " << dtype_name(p.dtype) << "'s largest finite value, " << largest_finite(p.dtype);
+    throw UsageError(why.str());
+  }
   Problem q = p;  // Q's generator with another seed; no mask to draw
   q.seed = p.seed * 0x9E3779B97F4A7C15ull + 0xD0;
   q.mask = MaskKind::none;
-  return Inputs::generate(q).q;
+  std::vector<float> dout = Inputs::generate(q).q;
+  if (scale != 1)
+    for (float& x : dout) x = round_to(p.dtype, static_cast<float>(x * scale));
+  return dout;
 }
 
 GradSelection GradSelection::all(const Problem& p) {
@@ -115,6 +127,7 @@ ExpectedGrads reference_backward(const Problem& p, const Inputs& in, const std::
         hd.bias(i, j) = p.causal != Causal::none && j > i + off ? -std::numeric_limits<double>::infinity()
                                                                 : in.mask_at(p, b, h, i, j);
     const grad::HeadResult r = grad::forward_backward(hd, sel.rows, sel.keys);
+    e.ds_max = std::max(e.ds_max, r.ds_max);
     append(e.o, r.o);
     e.lse.insert(e.lse.end(), r.lse.data(), r.lse.data() + r.lse.size());
     append(e.dq, r.dq);
@@ -251,6 +264,19 @@ GradVerdict compare_grads(const Problem& p, const GradSelection& sel, const Expe
   v.dq = check_one("dQ", p, sel, sel.rows, p.Lq, ref.dq, ref.mag_dq, naive ? &naive->dq : nullptr, dq, why);
   v.dk = check_one("dK", p, sel, sel.keys, p.Lk, ref.dk, ref.mag_dk, naive ? &naive->dk : nullptr, dk, why);
   v.dv = check_one("dV", p, sel, sel.keys, p.Lk, ref.dv, ref.mag_dv, naive ? &naive->dv : nullptr, dv, why);
+  // Failures a range explains. An exact gradient past the dtype's largest finite value: no output
+  // of that dtype holds it. Else, a dQ or dK that overflowed while dS is past it: the 16-bit steps
+  // round dS to the dtype for dQ = dS K and dK = dS^T Q, as FlashAttention-2 does.
+  const double largest = largest_finite(p.dtype);
+  for (const GradCheck* c : {&v.dq, &v.dk, &v.dv})
+    if (c->ref_max > largest)
+      why << c->name << "'s exact values reach " << c->ref_max << ", past " << dtype_name(p.dtype)
+          << "'s largest finite value " << largest << ": no " << dtype_name(p.dtype) << " output holds them; ";
+  if ((v.dq.nonfinite || v.dk.nonfinite) && v.dq.ref_max <= largest && v.dk.ref_max <= largest && ref.ds_max > largest)
+    why << "dS reaches " << ref.ds_max << " here, past " << dtype_name(p.dtype) << "'s largest finite value " << largest
+        << ": a step that rounds dS to " << dtype_name(p.dtype)
+        << " for its products (as FlashAttention-2 does) overflows in dQ and dK; bf16 holds the range, and so does a "
+           "smaller dO (a loss scaler backs off); ";
   v.why = why.str();
   v.pass = v.why.empty();
   return v;

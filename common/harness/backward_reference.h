@@ -44,13 +44,16 @@ struct HeadResult {
   Mat o;
   Eigen::VectorXd lse;
   Mat dq, dk, dv, mag_dq, mag_dk, mag_dv;
+  double ds_max = 0;  // the largest |dS| of the head
 };
 HeadResult forward_backward(const Head& h, const std::vector<int>& rows, const std::vector<int>& keys);
 std::vector<int> all_rows(int n);
 }  // namespace grad
 
-// dO, seeded like Q (mean 0, variance 1, rounded to the problem's dtype), with its own seed.
-std::vector<float> seeded_dout(const Problem& p);
+// dO, seeded like Q (mean 0, variance 1, rounded to the problem's dtype), with its own seed, times
+// `scale` (a loss scaler's factor; the product rounded to the dtype). A scale that is not a finite
+// positive number, or that takes dO past the dtype's largest finite value, is a UsageError.
+std::vector<float> seeded_dout(const Problem& p, double scale = 1);
 
 // Which gradients are checked: the same query rows (dQ) and key rows (dK, dV) of each listed
 // (b, h). Every row of a small problem; of a large one, rows sampled as Selection::sample does
@@ -65,8 +68,11 @@ struct GradSelection {
 
 // [heads][rows][d] for dQ, [heads][keys][d] for dK and dV; o [heads][Lq][d] and lse [heads][Lq]
 // whole.
+// ds_max: the largest |dS| of the heads computed, which a kernel that rounds dS to the dtype must
+// hold (compare_grads says so when fp16's 65504 does not).
 struct ExpectedGrads {
   std::vector<double> o, lse, dq, dk, dv, mag_dq, mag_dk, mag_dv;
+  double ds_max = 0;
 };
 ExpectedGrads reference_backward(const Problem& p, const Inputs& in, const std::vector<float>& dout,
                                  const GradSelection& sel);

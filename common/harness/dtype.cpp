@@ -3,6 +3,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cmath>
 #include <cstring>
 
 namespace attn {
@@ -22,6 +23,12 @@ std::optional<DType> parse_dtype(std::string_view s) {
 }
 size_t dtype_size(DType t) { return t == DType::fp32 ? 4 : 2; }
 int mantissa_bits(DType t) { return t == DType::fp32 ? 23 : t == DType::fp16 ? 10 : 7; }
+
+double largest_finite(DType t) {
+  // The largest significand (all mantissa bits set) at the largest exponent: 2^15 for fp16, 2^127
+  // for fp32 and bf16.
+  return std::ldexp(2.0 - std::ldexp(1.0, -mantissa_bits(t)), t == DType::fp16 ? 15 : 127);
+}
 
 float round_to(DType t, float x) {
   switch (t) {
