@@ -6,7 +6,9 @@
 
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -15,6 +17,7 @@
 #include "harness/registry.h"
 #include "harness/report.h"
 #include "model/model.h"
+#include "model/sass_fresh.h"
 
 using Catch::Matchers::Contains;
 
@@ -198,6 +201,30 @@ TEST_CASE("every kernel a chapter launches has SASS data: the issue term and reg
   CHECK(launches > 100);
   for (const std::string& m : missing) UNSCOPED_INFO(m);
   CHECK(missing.empty());
+}
+
+TEST_CASE("the SASS data knows when a kernel's source changed since it was written", "[profile]") {
+  using namespace attn;
+  // The C++ hash agrees with tools/sass_issue.py's on every committed source (as CTest
+  // sass_data_fresh, from the other side).
+  const std::string root = FLASHSTEPS_SOURCE_DIR;
+  CHECK(stale_sass_sources(root).empty());
+  // A tree where one listed file changed and the rest are gone: every file is reported.
+  char dir[] = "/tmp/flashsteps_sass_fresh_XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  const std::vector<std::string> stale = stale_sass_sources(dir);
+  CHECK(stale.size() == std::size(kSassSources));
+  rmdir(dir);
+  CHECK(fnv1a64("") == 0xcbf29ce484222325ull);  // FNV-1a's offset basis
+  CHECK(fnv1a64("a") == 0xaf63dc4c8601ec8cull);   // the published test vector
+  // Which kernels a stale file touches: its chapter's namespace, chapter 06's policy inside chapter
+  // 05's kernel, and everything for a file under common/.
+  const std::string ch06 = "void ch05::lean_loop_kernel<__half, 128, ch06::(anonymous namespace)::SkipTiles<0, 0>>(attn::AttentionParams)";
+  CHECK(built_from(ch06, {"06_causal/skip_tiles.cu"}));
+  CHECK(built_from(ch06, {"05_flash_v2/lean_loop.cuh"}));
+  CHECK_FALSE(built_from(ch06, {"03_tiled_softmax/online_softmax.cuh"}));
+  CHECK(built_from(ch06, {"common/kernels/params.h"}));
+  CHECK_FALSE(built_from(ch06, {"tools/sass_issue.py"}));
 }
 
 TEST_CASE("rows_32's tile loop issues more than lean_loop's: it models more issue time", "[profile]") {

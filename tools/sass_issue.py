@@ -28,7 +28,6 @@ without a compiler. Exit 2 on bad input or a missing tool.
 import argparse
 import concurrent.futures
 import glob
-import hashlib
 import os
 import re
 import subprocess
@@ -204,7 +203,17 @@ def issue_profile(instrs, cold, params=None):
 
 # ---- the data file ----------------------------------------------------------------------------------
 def file_hash(path):
-    return hashlib.sha256(open(path, "rb").read()).hexdigest()[:16]
+    """FNV-1a, 64 bits, over the file's bytes, in hex: common/model/sass_fresh.h computes the same at
+    run time, to tell a learner whose kernel changed since the data was written."""
+    h = 0xcbf29ce484222325
+    for b in open(path, "rb").read():
+        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return "%016x" % h
+
+
+def sources_path(out):
+    """The C++ table of the sources the data file lists (sass_sm90.inc -> sass_sm90_sources.inc)."""
+    return out[:-len(".inc")] + "_sources.inc" if out.endswith(".inc") else out + "_sources.inc"
 
 
 def dependencies(nvcc, src):
@@ -251,6 +260,17 @@ def write(out, rows, deps, version, nvdisasm_version):
     lines += ["//", "// {kernel, registers, %s, {inner, ...}}: each {instructions, {seen: %s}}" % (", ".join(PARTS), ", ".join(k for k, _ in KINDS))]
     lines += [row_text(name, rows[name]) for name in sorted(rows)]
     open(out, "w").write("\n".join(lines) + "\n")
+    write_sources(out)
+
+
+def write_sources(out):
+    """The data file's source list as a C++ table, for common/model/sass_fresh.h."""
+    listed = [m.groups() for m in (re.match(r"// source (\S+) ([0-9a-f]+)$", l.strip()) for l in open(out)) if m]
+    lines = ["// %s: the sources %s was written from, and their hashes (tools/sass_issue.py's file_hash)."
+             % (os.path.relpath(sources_path(out), ROOT), os.path.relpath(out, ROOT)),
+             "// Written with it by tools/sass_issue.py; do not edit."]
+    lines += ['{"%s", 0x%sull},' % (f, h) for f, h in listed]
+    open(sources_path(out), "w").write("\n".join(lines) + "\n")
 
 
 def check(path):

@@ -11,6 +11,7 @@
 
 #include "errors.h"
 #include "model/published.h"
+#include "model/sass_fresh.h"
 #include "report.h"
 
 namespace attn {
@@ -81,6 +82,21 @@ void require_rates(const gpus::Gpu& g) {
 }
 
 namespace {
+// The SASS data's sources edited since it was written (model/sass_fresh.h), checked once against
+// the source tree this binary was built from; none when that tree is not there to read.
+const std::vector<std::string>& stale_sass() {
+  static const std::vector<std::string> stale = [] {
+    const std::string root = FLASHSTEPS_SOURCE_DIR;
+    return std::ifstream(root + "/CMakeLists.txt") ? stale_sass_sources(root) : std::vector<std::string>{};
+  }();
+  return stale;
+}
+bool stale_stage(const StageProfile& s) {
+  for (const std::string& k : s.kernels)
+    if (find_sass(k) && built_from(k, stale_sass())) return true;
+  return false;
+}
+
 // The GPU a profile models: --gpu's, else the one the emulator stands for.
 const gpus::Gpu* modelled_gpu(const ProfileOptions& o) {
   if (!o.gpu.empty()) return gpus::find_gpu(o.gpu);
@@ -105,6 +121,16 @@ Profiler::Profiler(const ProfileOptions& o) : o_(o), gpu_(modelled_gpu(o)) {
   if (!gpu_) throw UsageError("unknown --gpu \"" + o.gpu + "\": use one of " + gpus::gpu_keys());
   require_rates(*gpu_);
   if (o.sample_blocks < 1) throw UsageError("--sample-blocks must be at least 1 (1: every block)");
+  if (!stale_sass().empty()) {
+    std::string files;
+    for (const std::string& f : stale_sass()) files += (files.empty() ? "" : ", ") + f;
+    std::fprintf(stderr,
+                 "warning: %s changed since common/model/sass_sm90.inc was written: the issue and latency terms and "
+                 "the registers of the kernels built from it are the old kernels' (rows marked *). Regenerate the "
+                 "data with python3 tools/sass_issue.py --out common/model/sass_sm90.inc (nvcc and nvdisasm; several "
+                 "minutes), then rebuild.\n",
+                 files.c_str());
+  }
   if (o.emulated_heads < 0)
     throw UsageError("--emulated-heads must be 0 (chosen by the problem's size) or a number of heads, not " +
                      std::to_string(o.emulated_heads));
@@ -186,9 +212,10 @@ void print_stage(const StageProfile& s, const gpus::Gpu& g, int sample) {
               s.us, g.name, s.bound.c_str(), m.dram, m.l2, m.l1, m.issue, m.mufu, m.tensor, m.latency, m.fill_drain,
               100 * m.share, m.launch);
   if (m.sass_known)
-    std::printf("    issue     %s warp instructions (the sm_90 SASS's, weighted by the counts above: model/sass.h)%s\n",
+    std::printf("    issue     %s warp instructions (the sm_90 SASS's, weighted by the counts above: model/sass.h)%s%s\n",
                 count(m.instructions).c_str(),
-                g.cc() == 90 ? "" : ("; a stand-in for " + g.arch() + "'s code, which the model does not have").c_str());
+                g.cc() == 90 ? "" : ("; a stand-in for " + g.arch() + "'s code, which the model does not have").c_str(),
+                stale_stage(s) ? "; * from an older source of the kernel (stale SASS data)" : "");
   else
     std::printf("    issue     not modelled: the SASS data (model/sass_sm90.inc) does not know kernel \"%s\"\n",
                 s.unknown_kernel.c_str());
@@ -547,6 +574,7 @@ void Profiler::print_summary() const {
   std::printf("%-22s %-20s", "chapter", "variant");
   if (with_times) std::printf(" %12s %9s", "emulator ms", "speedup");
   std::printf(" %12s %8s %7s  %-7s %9s %9s\n", "modelled us", "TFLOP/s", "% peak", "bound", "blocks/SM", "speedup");
+  bool any_stale = false;
   for (size_t i = 0; i < profiles_.size(); ++i) {
     const Profile& pr = profiles_[i];
     std::printf("%-22s %-20s", pr.result.variant->chapter.c_str(), pr.result.variant->name.c_str());
@@ -560,8 +588,11 @@ void Profiler::print_summary() const {
     double occupancy = 0;  // of the stage that bounds the time
     for (const StageProfile& st : pr.stages)
       if (st.stage == pr.bound_stage) occupancy = st.terms.blocks_per_sm;
+    bool stale = false;
+    for (const StageProfile& st : pr.stages) stale |= stale_stage(st);
+    any_stale |= stale;
     std::printf(" %12.2f %8.2f %6.1f%%  %-7s %9.0f %8.2fx\n", pr.us, tflops, 100 * tflops / gpu_->tensor_tflops,
-                pr.bound.c_str(), occupancy, per(base.us, pr.us));
+                (pr.bound + (stale ? "*" : "")).c_str(), occupancy, per(base.us, pr.us));
   }
   const Problem& p = base.problem;
   if (const PublishedRate* fa2 = flash_attention2_h100(p.B, p.H, p.Lq, p.Lk, p.d, p.dtype == DType::fp16,
@@ -590,6 +621,9 @@ void Profiler::print_summary() const {
   std::printf("TFLOP/s: 4*B*H*d per visible (query, key) pair over the modelled time; %% peak: of the %.1f TFLOP/s dense "
               "fp16 tensor-core peak; blocks/SM: occupancy of the longest stage (threads, registers and dynamic shared memory)\n",
               gpu_->tensor_tflops);
+  if (any_stale)
+    std::printf("*: the SASS data is from an older source of a kernel in this row (stderr says which file; "
+                "model/sass_fresh.h)\n");
   for (const Profile& pr : profiles_)
     if (pr.plan.sampled())
       std::printf("%s sampled: %s (model/sampling.h)\n", pr.result.variant->name.c_str(), pr.plan.describe(pr.problem).c_str());
