@@ -516,10 +516,12 @@ double recorded_ms(const std::string& path, const std::string& kind, const Probl
   return ms;
 }
 
-Remodelled remodel(const StageProfile& s, const gpus::Gpu& g, bool latency) {
+Remodelled remodel(const StageProfile& s, const gpus::Gpu& g, bool latency, bool fill_drain) {
   Remodelled r;
   for (size_t l = 0; l < s.launches.size(); ++l) {
-    Modelled m = model(s.launches[l], g, find_sass(s.kernels[l]));
+    simt::Counters c = s.launches[l];
+    if (!fill_drain) c.fill_sectors = c.drain_sectors = 0;
+    Modelled m = model(c, g, find_sass(s.kernels[l]));
     if (!latency) m.latency = 0;
     r.us += m.total();
     if (m.total() > r.longest_us) r.longest_us = m.total(), r.bound = m.bound();
@@ -527,10 +529,10 @@ Remodelled remodel(const StageProfile& s, const gpus::Gpu& g, bool latency) {
   return r;
 }
 
-Remodelled remodel(const Profile& pr, const gpus::Gpu& g, bool latency) {
+Remodelled remodel(const Profile& pr, const gpus::Gpu& g, bool latency, bool fill_drain) {
   Remodelled r;
   for (const StageProfile& s : pr.stages) {
-    const Remodelled t = remodel(s, g, latency);
+    const Remodelled t = remodel(s, g, latency, fill_drain);
     r.us += t.us;
     if (t.longest_us > r.longest_us) r.longest_us = t.longest_us, r.bound = t.bound;
   }

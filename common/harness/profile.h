@@ -120,14 +120,15 @@ class Profiler {
 // measured, modelled): the last such row's, 0 when there is none.
 double recorded_ms(const std::string& path, const std::string& kind, const Problem& p, const Variant& v);
 
-// Counts a profile took, modelled again on g (the same counts on another GPU, or without the
-// latency floor): the launches' times summed, and the longest launch's time and bound.
+// Counts a profile took, modelled again on g (the same counts on another GPU, without the latency
+// floor, or without each block's fill and drain in it): the launches' times summed, and the longest
+// launch's time and bound.
 struct Remodelled {
   double us = 0, longest_us = 0;
   std::string bound;
 };
-Remodelled remodel(const StageProfile& s, const gpus::Gpu& g, bool latency = true);
-Remodelled remodel(const Profile& pr, const gpus::Gpu& g, bool latency = true);
+Remodelled remodel(const StageProfile& s, const gpus::Gpu& g, bool latency = true, bool fill_drain = true);
+Remodelled remodel(const Profile& pr, const gpus::Gpu& g, bool latency = true, bool fill_drain = true);
 
 // The problems the emulator runs for p under a plan, one per run (p itself when not sampled).
 std::vector<Problem> emulated_problems(const Problem& p, const SamplePlan& plan);
