@@ -65,9 +65,10 @@ def kind(x):
 # DRAM latencies of a global load, measured by a third-party rerun of Luo et al.'s suite
 # (Johnsonms/NVIDIA-Hopper-Benchmark, reproduction/H100-dapperdingo; ../shared/design table). A part's
 # cycles are counted twice, with every global load hitting L2 and with every one going to DRAM; the
-# model takes between them by the share of a launch's L2 traffic that DRAM serves. No measurement of
-# MUFU or SHFL on Hopper is cited yet: they take the shared-memory figure (ASSUMPTION: both return
-# through the same scoreboards, and Volta/Turing measurements put them within a few cycles of it).
+# model takes between them by the share of a launch's loaded bytes that DRAM serves (model.h). No
+# measurement of MUFU or SHFL on Hopper is cited yet: they take the shared-memory figure (ASSUMPTION:
+# both return through the same scoreboards, and Volta/Turing measurements put them within a few
+# cycles of it).
 SHARED_LATENCY, L2_LATENCY, DRAM_LATENCY = 29, 272, 484
 GLOBAL = ("LDG", "LD.", "LDGSTS", "ATOM", "RED")
 OTHER_LATENCY = 29
@@ -256,16 +257,17 @@ def write(out, rows, deps, version, nvdisasm_version):
              "// Do not edit: regenerate with tools/sass_issue.py --out %s after changing a source below;" % os.path.relpath(out, ROOT),
              "// CTest sass_data_fresh fails until then. A compiler's report: nothing here ran on a GPU.",
              "//"]
-    lines += ["// source %s %s" % (f, file_hash(os.path.join(ROOT, f))) for f in sorted(deps)]
+    listed = [(f, file_hash(os.path.join(ROOT, f))) for f in sorted(deps)]
+    lines += ["// source %s %s" % fh for fh in listed]
     lines += ["//", "// {kernel, registers, %s, {inner, ...}}: each {instructions, {seen: %s}}" % (", ".join(PARTS), ", ".join(k for k, _ in KINDS))]
     lines += [row_text(name, rows[name]) for name in sorted(rows)]
     open(out, "w").write("\n".join(lines) + "\n")
-    write_sources(out)
+    write_sources(out, listed)
 
 
-def write_sources(out):
-    """The data file's source list as a C++ table, for common/model/sass_fresh.h."""
-    listed = [m.groups() for m in (re.match(r"// source (\S+) ([0-9a-f]+)$", l.strip()) for l in open(out)) if m]
+def write_sources(out, listed):
+    """The data file's sources and their hashes, [(path, hash)], as a C++ table for
+    common/model/sass_fresh.h."""
     lines = ["// %s: the sources %s was written from, and their hashes (tools/sass_issue.py's file_hash)."
              % (os.path.relpath(sources_path(out), ROOT), os.path.relpath(out, ROOT)),
              "// Written with it by tools/sass_issue.py; do not edit."]

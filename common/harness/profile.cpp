@@ -541,8 +541,6 @@ Remodelled remodel(const Profile& pr, const gpus::Gpu& g, bool latency, bool fil
 
 namespace {
 
-// The emulator's median time of `chapter/variant` on problem p in a results CSV (0: none).
-
 // Why a step models slower than the one before it: what bounds it, and the two reasons the
 // counters can name (a grid that leaves SMs idle, bank conflicts).
 std::string why_slower(const Profile& pr) {
