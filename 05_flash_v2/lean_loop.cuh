@@ -13,8 +13,10 @@
 //  - the scale folded into the exponent: on the other tiles P = exp2(scale * log2(e) * s - m) is
 //    one FFMA and one exp2 per score, and the row maximum is taken on the raw scores;
 //  - exp2 as ex2.approx.ftz.f32 (simt::ex2_approx_ftz): one MUFU.EX2, no subnormal handling.
-// The kernel takes a Policy: which Q tile a block runs, which K/V tiles it visits and which need
-// the mask. This chapter's (EveryTile) visits every tile; chapter 06 plugs in its own.
+// The kernel takes a Policy: which Q tile a block runs, which K/V tiles it visits (how many, and the
+// j-th's index) and which need the mask. This chapter's (EveryTile) visits every tile in order;
+// chapter 06 plugs in its own, and chapter 10 one whose tiles come from a list, masked by a rule
+// (a Policy with mask_mod(p): mask_tile in fa2_tile.cuh).
 // Cost: a second copy routine for the last tile; P's exponentials lose subnormal results (below
 // 2^-126 of the row's largest term, nothing a sum of at least 1 can see).
 #pragma once
@@ -35,7 +37,8 @@ struct EveryTile {
   __device__ static int tiles(const attn::AttentionParams& p, int /*q0*/, int /*Br*/, int Bc) {
     return (p.Lk + Bc - 1) / Bc;
   }
-  __device__ static bool needs_mask(const attn::AttentionParams& p, int /*q0*/, int k0, int Bc) {
+  __device__ static int kv_tile(const attn::AttentionParams&, int /*q0*/, int j) { return j; }
+  __device__ static bool needs_mask(const attn::AttentionParams& p, int /*q0*/, int /*j*/, int k0, int Bc) {
     return p.causal != attn::Causal::none || p.mask_kind != attn::MaskKind::none || k0 + Bc > p.Lk;
   }
 };
@@ -57,7 +60,7 @@ __global__ void __launch_bounds__(block_threads(Step::lean_loop, D)) lean_loop_k
   const T* V = static_cast<const T*>(p.v) + static_cast<size_t>(bh) * p.Lk * D;
   const int tiles = Policy::tiles(p, q0, Br, Bc);
   auto copy_kv = [&](int j) {
-    const int k0 = j * Bc;
+    const int k0 = Policy::kv_tile(p, q0, j) * Bc;
     T *ks = Ks + j % kStages * L::elems(Bc), *vs = Vs + j % kStages * L::elems(Bc);
     if (k0 + Bc <= p.Lk) {  // a whole tile: no bound to test
       copy_rows<T, D, L, Bc, kThreads, false>(ks, K + static_cast<size_t>(k0) * D, Bc);
@@ -91,18 +94,18 @@ __global__ void __launch_bounds__(block_threads(Step::lean_loop, D)) lean_loop_k
       simt::cp_async_wait<0>();
     }
     __syncthreads();
-    const int k0 = j * Bc;
+    const int k0 = Policy::kv_tile(p, q0, j) * Bc;
     float s[kM][Bc / 8][4];
     uint32_t pa[kM][Bc / 16][4];  // P, packed
     scores_rows<T, D, Bc, kM, L>(s, frag, Qw, Ks + j % kStages * L::elems(Bc));
     // Raw scores unless this tile needs the mask (or the scale is not positive: the maximum of
     // the raw scores is then not the maximum of the scaled ones).
-    const bool masked = Policy::needs_mask(p, q0, k0, Bc) || !(scale_log2 > 0.f);
+    const bool masked = Policy::needs_mask(p, q0, j, k0, Bc) || !(scale_log2 > 0.f);
 #pragma unroll
     for (int m = 0; m < kM; ++m) {
       // (batch, head) computed here, where only a masked tile pays for them: a division cannot be
       // hoisted out of the branch, so they hold no register across the loop.
-      if (masked) scale_and_mask<Bc, Policy::kAttnMask>(s[m], row(m), p, bh / p.H, bh % p.H, k0, scale_log2);
+      if (masked) mask_tile<Bc, Policy>(s[m], row(m), p, bh / p.H, bh % p.H, k0, scale_log2);
       online_softmax<Bc, D, Exp2Ftz>(s[m], st[m], masked ? 1.f : scale_log2);
       pack_p<T, Bc>(pa[m], s[m]);
     }

@@ -37,9 +37,10 @@ struct SkipTiles {
   __device__ static int tiles(const attn::AttentionParams& p, int q0, int Br, int Bc) {
     return kMode == Mode::causal ? tiles_to_visit(p, q0, Br, Bc) : (p.Lk + Bc - 1) / Bc;
   }
+  __device__ static int kv_tile(const attn::AttentionParams&, int /*q0*/, int j) { return j; }
   // Only a tile crossing the diagonal (its last key past the first row's limit), the end of the
   // keys, or any tile under an attn_mask needs masking.
-  __device__ static bool needs_mask(const attn::AttentionParams& p, int q0, int k0, int Bc) {
+  __device__ static bool needs_mask(const attn::AttentionParams& p, int q0, int /*j*/, int k0, int Bc) {
     return kMode == Mode::mask || k0 + Bc > p.Lk || (kMode == Mode::causal && crosses_diagonal(p, q0, k0, Bc));
   }
 };

@@ -70,6 +70,32 @@ std::vector<Problem> mask_sweep() {
   return out;
 }
 
+std::vector<Problem> mask_mod_sweep() {
+  struct Mod {
+    ModKind kind;
+    int window, prefix;
+  };
+  const Mod mods[] = {{ModKind::sliding_window, 0, 0}, {ModKind::sliding_window, 5, 0},  {ModKind::sliding_window, 300, 0},
+                      {ModKind::prefix_lm, 0, 0},      {ModKind::prefix_lm, 0, 70},      {ModKind::prefix_lm, 0, 500},
+                      {ModKind::document, 0, 0},       {ModKind::random_blocks, 0, 0}};
+  struct Lengths {
+    int Lq, Lk;
+  };
+  const int dims[] = {32, 64, 96, 128, 256};
+  std::vector<Problem> out;
+  size_t k = 0;
+  for (Lengths l : {Lengths{1, 1}, Lengths{130, 130}, Lengths{97, 200}, Lengths{200, 97}})
+    for (Mod m : mods) {
+      Problem p;
+      p.B = l.Lq == 1 ? 2 : 1, p.H = 2, p.Lq = l.Lq, p.Lk = l.Lk;
+      p.d = dims[k % std::size(dims)], p.dtype = k % 2 ? DType::bf16 : DType::fp16;
+      p.mod = m.kind, p.window = m.window, p.prefix = m.prefix;
+      p.seed = ++k;
+      out.push_back(p);
+    }
+  return out;
+}
+
 std::vector<Problem> scale_sweep() {
   std::vector<Problem> out;
   for (double scale : {1e4, 1e-4, -1.0})

@@ -12,6 +12,11 @@ namespace attn {
 std::vector<Problem> shape_sweep();
 // Boolean and additive masks, shared and per head, with fully masked rows; an explicit scale.
 std::vector<Problem> mask_sweep();
+// Chapter 10's mask_mods: sliding windows of 0 keys, smaller than a tile and longer than Lk;
+// prefixes of 0, inside and past Lk; documents; random 64 x 64 blocks (tiles whole, empty and
+// partial; rows that see no key); lengths 1, ragged, Lq != Lk both ways; every tensor-core head dim;
+// fp16 and bf16.
+std::vector<Problem> mask_mod_sweep();
 // Scales far from 1/sqrt(d): 1e4 (rows nearly one-hot, scores near 1e5: the log-sum-exp's
 // tolerance must grow with them), 1e-4 (rows nearly uniform), -1 (the scores' order flipped);
 // two K/V tiles of every chapter (Lk = 200), fp32 and fp16, with and without is_causal.

@@ -150,6 +150,14 @@ TEST_CASE("numbers out of range are refused, not wrapped, clamped or ignored", "
     bad(std::string("run -v naive --seed ") + seed, "--seed takes a whole number from 0 to 18446744073709551615");
   bad("run -v naive --seed ''", "--seed takes a whole number");
   bad("run -v naive --mask-per-head", "--mask-per-head needs a mask: add --mask bool or --mask additive");
+  bad("run -v block_mask --mask-mod sometimes", "unknown mask_mod \"sometimes\"");
+  bad("run -v block_mask --mask-mod sliding_window", "--mask-mod sliding_window needs --window N (N >= 0)");
+  bad("run -v block_mask --mask-mod sliding_window --window -3", "--mask-mod sliding_window needs --window N (N >= 0)");
+  bad("run -v block_mask --window 3", "--window is sliding_window's: add --mask-mod sliding_window");
+  bad("run -v block_mask --mask-mod prefix_lm", "--mask-mod prefix_lm needs --prefix N (N >= 0)");
+  bad("run -v block_mask --mask-mod document --prefix 4", "--prefix is prefix_lm's");
+  bad("run -v block_mask --mask-mod document --causal", "a mask_mod (document) is the whole mask");
+  bad("run -v naive --mask-mod document", "variant naive takes no mask_mod");
   bad("tour --reps -1", "--reps must be 0 or more");
   bad("bench --reps 0 --csv never_written.csv", "--reps must be 1 or more");
   bad("bench --warmup -1 --csv never_written.csv", "--warmup must be 0 or more");

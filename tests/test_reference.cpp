@@ -4,9 +4,12 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include "harness/compare.h"
 #include "harness/reference.h"
+#include "kernels/mask_mod.h"
 
 using namespace attn;
 
@@ -30,6 +33,11 @@ std::vector<double> plain_sdpa(const Problem& p, const Inputs& in, std::vector<d
           bool visible = true;
           if (p.causal == Causal::top_left) visible = j <= i;
           if (p.causal == Causal::bottom_right) visible = j <= i + p.Lk - p.Lq;
+          // The mask_mods as params.h defines them (a document's positions from the inputs).
+          if (p.mod == ModKind::sliding_window) visible = j <= i && i - j <= p.window;
+          if (p.mod == ModKind::prefix_lm) visible = j < p.prefix || j <= i;
+          if (p.mod == ModKind::document) visible = in.doc[static_cast<size_t>(i)] == in.doc[static_cast<size_t>(j)];
+          if (p.mod == ModKind::random_blocks) visible = RandomBlocks{static_cast<uint32_t>(p.mask_mod(nullptr).arg)}(b, h, i, j);
           double add = 0;
           if (p.mask != MaskKind::none) {
             const size_t plane = p.mask_per_head ? static_cast<size_t>(b) * p.H + h : 0;
@@ -80,6 +88,102 @@ TEST_CASE("the Eigen reference equals a plain loop over SDPA's definition", "[re
           for (size_t i = 0; i < lse.size(); ++i)
             REQUIRE((std::isinf(lse[i]) ? got.lse[i] == lse[i] : std::fabs(got.lse[i] - lse[i]) <= 1e-12));
         }
+}
+
+TEST_CASE("the reference applies every mask_mod as params.h defines it", "[reference]") {
+  struct Mod {
+    ModKind kind;
+    int window, prefix;
+  };
+  for (Mod m : {Mod{ModKind::sliding_window, 0, 0}, Mod{ModKind::sliding_window, 5, 0}, Mod{ModKind::prefix_lm, 0, 7},
+                Mod{ModKind::document, 0, 0}, Mod{ModKind::random_blocks, 0, 0}})
+    for (auto [Lq, Lk] : {std::pair{1, 1}, std::pair{31, 70}, std::pair{140, 33}}) {
+      Problem p;
+      p.B = 1, p.H = 2, p.Lq = Lq, p.Lk = Lk, p.d = 8, p.dtype = DType::fp32;
+      p.mod = m.kind, p.window = m.window, p.prefix = m.prefix;
+      INFO(p.describe());
+      const Inputs in = Inputs::generate(p);
+      std::vector<double> lse;
+      const std::vector<double> want = plain_sdpa(p, in, lse);
+      const Expected got = reference(p, in, Selection::all(p));
+      for (size_t i = 0; i < want.size(); ++i) REQUIRE(std::fabs(got.o[i] - want[i]) <= 1e-12);
+      for (size_t i = 0; i < lse.size(); ++i)
+        REQUIRE((std::isinf(lse[i]) ? got.lse[i] == lse[i] : std::fabs(got.lse[i] - lse[i]) <= 1e-12));
+    }
+}
+
+TEST_CASE("mask_mod rules: the definitions by hand, the host's runs and the kernels' functor agree", "[reference]") {
+  // Hand-checked verdicts, (query, key) -> visible.
+  CHECK(SlidingWindow{2}(0, 0, 5, 3));
+  CHECK(SlidingWindow{2}(0, 0, 5, 5));
+  CHECK_FALSE(SlidingWindow{2}(0, 0, 5, 2));
+  CHECK_FALSE(SlidingWindow{2}(0, 0, 5, 6));
+  CHECK(SlidingWindow{0}(0, 0, 4, 4));
+  CHECK(PrefixLM{3}(0, 0, 0, 2));
+  CHECK_FALSE(PrefixLM{3}(0, 0, 0, 3));
+  CHECK(PrefixLM{3}(0, 0, 4, 4));
+  CHECK_FALSE(PrefixLM{3}(0, 0, 4, 5));
+  const int doc[] = {0, 0, 1, 1, 1, 2};
+  CHECK(Document{doc}(0, 0, 1, 0));
+  CHECK_FALSE(Document{doc}(0, 0, 2, 1));
+  CHECK(Document{doc}(0, 0, 4, 2));
+  CHECK_FALSE(Document{doc}(0, 0, 5, 4));
+  CHECK(CausalMod{0}(0, 0, 3, 3));
+  CHECK_FALSE(CausalMod{0}(0, 0, 3, 4));
+  CHECK(CausalMod{2}(0, 0, 3, 5));
+  // Random blocks: one verdict per 64 x 64 block, about half of them visible.
+  const RandomBlocks rb{12345};
+  int visible = 0;
+  for (int qb = 0; qb < 32; ++qb)
+    for (int kb = 0; kb < 32; ++kb) {
+      visible += rb(0, 0, qb * 64, kb * 64);
+      REQUIRE(rb(0, 0, qb * 64, kb * 64) == rb(0, 0, qb * 64 + 63, kb * 64 + 37));
+    }
+  CHECK(visible > 1024 * 35 / 100);
+  CHECK(visible < 1024 * 65 / 100);
+  // Documents: runs of positions from 0 up, lengths 1 to a third of the sequence.
+  Problem d;
+  d.Lq = 300, d.Lk = 200, d.mod = ModKind::document;
+  const std::vector<int> docs = d.documents();
+  REQUIRE(docs.size() == 300);
+  CHECK(docs.front() == 0);
+  for (size_t i = 1; i < docs.size(); ++i) REQUIRE((docs[i] == docs[i - 1] || docs[i] == docs[i - 1] + 1));
+  CHECK(docs.back() >= 2);
+  // Problem::visible_runs (closed forms) against the functor, pair by pair, and visible_pairs.
+  struct Case {
+    ModKind kind;
+    int window, prefix;
+    Causal causal;
+  };
+  for (Case c : {Case{ModKind::sliding_window, 0, 0, Causal::none}, Case{ModKind::sliding_window, 9, 0, Causal::none},
+                 Case{ModKind::sliding_window, 500, 0, Causal::none}, Case{ModKind::prefix_lm, 0, 0, Causal::none},
+                 Case{ModKind::prefix_lm, 0, 50, Causal::none}, Case{ModKind::prefix_lm, 0, 999, Causal::none},
+                 Case{ModKind::document, 0, 0, Causal::none}, Case{ModKind::random_blocks, 0, 0, Causal::none},
+                 Case{ModKind::none, 0, 0, Causal::none}, Case{ModKind::none, 0, 0, Causal::top_left},
+                 Case{ModKind::none, 0, 0, Causal::bottom_right}})
+    for (auto [Lq, Lk] : {std::pair{1, 1}, std::pair{130, 130}, std::pair{70, 200}, std::pair{200, 70}}) {
+      Problem p;
+      p.Lq = Lq, p.Lk = Lk, p.mod = c.kind, p.window = c.window, p.prefix = c.prefix, p.causal = c.causal, p.seed = 7;
+      INFO(p.describe());
+      const std::vector<int> dc = p.documents();
+      AttentionParams a{};
+      a.Lq = Lq, a.Lk = Lk, a.causal = c.causal, a.mod = p.mask_mod(dc.data());
+      const BookMod rule = BookMod::of(a);
+      std::vector<std::pair<int, int>> runs;
+      long long n = 0;
+      for (int i = 0; i < Lq; ++i) {
+        p.visible_runs(i, dc, runs);
+        std::vector<bool> from_runs(static_cast<size_t>(Lk), false);
+        for (auto [lo, hi] : runs)
+          for (int j = lo; j < hi; ++j) from_runs[static_cast<size_t>(j)] = true;
+        for (int j = 0; j < Lk; ++j) {
+          INFO("row " << i << ", key " << j);
+          REQUIRE(from_runs[static_cast<size_t>(j)] == rule(0, 0, i, j));
+          n += rule(0, 0, i, j);
+        }
+      }
+      CHECK(p.visible_pairs() == n);
+    }
 }
 
 TEST_CASE("a row with every key masked gives zeros and lse -inf", "[reference]") {

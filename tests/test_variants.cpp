@@ -108,6 +108,16 @@ TEST_CASE("every variant with masks matches the reference: boolean, additive, sh
     }
 }
 
+TEST_CASE("every variant with a mask_mod matches the reference: windows, prefixes, documents, random blocks", "[variants]") {
+  std::map<std::string, int> ran;
+  for (const Problem& p : mask_mod_sweep()) check_all_variants(p, ran);
+  for (const Variant& v : registry())
+    if (v.mask_mod) {
+      INFO(v.name);
+      CHECK(ran[v.name] == static_cast<int>(mask_mod_sweep().size()));  // every problem, every step
+    }
+}
+
 TEST_CASE("every variant matches the reference at large, tiny and negative scales", "[variants]") {
   std::map<std::string, int> ran;
   for (const Problem& p : scale_sweep()) check_all_variants(p, ran);

@@ -109,7 +109,7 @@ def carried(cited, commits):
 
 def check(root):
     problems = []
-    notes = sorted((root / "notes").glob("0[0-9]_*.md"))
+    notes = sorted((root / "notes").glob("[0-9][0-9]_*.md"))
     if not notes:
         return [f"no chapter notes under {root / 'notes'}"]
     tags = {}

@@ -4,7 +4,7 @@
 The emulator counts the instructions a profiler would see move data or synchronise: global and
 shared-memory requests (ld, st, atom, cp.async, ldmatrix), mma.sync, barriers, shuffles and votes.
 It does not see the FP32, integer, conversion and branch instructions around them, which a GPU must
-issue too, at 4 per clock per SM. This tool compiles every chapter's kernels for sm_90,
+issue too, at 4 per clock per SM. This tool compiles every chapter's kernels (but chapter 09's) for sm_90,
 cuts nvdisasm's listing into basic blocks, finds the loops by their back edges and splits each
 kernel in parts (issue_profile): the blocks outside the loops, one iteration of the tile loop, one
 iteration of the loops around it, and one iteration of each other loop, each with its instructions
@@ -39,8 +39,10 @@ import kernel_resources as kr  # noqa: E402
 
 ROOT = kr.ROOT
 DEFAULT = os.path.join(ROOT, "common", "model", "sass_sm90.inc")
-# Chapters 01 to 08: chapter 09 is sm_90a's (wgmma, setmaxnreg), which this sm_90 build cannot read.
-SOURCES = "0[1-8]_*/*.cu"
+# Every chapter's kernels but chapter 09's, which are sm_90a's (wgmma, setmaxnreg): this sm_90 build
+# cannot read them.
+SOURCES = "[0-9][0-9]_*/*.cu"
+NOT_SM90 = "09_"
 # The kinds of SASS instruction the emulator also counts, one for one (simt/counters.h), and their
 # opcodes, first match wins: global loads and stores (generic LD/ST too), atomics, cp.async (LDGSTS,
 # counted once, on its global side), shared-memory loads, stores and ldmatrix, HMMA (mma.sync),
@@ -232,7 +234,8 @@ def dependencies(nvcc, src):
 
 
 def sources():
-    return sorted(os.path.relpath(f, ROOT) for f in glob.glob(os.path.join(ROOT, SOURCES)))
+    return sorted(f for f in (os.path.relpath(g, ROOT) for g in glob.glob(os.path.join(ROOT, SOURCES)))
+                  if not f.startswith(NOT_SM90))
 
 
 PARTS = ["fixed", "tile", "outer"]

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <iterator>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -20,7 +21,8 @@ namespace {
 
 struct Args {
   int B = 0, H = 0, seq = 0, Lq = 0, Lk = 0, d = 64;  // 0: the backend's default
-  std::string dtype = "fp16", causal, mask = "none";
+  std::string dtype = "fp16", causal, mask = "none", mask_mod = "none";
+  int window = -1, prefix = -1;  // -1: not given
   bool mask_per_head = false, full_check = false;
   double scale = 0;
   std::string seed = "1";
@@ -53,6 +55,11 @@ void add_problem_options(CLI::App& app, Args& a) {
       ->expected(0, 1);
   app.add_option("--mask", a.mask, "attn_mask: none, bool or additive")->capture_default_str();
   app.add_flag("--mask-per-head", a.mask_per_head, "one mask per (batch, head) instead of one shared [Lq, Lk]");
+  app.add_option("--mask-mod", a.mask_mod,
+                 "a mask as a rule (chapter 10): none, sliding_window (with --window), prefix_lm (with --prefix), "
+                 "document or random_blocks")->capture_default_str();
+  app.add_option("--window", a.window, "sliding_window: the keys a query sees before itself");
+  app.add_option("--prefix", a.prefix, "prefix_lm: the keys every query sees");
   app.add_option("--scale", a.scale, "softmax scale (default 1/sqrt(d))");
   app.add_option("--seed", a.seed, "seed of the random inputs, 0 to 18446744073709551615")
       ->capture_default_str()
@@ -94,6 +101,19 @@ Problem build_problem(const Args& a, const CLI::App& app) {
   if (a.mask_per_head && p.mask == MaskKind::none)
     throw UsageError("--mask-per-head needs a mask: add --mask bool or --mask additive");
   p.mask_per_head = a.mask_per_head;
+  const ModKind mods[] = {ModKind::none, ModKind::sliding_window, ModKind::prefix_lm, ModKind::document,
+                          ModKind::random_blocks};
+  const ModKind* mod = std::find_if(std::begin(mods), std::end(mods), [&](ModKind m) { return a.mask_mod == mod_name(m); });
+  if (mod == std::end(mods))
+    throw UsageError("unknown mask_mod \"" + a.mask_mod + "\": use none, sliding_window, prefix_lm, document or random_blocks");
+  p.mod = *mod;
+  if ((p.mod == ModKind::sliding_window) != (a.window >= 0) && (p.mod == ModKind::sliding_window || app.count("--window")))
+    throw UsageError(p.mod == ModKind::sliding_window ? "--mask-mod sliding_window needs --window N (N >= 0)"
+                                                      : "--window is sliding_window's: add --mask-mod sliding_window");
+  if ((p.mod == ModKind::prefix_lm) != (a.prefix >= 0) && (p.mod == ModKind::prefix_lm || app.count("--prefix")))
+    throw UsageError(p.mod == ModKind::prefix_lm ? "--mask-mod prefix_lm needs --prefix N (N >= 0)"
+                                                 : "--prefix is prefix_lm's: add --mask-mod prefix_lm");
+  p.window = std::max(a.window, 0), p.prefix = std::max(a.prefix, 0);
   if (app.count("--scale")) p.scale_override = a.scale;  // validate() refuses NaN, Inf and overflowing ones
   // CLI11 would wrap -1 and clamp 2^64 or 1e23 into range: digits only, and within 64 bits.
   const char* end = a.seed.data() + a.seed.size();

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "errors.h"
+#include "kernels/mask_mod.h"
 
 namespace attn {
 
@@ -25,6 +26,13 @@ void Problem::validate() const {
   positive("head dim (d)", d);
   if (causal != Causal::none && mask != MaskKind::none)
     throw UsageError("is_causal and an attn_mask cannot be combined (torch refuses it too): choose one");
+  if (mod != ModKind::none && (causal != Causal::none || mask != MaskKind::none))
+    throw UsageError(std::string("a mask_mod (") + mod_name(mod) + ") is the whole mask: it takes neither is_causal nor "
+                     "an attn_mask (sliding_window and prefix_lm are causal already)");
+  if (mod == ModKind::sliding_window && window < 0)
+    throw UsageError("the sliding window must be at least 0 keys before the query (got " + std::to_string(window) + ")");
+  if (mod == ModKind::prefix_lm && prefix < 0)
+    throw UsageError("the prefix must be at least 0 keys long (got " + std::to_string(prefix) + ")");
   // Byte counts are size_t products and the cost models doubles: 2^56 elements (of 8 bytes at
   // most) keeps both exact. Far beyond any device: 2^56 pairs are hours of work at d = 64 for a
   // GPU that does 10^15 FLOP/s.
@@ -71,11 +79,25 @@ const char* mask_name(MaskKind m) {
   return "?";
 }
 
+const char* mod_name(ModKind m) {
+  switch (m) {
+    case ModKind::none: return "none";
+    case ModKind::sliding_window: return "sliding_window";
+    case ModKind::prefix_lm: return "prefix_lm";
+    case ModKind::document: return "document";
+    case ModKind::random_blocks: return "random_blocks";
+  }
+  return "?";
+}
+
 std::string Problem::describe() const {
   std::ostringstream s;
   s << "B=" << B << " H=" << H << " Lq=" << Lq << " Lk=" << Lk << " d=" << d << " " << dtype_name(dtype);
   if (causal != Causal::none) s << " causal(" << causal_name(causal) << ")";
   if (mask != MaskKind::none) s << " mask(" << mask_name(mask) << (mask_per_head ? ", per head" : "") << ")";
+  if (mod == ModKind::sliding_window) s << " mask_mod(sliding_window " << window << ")";
+  if (mod == ModKind::prefix_lm) s << " mask_mod(prefix_lm " << prefix << ")";
+  if (mod == ModKind::document || mod == ModKind::random_blocks) s << " mask_mod(" << mod_name(mod) << ")";
   if (scale_override) s << " scale=" << *scale_override;
   return s.str();
 }
@@ -86,12 +108,66 @@ size_t Problem::mask_elems() const {
 }
 size_t Problem::mask_bytes() const { return mask_elems() * (mask == MaskKind::boolean ? 1 : 4); }
 
+std::vector<int> Problem::documents() const {
+  if (mod != ModKind::document) return {};
+  std::vector<int> doc(static_cast<size_t>(std::max(Lq, Lk)));
+  std::mt19937_64 rng(seed + 29);
+  std::uniform_int_distribution<int> length(1, std::max(1, static_cast<int>(doc.size()) / 3));
+  for (size_t at = 0, id = 0; at < doc.size(); ++id)
+    for (int n = length(rng); n > 0 && at < doc.size(); --n) doc[at++] = static_cast<int>(id);
+  return doc;
+}
+
+MaskMod Problem::mask_mod(const int* doc) const {
+  switch (mod) {
+    case ModKind::sliding_window: return {mod, window, doc};
+    case ModKind::prefix_lm: return {mod, prefix, doc};
+    case ModKind::random_blocks: return {mod, static_cast<int>(seed * 0x9E3779B97F4A7C15ull >> 33), doc};
+    default: return {mod, 0, doc};
+  }
+}
+
+void Problem::visible_runs(int i, const std::vector<int>& doc, std::vector<std::pair<int, int>>& runs) const {
+  runs.clear();
+  auto add = [&](long long lo, long long hi) {  // keys [lo, hi) within [0, Lk)
+    lo = std::max(lo, 0LL), hi = std::min(hi, static_cast<long long>(Lk));
+    if (lo < hi) runs.emplace_back(static_cast<int>(lo), static_cast<int>(hi));
+  };
+  switch (mod) {
+    case ModKind::none:
+      if (causal == Causal::none) add(0, Lk);
+      else add(0, static_cast<long long>(i) + (causal == Causal::bottom_right ? Lk - Lq : 0) + 1);
+      return;
+    case ModKind::sliding_window: add(static_cast<long long>(i) - window, static_cast<long long>(i) + 1); return;
+    case ModKind::prefix_lm: add(0, std::max<long long>(prefix, static_cast<long long>(i) + 1)); return;
+    case ModKind::document: {  // documents are runs of positions
+      long long lo = i, hi = static_cast<long long>(i) + 1;
+      while (lo > 0 && doc[static_cast<size_t>(lo - 1)] == doc[static_cast<size_t>(i)]) --lo;
+      while (hi < static_cast<long long>(doc.size()) && doc[static_cast<size_t>(hi)] == doc[static_cast<size_t>(i)]) ++hi;
+      add(lo, hi);
+      return;
+    }
+    case ModKind::random_blocks: {
+      const RandomBlocks rule{static_cast<uint32_t>(mask_mod(nullptr).arg)};
+      for (int j = 0; j < Lk; j += 64)
+        if (rule(0, 0, i, j)) {
+          if (!runs.empty() && runs.back().second == j) runs.back().second = std::min(Lk, j + 64);
+          else add(j, j + 64);
+        }
+      return;
+    }
+  }
+}
+
 long long Problem::visible_pairs() const {
-  const long long lq = Lq, lk = Lk;
-  if (causal == Causal::none) return lq * lk;
-  const long long off = causal == Causal::bottom_right ? lk - lq : 0;
-  long long n = 0;  // row i sees keys 0 .. min(i + off, lk - 1)
-  for (long long i = 0; i < lq; ++i) n += std::max(0LL, std::min(i + off + 1, lk));
+  if (mod == ModKind::none && causal == Causal::none) return static_cast<long long>(Lq) * Lk;
+  const std::vector<int> doc = documents();
+  std::vector<std::pair<int, int>> runs;
+  long long n = 0;
+  for (int i = 0; i < Lq; ++i) {
+    visible_runs(i, doc, runs);
+    for (const auto& [lo, hi] : runs) n += hi - lo;
+  }
   return n;
 }
 double Problem::flops() const { return 4.0 * static_cast<double>(heads()) * d * static_cast<double>(visible_pairs()); }
@@ -137,10 +213,12 @@ Inputs Inputs::generate(const Problem& p) {
           in.mask_add[(pl * p.Lq + i) * p.Lk + j] = i % 7 == 3 || r < 0.1f ? -INFINITY : 4.f * u(rng) - 2.f;
         }
   }
+  in.doc = p.documents();
   return in;
 }
 
 float Inputs::mask_at(const Problem& p, int b, int h, int i, int j) const {
+  if (p.mod != ModKind::none) return BookMod{p.mask_mod(doc.data()), 0, false}(b, h, i, j) ? 0.f : -INFINITY;
   if (p.mask == MaskKind::none) return 0.f;
   const size_t plane = p.mask_per_head ? static_cast<size_t>(b) * p.H + h : 0;
   const size_t at = (plane * p.Lq + i) * p.Lk + j;

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dtype.h"
@@ -17,6 +18,10 @@ struct Problem {
   Causal causal = Causal::none;
   MaskKind mask = MaskKind::none;
   bool mask_per_head = false;  // [B, H, Lq, Lk] instead of one [Lq, Lk] for every (batch, head)
+  // Chapter 10's mask_mod (params.h says what each kind means): the window or prefix it takes;
+  // a document pattern's lengths and random_blocks' draw come from the seed.
+  ModKind mod = ModKind::none;
+  int window = 0, prefix = 0;
   uint64_t seed = 1;
 
   float scale() const;
@@ -31,8 +36,16 @@ struct Problem {
   size_t heads() const { return static_cast<size_t>(B) * H; }
   size_t mask_elems() const;
   size_t mask_bytes() const;
-  // (query, key) pairs per head that is_causal leaves visible (all Lq*Lk without it).
+  // (query, key) pairs per head that is_causal or the mask_mod leaves visible (all Lq*Lk without).
   long long visible_pairs() const;
+  // The keys query row i sees under is_causal or the mask_mod, as runs [lo, hi) in order (doc:
+  // documents()). The same rules as mask_mod.h's, in closed form.
+  void visible_runs(int i, const std::vector<int>& doc, std::vector<std::pair<int, int>>& runs) const;
+  // A document pattern's document of each position, max(Lq, Lk) of them: seeded lengths from 1 to
+  // a third of the sequence. Empty for other problems.
+  std::vector<int> documents() const;
+  // The mask_mod's rule as the kernels see it (doc: documents()'s, or null).
+  MaskMod mask_mod(const int* doc) const;
   // The convention of every peer: 4 * B * H * d * (visible pairs); softmax not counted.
   double flops() const;
   // Bytes of Q, K, V read and O written once: the least any variant moves.
@@ -46,6 +59,7 @@ struct Problem {
 
 const char* causal_name(Causal c);
 const char* mask_name(MaskKind m);
+const char* mod_name(ModKind m);  // "sliding_window"
 
 // Seeded values with mean 0 and variance 1, fast enough for GPU-sized inputs (hundreds of millions
 // of elements): the sum of four uniform 16-bit draws from one splitmix64 output, centred and
@@ -70,8 +84,10 @@ struct Inputs {
   std::vector<float> q, k, v;
   std::vector<uint8_t> mask_bool;   // boolean mask: some keys off, some rows wholly off
   std::vector<float> mask_add;      // additive mask: values in [-2, 2], some -inf, some rows all -inf
+  std::vector<int> doc;             // a document mask_mod's documents (Problem::documents)
   static Inputs generate(const Problem& p);
-  // The mask entry of (b, h, i, j), as an addition to the score (-inf: masked); 0 without a mask.
+  // The mask entry of (b, h, i, j), as an addition to the score (-inf: masked), from attn_mask or
+  // the mask_mod; 0 without either.
   float mask_at(const Problem& p, int b, int h, int i, int j) const;
 };
 

@@ -26,6 +26,7 @@ std::string Variant::supports() const {
   s << "; d " << head_dims.describe();
   if (causal) s << "; causal";
   if (mask) s << "; masks";
+  if (mask_mod) s << "; mask_mod";
   return s.str();
 }
 
@@ -55,6 +56,8 @@ std::string Variant::unsupported_features(const Problem& p) const {
     return "variant " + name + " has no is_causal (it supports " + supports() + ")";
   if (p.mask != MaskKind::none && !mask)
     return "variant " + name + " takes no attn_mask (it supports " + supports() + ")";
+  if (p.mod != ModKind::none && !mask_mod)
+    return "variant " + name + " takes no mask_mod (it supports " + supports() + "; chapter 10's steps take one)";
   if (max_heads > 0 && static_cast<long long>(p.heads()) > max_heads)
     return "variant " + name + " runs at most " + std::to_string(max_heads) + " heads (B*H), not " +
            std::to_string(p.heads()) + ": its grid has one row of blocks per head";

@@ -24,7 +24,7 @@ Verdict Checker::check(const std::vector<float>& out, const std::vector<float>* 
 
 DeviceInputs::DeviceInputs(const Problem& p, const Inputs& in)
     : q(p.q_elems() * dtype_size(p.dtype)), k(p.kv_elems() * dtype_size(p.dtype)),
-      v(p.kv_elems() * dtype_size(p.dtype)), mask(p.mask_bytes()) {
+      v(p.kv_elems() * dtype_size(p.dtype)), mask(p.mask_bytes()), doc(in.doc.size() * sizeof(int)) {
   std::vector<unsigned char> bytes(std::max(p.q_elems(), p.kv_elems()) * dtype_size(p.dtype));
   auto put = [&](DeviceBuffer& dst, const std::vector<float>& src) {
     encode(p.dtype, src.data(), bytes.data(), src.size());
@@ -35,6 +35,7 @@ DeviceInputs::DeviceInputs(const Problem& p, const Inputs& in)
   put(v, in.v);
   if (p.mask == MaskKind::boolean) mask.upload(in.mask_bool.data(), p.mask_bytes());
   if (p.mask == MaskKind::additive) mask.upload(in.mask_add.data(), p.mask_bytes());
+  if (!in.doc.empty()) doc.upload(in.doc.data(), in.doc.size() * sizeof(int));
 }
 
 namespace {
@@ -147,7 +148,9 @@ void check_runnable(const Variant& v, const Problem& p, const RunOptions& o) {
 }
 
 AttentionParams attention_params(const Problem& p, const DeviceInputs& in) {
-  return attention_params(p, in.q.get(), in.k.get(), in.v.get(), in.mask.get());
+  AttentionParams a = attention_params(p, in.q.get(), in.k.get(), in.v.get(), in.mask.get());
+  a.mod.doc = static_cast<const int*>(in.doc.get());
+  return a;
 }
 AttentionParams attention_params(const Problem& p, const void* q, const void* k, const void* v, const void* mask) {
   AttentionParams a{};
@@ -162,6 +165,7 @@ AttentionParams attention_params(const Problem& p, const void* q, const void* k,
   a.mask = p.mask == MaskKind::none ? nullptr : mask;
   a.mask_stride_h = p.mask_per_head ? static_cast<long long>(p.Lq) * p.Lk : 0;
   a.mask_stride_b = p.mask_per_head ? a.mask_stride_h * p.H : 0;
+  a.mod = p.mask_mod(nullptr);  // a document's positions: the DeviceInputs form gives them
   return a;
 }
 

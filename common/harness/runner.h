@@ -34,7 +34,7 @@ class Checker {
 
 // The inputs of a problem on the device, uploaded once for every variant.
 struct DeviceInputs {
-  DeviceBuffer q, k, v, mask;
+  DeviceBuffer q, k, v, mask, doc;  // doc: a document mask_mod's documents
   DeviceInputs(const Problem& p, const Inputs& in);
 };
 

@@ -26,6 +26,23 @@ enum class Causal : int { none, top_left, bottom_right };
 // scores; -inf removes a key).
 enum class MaskKind : int { none, boolean, additive };
 
+// A mask_mod (chapter 10): which keys a query may see, given as a rule rather than a tensor, as
+// FlexAttention's mask_mod(b, h, q_idx, kv_idx). Indices are a head's own, from 0 (no alignment:
+// FlexAttention's). A row that sees no key gives O = 0 and lse = -inf, as everywhere in the book.
+//   sliding_window: kv <= q and q - kv <= window (causal, the window's keys before the query)
+//   prefix_lm:      kv < prefix or kv <= q (every query sees the prefix; the rest is causal)
+//   document:       doc[q] == doc[kv] (a packed sequence of documents; doc: the document of each
+//                   position, max(Lq, Lk) of them)
+//   random_blocks:  visible in 64 x 64 blocks, about half of them, drawn from a seed (tests)
+// 16 bytes: arg is the window, the prefix or the seed. (AttentionParams stays within 128 bytes, past
+// which nvcc compiles every kernel that takes it differently: results/static-sm90's counts.)
+enum class ModKind : int { none, sliding_window, prefix_lm, document, random_blocks };
+struct MaskMod {
+  ModKind kind;
+  int arg;
+  const int* doc;
+};
+
 struct AttentionParams {
   // Tensors in torch's [B, H, L, d] layout, contiguous, of type `dtype`.
   const void* q;
@@ -46,6 +63,8 @@ struct AttentionParams {
   // log(sum_j exp(s_ij)) of each query row, [B, H, Lq] fp32, for the variants that write it
   // (what a backward pass needs); -inf for a row with no key to attend to.
   float* lse;
+  // Chapter 10's mask_mod (kind none elsewhere): a rule instead of attn_mask's tensor.
+  MaskMod mod;
 
   // Offset of the causal diagonal: key j is visible to query i when j <= i + causal_offset().
   ATTN_HOST_DEVICE int causal_offset() const { return causal == Causal::bottom_right ? Lk - Lq : 0; }

@@ -1,0 +1,116 @@
+// variants.cpp: chapter 10 in the registry. One kernel (chapter 05's lean_loop) for every mask
+// pattern: the pattern as a tensor, as a rule evaluated per score, and as a block mask of lists.
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "05_flash_v2/flash_v2.h"
+#include "harness/registry.h"
+#include "masks.h"
+
+namespace {
+using namespace attn;
+
+ch05::Tiles tiles(const Problem& p) { return ch05::fa2_tiles(p.d); }
+int q_tiles(const Problem& p) { return (p.Lq + tiles(p).Br - 1) / tiles(p).Br; }
+int kv_tiles(const Problem& p) { return (p.Lk + tiles(p).Bc - 1) / tiles(p).Bc; }
+
+// The (Q tile, K/V tile) pairs of one head the block mask lists (a visible key in the tile), and of
+// those the partial ones (a hidden key too, within [0, Lq) x [0, Lk)): from the rows' runs of
+// visible keys (Problem::visible_runs), the host's form of the kernels' rule.
+struct Listed {
+  long long pairs = 0, partial = 0;
+};
+Listed listed(const Problem& p) {
+  const ch05::Tiles t = tiles(p);
+  const int kt = kv_tiles(p);
+  const std::vector<int> doc = p.documents();
+  std::vector<std::pair<int, int>> runs;
+  std::vector<long long> seen(static_cast<size_t>(kt));  // visible keys per K/V tile, this Q tile
+  Listed n;
+  for (int q0 = 0; q0 < p.Lq; q0 += t.Br) {
+    std::fill(seen.begin(), seen.end(), 0);
+    const int rows = std::min(t.Br, p.Lq - q0);
+    for (int i = q0; i < q0 + rows; ++i) {
+      p.visible_runs(i, doc, runs);
+      for (auto [lo, hi] : runs)
+        for (int c = lo / t.Bc; c * t.Bc < hi; ++c) seen[static_cast<size_t>(c)] += std::min(hi, (c + 1) * t.Bc) - std::max(lo, c * t.Bc);
+    }
+    for (int c = 0; c < kt; ++c) {
+      const long long all = static_cast<long long>(rows) * std::min(t.Bc, p.Lk - c * t.Bc);
+      n.pairs += seen[static_cast<size_t>(c)] > 0;
+      n.partial += seen[static_cast<size_t>(c)] > 0 && seen[static_cast<size_t>(c)] < all;
+    }
+  }
+  return n;
+}
+size_t mask_bytes(const Problem& p) { return static_cast<size_t>(p.Lq) * p.Lk; }
+size_t lists_bytes(const Problem& p) { return ch10::BlockMaskLists<int>::bytes(q_tiles(p), kv_tiles(p)); }
+
+// What the three share: chapter 05's dtypes, head dims and kernel; is_causal and every mask_mod
+// (no attn_mask: step a makes its own), lse written, the emulator's pace.
+Variant masks_variant(const char* name, const char* description) {
+  Variant v{.chapter = "10_masks", .name = name, .description = description};
+  v.dtypes = {DType::fp16, DType::bf16};
+  v.head_dims.list = as_vector(ch05::TensorCoreDims{});
+  v.mask = false;
+  v.mask_mod = true;
+  v.min_cc = 80;  // chapter 05's lean_loop: mma.sync m16n8k16, cp.async
+  v.smem_bytes = [](const Problem& p) {
+    return static_cast<size_t>(ch05::smem_bytes(ch05::Step::lean_loop, p.d, dtype_size(p.dtype)));
+  };
+  v.writes_lse = true;
+  v.max_heads = 65535;  // a grid row per head
+  v.cpu_flops_per_second = 8e8;
+  return v;
+}
+
+Variant mask_tensor_variant() {
+  Variant v = masks_variant("mask_tensor", "the pattern written out as a bool attn_mask [Lq, Lk], read on every tile");
+  v.workspace_bytes = mask_bytes;
+  // The mask written once, then read by every head; K and V once per Q tile.
+  v.hbm_bytes = [](const Problem& p) {
+    return p.fa2_bytes(tiles(p).Br) + static_cast<double>(mask_bytes(p)) * (1.0 + static_cast<double>(p.heads()));
+  };
+  v.run = [](const AttentionParams& p, Stages& st) {
+    auto* mask = static_cast<uint8_t*>(p.workspace);
+    st.run("the mask written as a tensor", [&] { return ch10::write_mask(p, mask); });
+    st.run("FlashAttention-2 with the tensor as attn_mask", [&] { return ch10::mask_tensor(p, mask); });
+  };
+  return v;
+}
+
+Variant mask_mod_variant() {
+  Variant v = masks_variant("mask_mod", "the pattern as a rule evaluated per score: no mask bytes, every tile visited");
+  v.hbm_bytes = [](const Problem& p) { return p.fa2_bytes(tiles(p).Br); };
+  v.run = [](const AttentionParams& p, Stages& st) {
+    st.run("FlashAttention-2, mask_mod per score", [&] { return ch10::mask_mod(p); });
+  };
+  return v;
+}
+
+Variant block_mask_variant() {
+  Variant v = masks_variant("block_mask",
+                            "FlexAttention's BlockMask: only listed K/V tiles visited, the rule on partial ones only");
+  v.best = true;
+  v.workspace_bytes = lists_bytes;
+  v.hbm_bytes = [](const Problem& p) { return p.fa2_bytes_visited(listed(p).pairs, tiles(p).Bc) + 2.0 * lists_bytes(p); };
+  v.plan = [](const Problem& p) {
+    const Listed n = listed(p);
+    char s[200];
+    std::snprintf(s, sizeof s, "Br = %d, Bc = %d: %lld of %lld (Q tile, K/V tile) pairs listed per head, %lld partial",
+                  tiles(p).Br, tiles(p).Bc, n.pairs, static_cast<long long>(q_tiles(p)) * kv_tiles(p), n.partial);
+    return std::string(s);
+  };
+  v.run = [](const AttentionParams& p, Stages& st) {
+    st.run("the block mask (create_block_mask)", [&] { return ch10::write_block_mask(p, p.workspace); });
+    st.run("FlashAttention-2 over the listed tiles", [&] { return ch10::block_mask(p, p.workspace); });
+  };
+  return v;
+}
+
+const Register mask_tensor(mask_tensor_variant());
+const Register mask_mod(mask_mod_variant());
+const Register block_mask(block_mask_variant());
+
+}  // namespace

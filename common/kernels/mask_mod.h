@@ -1,0 +1,69 @@
+// mask_mod.h: chapter 10's masks as rules, FlexAttention's mask_mod(b, h, q_idx, kv_idx) -> bool.
+// Each is a functor a kernel takes as a template parameter and calls on a (query, key) pair; the
+// reference (harness/problem.cpp) calls the same rules on the host, and test_reference checks them
+// against hand-written tables. params.h says what each kind means.
+#pragma once
+#include "params.h"
+
+namespace attn {
+
+// Every key: no mask at all.
+struct AllKeys {
+  ATTN_HOST_DEVICE bool operator()(int, int, int, int) const { return true; }
+};
+// is_causal as a rule: key kv visible to query q when kv <= q + offset (torch's alignments).
+struct CausalMod {
+  int offset;
+  ATTN_HOST_DEVICE bool operator()(int, int, int q, int kv) const { return kv <= q + offset; }
+};
+struct SlidingWindow {
+  int window;
+  ATTN_HOST_DEVICE bool operator()(int, int, int q, int kv) const { return kv <= q && q - kv <= window; }
+};
+struct PrefixLM {
+  int prefix;
+  ATTN_HOST_DEVICE bool operator()(int, int, int q, int kv) const { return kv < prefix || kv <= q; }
+};
+struct Document {
+  const int* doc;
+  ATTN_HOST_DEVICE bool operator()(int, int, int q, int kv) const { return doc[q] == doc[kv]; }
+};
+// 64 x 64 blocks, each visible with probability 1/2: a splitmix-style hash of (seed, block row,
+// block column). Test data for block masks: kernel tiles that are whole, empty and partial.
+struct RandomBlocks {
+  uint32_t seed;
+  ATTN_HOST_DEVICE bool operator()(int, int, int q, int kv) const {
+    uint32_t x = seed ^ (static_cast<uint32_t>(q / 64) * 0x9E3779B1u) ^ (static_cast<uint32_t>(kv / 64) * 0x85EBCA77u);
+    x ^= x >> 16;
+    x *= 0x7FEB352Du;
+    x ^= x >> 15;
+    x *= 0x846CA68Bu;
+    x ^= x >> 16;
+    return (x & 1u) != 0;
+  }
+};
+
+// The book's patterns behind one functor: the kind chosen at run time, by a branch that is the
+// same for every thread (one kernel serves them all; a kernel instantiated with SlidingWindow
+// itself carries no branch). is_causal, when the problem has it, is the rule CausalMod.
+struct BookMod {
+  MaskMod m;
+  int causal_offset;
+  bool causal;
+  ATTN_HOST_DEVICE static BookMod of(const AttentionParams& p) {
+    return {p.mod, p.causal_offset(), p.causal != Causal::none};
+  }
+  ATTN_HOST_DEVICE bool operator()(int b, int h, int q, int kv) const {
+    if (causal) return CausalMod{causal_offset}(b, h, q, kv);
+    switch (m.kind) {
+      case ModKind::none: return true;
+      case ModKind::sliding_window: return SlidingWindow{m.arg}(b, h, q, kv);
+      case ModKind::prefix_lm: return PrefixLM{m.arg}(b, h, q, kv);
+      case ModKind::document: return Document{m.doc}(b, h, q, kv);
+      case ModKind::random_blocks: return RandomBlocks{static_cast<uint32_t>(m.arg)}(b, h, q, kv);
+    }
+    return true;
+  }
+};
+
+}  // namespace attn
