@@ -1,5 +1,5 @@
 // fa2_tile.cuh: the steps of FlashAttention-2 on tensor cores that every such kernel of the book
-// shares (steps c to h of this chapter, and chapter 06): what one warp does to 16 of its rows for
+// shares (steps c to h of this chapter, chapters 06 and 10): what one warp does to 16 of its rows for
 // one tile of Bc keys, once S = Q K^T is in its accumulators, and how it writes O at the end.
 //
 // A lane (g = lane / 4, t = lane % 4) holds rows g and g + 8 of the warp's 16 rows; of each

@@ -9,7 +9,7 @@
 //  - zero-fill only on the last tile: the other K/V tiles are whole, so their copies carry no
 //    bound test and no source size;
 //  - the mask only where it can remove a key (Policy::needs_mask): without is_causal or
-//    attn_mask only the last, ragged tile goes through scale_and_mask;
+//    attn_mask only the last, ragged tile goes through the mask (mask_tile: scale_and_mask);
 //  - the scale folded into the exponent: on the other tiles P = exp2(scale * log2(e) * s - m) is
 //    one FFMA and one exp2 per score, and the row maximum is taken on the raw scores;
 //  - exp2 as ex2.approx.ftz.f32 (simt::ex2_approx_ftz): one MUFU.EX2, no subnormal handling.

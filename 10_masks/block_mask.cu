@@ -3,10 +3,12 @@
 // the kernel's tile sizes: for each Q tile, its partial K/V tiles (kv_indices) and its wholly
 // visible ones (full_kv_indices). The kernel visits the listed tiles only, the full ones first
 // without the rule (chapter 05's unmasked path), then the partial ones with it.
-// The lists are written by a kernel of their own (as create_block_mask builds them), which
-// evaluates the rule on every (query, key) pair once: step b's evaluations, done once for every
-// (batch, head) instead of per head, and reusable by every layer that shares the pattern.
-// Cost: the lists' writing; two lookups per visited tile; a tile's rule only where it is partial.
+// The lists are written by kernels of their own, as create_block_mask builds them: one classifies
+// every (Q tile, K/V tile) pair, evaluating the rule on each of its (query, key) pairs (step b's
+// evaluations, once for every (batch, head) instead of per head, and reusable by every layer that
+// shares the pattern), the next turns each Q tile's classes into its two lists.
+// Cost: the lists' writing; per visited tile, the loads of its list entries and counts (L1 hits,
+// but on the loop's path to the next copy); the rule on partial tiles only.
 #include "05_flash_v2/lean_loop.cuh"
 #include "kernels/mask_mod.h"
 #include "masks.h"
@@ -14,28 +16,36 @@
 namespace ch10 {
 namespace {
 
-// One block per Q tile, 128 threads; for each K/V tile the threads evaluate its pairs (those
-// inside [0, Lq) x [0, Lk)) and vote: any visible, any hidden. Thread 0 appends the tile to a list.
-__global__ void write_block_mask_kernel(const attn::AttentionParams p, int Br, int Bc, int* base) {
-  const int q_tiles = (p.Lq + Br - 1) / Br, kv_tiles = (p.Lk + Bc - 1) / Bc, r = static_cast<int>(blockIdx.x);
-  const BlockMaskLists<int> lists(base, q_tiles, kv_tiles);
+// One block of 128 threads per (K/V tile, Q tile): the threads evaluate the pairs inside
+// [0, Lq) x [0, Lk) and vote, any visible and any hidden.
+__global__ void classify_tiles_kernel(const attn::AttentionParams p, int Br, int Bc, int* base) {
+  const BlockMaskLists<int> lists(base, p.Lq, p.Lk, Br, Bc);
   const attn::BookMod rule = attn::BookMod::of(p);
-  const int rows = min(Br, p.Lq - r * Br);
-  int partial = 0, full = 0;
-  for (int c = 0; c < kv_tiles; ++c) {
-    const int keys = min(Bc, p.Lk - c * Bc);
-    bool seen = false, hidden = false;
-    for (int at = static_cast<int>(threadIdx.x); at < rows * keys; at += static_cast<int>(blockDim.x)) {
-      const bool v = rule(0, 0, r * Br + at / keys, c * Bc + at % keys);
-      seen |= v, hidden |= !v;
-    }
-    const int any_seen = __syncthreads_or(seen), any_hidden = __syncthreads_or(hidden);
-    if (threadIdx.x == 0 && any_seen) {
-      if (any_hidden) lists.kv_indices[r * kv_tiles + partial++] = c;
-      else lists.full_kv_indices[r * kv_tiles + full++] = c;
-    }
+  const int c = static_cast<int>(blockIdx.x), r = static_cast<int>(blockIdx.y);
+  const int rows = min(Br, p.Lq - r * Br), keys = min(Bc, p.Lk - c * Bc);
+  bool seen = false, hidden = false;
+  for (int at = static_cast<int>(threadIdx.x); at < rows * keys; at += static_cast<int>(blockDim.x)) {
+    const bool v = rule(0, 0, r * Br + at / keys, c * Bc + at % keys);
+    seen |= v, hidden |= !v;
   }
-  if (threadIdx.x == 0) lists.kv_num_blocks[r] = partial, lists.full_kv_num_blocks[r] = full;
+  const int any_seen = __syncthreads_or(seen), any_hidden = __syncthreads_or(hidden);
+  using L = BlockMaskLists<int>;
+  if (threadIdx.x == 0)
+    lists.classes()[static_cast<size_t>(r) * lists.kv_tiles + c] = !any_seen ? L::empty : any_hidden ? L::partial : L::full;
+}
+
+// One thread per Q tile: its classes, in key order, into the two lists.
+__global__ void list_tiles_kernel(const attn::AttentionParams p, int Br, int Bc, int* base) {
+  const BlockMaskLists<int> lists(base, p.Lq, p.Lk, Br, Bc);
+  const int r = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (r >= lists.q_tiles) return;
+  const uint8_t* cls = lists.classes() + static_cast<size_t>(r) * lists.kv_tiles;
+  int partial = 0, full = 0;
+  for (int c = 0; c < lists.kv_tiles; ++c) {
+    if (cls[c] == BlockMaskLists<int>::partial) lists.kv_indices(r)[partial++] = c;
+    if (cls[c] == BlockMaskLists<int>::full) lists.full_kv_indices(r)[full++] = c;
+  }
+  lists.kv_num_blocks[r] = partial, lists.full_kv_num_blocks[r] = full;
 }
 
 // lean_loop's Policy: Q tile r visits its full tiles, then its partial ones (the order does not
@@ -43,7 +53,7 @@ __global__ void write_block_mask_kernel(const attn::AttentionParams p, int Br, i
 template <int Br, int Bc>
 struct ListedTiles : ch05::EveryTile {
   __device__ static BlockMaskLists<const int> lists(const attn::AttentionParams& p) {
-    return {static_cast<const int*>(p.workspace), (p.Lq + Br - 1) / Br, (p.Lk + Bc - 1) / Bc};
+    return {static_cast<const int*>(p.workspace), p.Lq, p.Lk, Br, Bc};
   }
   __device__ static int tiles(const attn::AttentionParams& p, int q0, int /*Br*/, int /*Bc*/) {
     const BlockMaskLists<const int> l = lists(p);
@@ -52,7 +62,7 @@ struct ListedTiles : ch05::EveryTile {
   __device__ static int kv_tile(const attn::AttentionParams& p, int q0, int j) {
     const BlockMaskLists<const int> l = lists(p);
     const int r = q0 / Br, full = l.full_kv_num_blocks[r];
-    return j < full ? l.full_kv_indices[r * l.kv_tiles + j] : l.kv_indices[r * l.kv_tiles + j - full];
+    return j < full ? l.full_kv_indices(r)[j] : l.kv_indices(r)[j - full];
   }
   __device__ static bool needs_mask(const attn::AttentionParams& p, int q0, int j, int k0, int /*Bc*/) {
     return j >= lists(p).full_kv_num_blocks[q0 / Br] || k0 + Bc > p.Lk;
@@ -65,8 +75,11 @@ struct ListedTiles : ch05::EveryTile {
 cudaError_t write_block_mask(const attn::AttentionParams& p, void* lists) {
   return ch05::dispatch_tensor_core(p, [&](auto, auto d) {
     constexpr ch05::Tiles kT = ch05::fa2_tiles(decltype(d)::value);
-    return simt::launch(write_block_mask_kernel, dim3((p.Lq + kT.Br - 1) / kT.Br), dim3(128), 0, p, kT.Br, kT.Bc,
-                        static_cast<int*>(lists));
+    int* base = static_cast<int*>(lists);
+    const BlockMaskLists<int> l(base, p.Lq, p.Lk, kT.Br, kT.Bc);
+    const cudaError_t e = simt::launch(classify_tiles_kernel, dim3(l.kv_tiles, l.q_tiles), dim3(128), 0, p, kT.Br, kT.Bc, base);
+    if (e != cudaSuccess) return e;
+    return simt::launch(list_tiles_kernel, dim3((l.q_tiles + 127) / 128), dim3(128), 0, p, kT.Br, kT.Bc, base);
   });
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <cuda_runtime.h>
 
 #include "kernels/params.h"
@@ -22,17 +23,29 @@ cudaError_t write_block_mask(const attn::AttentionParams& p, void* lists);
 cudaError_t block_mask(const attn::AttentionParams& p, const void* lists);
 
 // The block mask's lists, FlexAttention's names: for Q tile r, kv_num_blocks[r] partial K/V tiles
-// (kv_indices[r][...]) and full_kv_num_blocks[r] wholly visible ones (full_kv_indices[r][...]), in
-// key order. One set for every (batch, head): the book's rules do not depend on b, h.
+// (kv_indices(r)[...]) and full_kv_num_blocks[r] wholly visible ones (full_kv_indices(r)[...]), in
+// key order; then one byte per (Q tile, K/V tile) that write_block_mask's first kernel classifies
+// them into. One set for every (batch, head): the book's rules do not depend on b, h.
+struct BlockMaskShape {
+  int q_tiles, kv_tiles;
+  ATTN_HOST_DEVICE BlockMaskShape(int Lq, int Lk, int Br, int Bc) : q_tiles((Lq + Br - 1) / Br), kv_tiles((Lk + Bc - 1) / Bc) {}
+  ATTN_HOST_DEVICE size_t pairs() const { return static_cast<size_t>(q_tiles) * kv_tiles; }
+  ATTN_HOST_DEVICE size_t bytes() const { return sizeof(int) * 2 * (q_tiles + pairs()) + pairs(); }
+};
 template <class Int>
-struct BlockMaskLists {
-  Int *kv_num_blocks, *kv_indices, *full_kv_num_blocks, *full_kv_indices;
-  int kv_tiles;
-  ATTN_HOST_DEVICE BlockMaskLists(Int* base, int q_tiles, int kv_tiles_)
-      : kv_num_blocks(base), kv_indices(base + q_tiles), full_kv_num_blocks(base + q_tiles + q_tiles * kv_tiles_),
-        full_kv_indices(base + 2 * q_tiles + q_tiles * kv_tiles_), kv_tiles(kv_tiles_) {}
-  ATTN_HOST_DEVICE static size_t bytes(int q_tiles, int kv_tiles) {
-    return sizeof(int) * 2 * static_cast<size_t>(q_tiles) * (1 + static_cast<size_t>(kv_tiles));
+struct BlockMaskLists : BlockMaskShape {
+  enum Class : uint8_t { empty, partial, full };
+  Int *kv_num_blocks, *full_kv_num_blocks, *kv_index_rows, *full_kv_index_rows;
+  ATTN_HOST_DEVICE BlockMaskLists(Int* base, int Lq, int Lk, int Br, int Bc)
+      : BlockMaskShape(Lq, Lk, Br, Bc), kv_num_blocks(base), full_kv_num_blocks(base + q_tiles),
+        kv_index_rows(base + 2 * static_cast<size_t>(q_tiles)), full_kv_index_rows(kv_index_rows + pairs()) {}
+  ATTN_HOST_DEVICE Int* kv_indices(int r) const { return kv_index_rows + static_cast<size_t>(r) * kv_tiles; }
+  ATTN_HOST_DEVICE Int* full_kv_indices(int r) const { return full_kv_index_rows + static_cast<size_t>(r) * kv_tiles; }
+  // The classes, after the lists (uint8_t, or const uint8_t for const lists).
+  ATTN_HOST_DEVICE auto* classes() const {
+    using Byte = std::conditional_t<std::is_const_v<Int>, const uint8_t, uint8_t>;
+    return reinterpret_cast<Byte*>(full_kv_index_rows + pairs());
   }
 };
+
 }  // namespace ch10

@@ -12,8 +12,8 @@ namespace {
 using namespace attn;
 
 ch05::Tiles tiles(const Problem& p) { return ch05::fa2_tiles(p.d); }
-int q_tiles(const Problem& p) { return (p.Lq + tiles(p).Br - 1) / tiles(p).Br; }
-int kv_tiles(const Problem& p) { return (p.Lk + tiles(p).Bc - 1) / tiles(p).Bc; }
+// The lists' sizes at the kernel's tiles.
+ch10::BlockMaskShape layout(const Problem& p) { return {p.Lq, p.Lk, tiles(p).Br, tiles(p).Bc}; }
 
 // The (Q tile, K/V tile) pairs of one head the block mask lists (a visible key in the tile), and of
 // those the partial ones (a hidden key too, within [0, Lq) x [0, Lk)): from the rows' runs of
@@ -23,7 +23,7 @@ struct Listed {
 };
 Listed listed(const Problem& p) {
   const ch05::Tiles t = tiles(p);
-  const int kt = kv_tiles(p);
+  const int kt = layout(p).kv_tiles;
   const std::vector<int> doc = p.documents();
   std::vector<std::pair<int, int>> runs;
   std::vector<long long> seen(static_cast<size_t>(kt));  // visible keys per K/V tile, this Q tile
@@ -45,7 +45,7 @@ Listed listed(const Problem& p) {
   return n;
 }
 size_t mask_bytes(const Problem& p) { return static_cast<size_t>(p.Lq) * p.Lk; }
-size_t lists_bytes(const Problem& p) { return ch10::BlockMaskLists<int>::bytes(q_tiles(p), kv_tiles(p)); }
+size_t lists_bytes(const Problem& p) { return layout(p).bytes(); }
 
 // What the three share: chapter 05's dtypes, head dims and kernel; is_causal and every mask_mod
 // (no attn_mask: step a makes its own), lse written, the emulator's pace.
@@ -99,7 +99,7 @@ Variant block_mask_variant() {
     const Listed n = listed(p);
     char s[200];
     std::snprintf(s, sizeof s, "Br = %d, Bc = %d: %lld of %lld (Q tile, K/V tile) pairs listed per head, %lld partial",
-                  tiles(p).Br, tiles(p).Bc, n.pairs, static_cast<long long>(q_tiles(p)) * kv_tiles(p), n.partial);
+                  tiles(p).Br, tiles(p).Bc, n.pairs, static_cast<long long>(layout(p).q_tiles) * layout(p).kv_tiles, n.partial);
     return std::string(s);
   };
   v.run = [](const AttentionParams& p, Stages& st) {

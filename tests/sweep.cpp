@@ -83,16 +83,25 @@ std::vector<Problem> mask_mod_sweep() {
   };
   const int dims[] = {32, 64, 96, 128, 256};
   std::vector<Problem> out;
-  size_t k = 0;
-  for (Lengths l : {Lengths{1, 1}, Lengths{130, 130}, Lengths{97, 200}, Lengths{200, 97}})
-    for (Mod m : mods) {
-      Problem p;
-      p.B = l.Lq == 1 ? 2 : 1, p.H = 2, p.Lq = l.Lq, p.Lk = l.Lk;
-      p.d = dims[k % std::size(dims)], p.dtype = k % 2 ? DType::bf16 : DType::fp16;
-      p.mod = m.kind, p.window = m.window, p.prefix = m.prefix;
-      p.seed = ++k;
-      out.push_back(p);
-    }
+  // Each pattern in both dtypes at each length; its 8 problems walk the 5 head dims from an offset
+  // of its own, so that every pattern meets every head dim.
+  for (size_t m = 0; m < std::size(mods); ++m) {
+    size_t k = m;
+    for (Lengths l : {Lengths{1, 1}, Lengths{130, 130}, Lengths{97, 200}, Lengths{200, 97}})
+      for (DType t : {DType::fp16, DType::bf16}) {
+        Problem p;
+        p.B = l.Lq == 1 ? 2 : 1, p.H = 2, p.Lq = l.Lq, p.Lk = l.Lk;
+        p.d = dims[k++ % std::size(dims)], p.dtype = t;
+        p.mod = mods[m].kind, p.window = mods[m].window, p.prefix = mods[m].prefix;
+        p.seed = k * 31 + m;
+        out.push_back(p);
+      }
+  }
+  for (double scale : {-0.5, 0.05}) {  // a negative scale: every tile masked, the full ones too
+    Problem p;
+    p.H = 2, p.Lq = 150, p.Lk = 170, p.d = 64, p.dtype = DType::fp16, p.mod = ModKind::document, p.scale_override = scale;
+    out.push_back(p);
+  }
   return out;
 }
 

@@ -46,11 +46,12 @@ if [ "$backend" = cpu ]; then
     # For sm_90 only (FLASHSTEPS_CHECK_ARCHS to change it): the GPUs the book is measured on, and
     # the SASS its static checks read; the default build adds sm_80, at twice the compile time.
     archs=${FLASHSTEPS_CHECK_ARCHS:-90}
-    # In Release, the build type most users pick (the others are RelWithDebInfo and Debug).
+    # In Release, the build type most users pick (the others are RelWithDebInfo and Debug). Its
+    # arch_resources check for three architectures (tools/CMakeLists.txt says why these).
     step "the gpu backend compiles and links for sm_$archs in Release (no GPU here: its tests report themselves skipped)"
     if configure "$root/build-gpu" -DFLASHSTEPS_BACKEND=gpu -DCMAKE_CUDA_COMPILER="$nvcc" \
          -DCMAKE_CUDA_ARCHITECTURES="$archs" -DCMAKE_BUILD_TYPE=Release \
-         -DFLASHSTEPS_ARCH_RESOURCES_ARCHS="${FLASHSTEPS_ARCH_RESOURCES_ARCHS:-75,80,86,100,120}" &&
+         -DFLASHSTEPS_ARCH_RESOURCES_ARCHS="${FLASHSTEPS_ARCH_RESOURCES_ARCHS:-75,86,120}" &&
        build "$root/build-gpu"; then
       echo "built: $(ls "$root/build-gpu/bin" | tr '\n' ' ')"
       # Its own tests only: the tools' (label tools) are the cpu build's, already run above.

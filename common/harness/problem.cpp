@@ -140,19 +140,17 @@ void Problem::visible_runs(int i, const std::vector<int>& doc, std::vector<std::
       return;
     case ModKind::sliding_window: add(static_cast<long long>(i) - window, static_cast<long long>(i) + 1); return;
     case ModKind::prefix_lm: add(0, std::max<long long>(prefix, static_cast<long long>(i) + 1)); return;
-    case ModKind::document: {  // documents are runs of positions
-      long long lo = i, hi = static_cast<long long>(i) + 1;
-      while (lo > 0 && doc[static_cast<size_t>(lo - 1)] == doc[static_cast<size_t>(i)]) --lo;
-      while (hi < static_cast<long long>(doc.size()) && doc[static_cast<size_t>(hi)] == doc[static_cast<size_t>(i)]) ++hi;
-      add(lo, hi);
+    case ModKind::document: {  // documents are runs of positions, their ids in increasing order
+      const auto [lo, hi] = std::equal_range(doc.begin(), doc.end(), doc[static_cast<size_t>(i)]);
+      add(lo - doc.begin(), hi - doc.begin());
       return;
     }
     case ModKind::random_blocks: {
       const RandomBlocks rule{static_cast<uint32_t>(mask_mod(nullptr).arg)};
-      for (int j = 0; j < Lk; j += 64)
+      for (int j = 0; j < Lk; j += RandomBlocks::kBlock)
         if (rule(0, 0, i, j)) {
-          if (!runs.empty() && runs.back().second == j) runs.back().second = std::min(Lk, j + 64);
-          else add(j, j + 64);
+          if (!runs.empty() && runs.back().second == j) runs.back().second = std::min(Lk, j + RandomBlocks::kBlock);
+          else add(j, j + RandomBlocks::kBlock);
         }
       return;
     }

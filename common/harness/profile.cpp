@@ -315,6 +315,7 @@ SamplePlan Profiler::plan(const Variant& v, const Problem& p) const {
   s.heads.total = heads;
   Problem dense = p;  // the emulator runs every (query, key) pair of a block, masked or not
   dense.causal = Causal::none;
+  dense.mod = ModKind::none;
   const double per_head =
       dense.flops() / static_cast<double>(heads) / (v.cpu_flops_per_second * std::max(1, device().sms)) * kCountersSlowdown;
   if (o_.emulated_heads > 0)
@@ -328,10 +329,12 @@ SamplePlan Profiler::plan(const Variant& v, const Problem& p) const {
   // line; with it a quadratic (a row's visible keys grow with its position, and whether a kernel
   // skips them by tile or by key, or reads S up to them, its counts follow), as long as the first
   // rows of a shorter problem are the problem's first rows (top-left, or Lq = Lk) and no row sees
-  // every key before the last group (Lq <= Lk).
+  // every key before the last group (Lq <= Lk). A mask_mod's counts follow its pattern (a prefix,
+  // documents, random blocks): no polynomial, every row emulated.
   const bool causal = p.causal != Causal::none;
   s.degree = causal ? 2 : 1;
-  const bool polynomial = !causal || p.Lq == p.Lk || (p.causal == Causal::top_left && p.Lq <= p.Lk);
+  const bool polynomial = p.mod == ModKind::none &&
+                          (!causal || p.Lq == p.Lk || (p.causal == Causal::top_left && p.Lq <= p.Lk));
   const int groups = p.Lq / kRowGroup;
   const bool wanted = o_.row_groups == "always" ||
                       (o_.row_groups == "auto" && s.heads.emulated == 1 && per_head > kWholeProblemUpTo);

@@ -31,9 +31,10 @@ struct Document {
 // 64 x 64 blocks, each visible with probability 1/2: a splitmix-style hash of (seed, block row,
 // block column). Test data for block masks: kernel tiles that are whole, empty and partial.
 struct RandomBlocks {
+  static constexpr int kBlock = 64;
   uint32_t seed;
   ATTN_HOST_DEVICE bool operator()(int, int, int q, int kv) const {
-    uint32_t x = seed ^ (static_cast<uint32_t>(q / 64) * 0x9E3779B1u) ^ (static_cast<uint32_t>(kv / 64) * 0x85EBCA77u);
+    uint32_t x = seed ^ (static_cast<uint32_t>(q / kBlock) * 0x9E3779B1u) ^ (static_cast<uint32_t>(kv / kBlock) * 0x85EBCA77u);
     x ^= x >> 16;
     x *= 0x7FEB352Du;
     x ^= x >> 15;
