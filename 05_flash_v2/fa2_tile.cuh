@@ -45,21 +45,25 @@ __device__ __forceinline__ void scale_and_mask(float (&s)[Bc / 8][4], int row, c
 }
 
 // The mask a kernel's Policy asks for (lean_loop.cuh): its mask_mod's rule on every score when it
-// has one (chapter 10: mask_mod(p) gives the functor), else scale_and_mask with or without
-// attn_mask's code.
+// has one (chapter 10: mask_mod(p) gives the functor; one with visit() picks its rule once per
+// tile, not per score), else scale_and_mask with or without attn_mask's code.
 template <int Bc, class Policy>
 __device__ __forceinline__ void mask_tile(float (&s)[Bc / 8][4], int row, const attn::AttentionParams& p, int b, int h,
                                           int k0, float scale_log2) {
   if constexpr (requires { Policy::mask_mod(p); }) {
+    const auto apply = [&](const auto& rule) {
+      const int t = static_cast<int>(threadIdx.x % 4);
+#pragma unroll
+      for (int nt = 0; nt < Bc / 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int i = row + e / 2 * 8, key = k0 + nt * 8 + 2 * t + (e & 1);
+          s[nt][e] = key >= p.Lk || i >= p.Lq || !rule(b, h, i, key) ? -INFINITY : s[nt][e] * scale_log2;
+        }
+    };
     const auto mod = Policy::mask_mod(p);
-    const int t = static_cast<int>(threadIdx.x % 4);
-#pragma unroll
-    for (int nt = 0; nt < Bc / 8; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int i = row + e / 2 * 8, key = k0 + nt * 8 + 2 * t + (e & 1);
-        s[nt][e] = key >= p.Lk || i >= p.Lq || !mod(b, h, i, key) ? -INFINITY : s[nt][e] * scale_log2;
-      }
+    if constexpr (requires { mod.visit(apply); }) mod.visit(apply);
+    else apply(mod);
   } else {
     scale_and_mask<Bc, Policy::kAttnMask>(s, row, p, b, h, k0, scale_log2);
   }

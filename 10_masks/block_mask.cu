@@ -7,8 +7,8 @@
 // every (Q tile, K/V tile) pair, evaluating the rule on each of its (query, key) pairs (step b's
 // evaluations, once for every (batch, head) instead of per head, and reusable by every layer that
 // shares the pattern), the next turns each Q tile's classes into its two lists.
-// Cost: the lists' writing; per visited tile, the loads of its list entries and counts (L1 hits,
-// but on the loop's path to the next copy); the rule on partial tiles only.
+// Cost: the lists' writing; per visited tile, a load of its index and of the full tiles' count (L1
+// hits); the rule on partial tiles only.
 #include "05_flash_v2/lean_loop.cuh"
 #include "kernels/mask_mod.h"
 #include "masks.h"
@@ -34,18 +34,21 @@ __global__ void classify_tiles_kernel(const attn::AttentionParams p, int Br, int
     lists.classes()[static_cast<size_t>(r) * lists.kv_tiles + c] = !any_seen ? L::empty : any_hidden ? L::partial : L::full;
 }
 
-// One thread per Q tile: its classes, in key order, into the two lists.
+// One thread per Q tile: its classes, in key order, into its row: the full tiles, then the partial.
 __global__ void list_tiles_kernel(const attn::AttentionParams p, int Br, int Bc, int* base) {
-  const BlockMaskLists<int> lists(base, p.Lq, p.Lk, Br, Bc);
+  using L = BlockMaskLists<int>;
+  const L lists(base, p.Lq, p.Lk, Br, Bc);
   const int r = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
   if (r >= lists.q_tiles) return;
   const uint8_t* cls = lists.classes() + static_cast<size_t>(r) * lists.kv_tiles;
-  int partial = 0, full = 0;
-  for (int c = 0; c < lists.kv_tiles; ++c) {
-    if (cls[c] == BlockMaskLists<int>::partial) lists.kv_indices(r)[partial++] = c;
-    if (cls[c] == BlockMaskLists<int>::full) lists.full_kv_indices(r)[full++] = c;
-  }
-  lists.kv_num_blocks[r] = partial, lists.full_kv_num_blocks[r] = full;
+  int* row = lists.row(r);
+  int n = 0;
+  for (int c = 0; c < lists.kv_tiles; ++c)
+    if (cls[c] == L::full) row[n++] = c;
+  lists.full_kv_num_blocks[r] = n;
+  for (int c = 0; c < lists.kv_tiles; ++c)
+    if (cls[c] == L::partial) row[n++] = c;
+  lists.kv_num_blocks[r] = n - lists.full_kv_num_blocks[r];
 }
 
 // lean_loop's Policy: Q tile r visits its full tiles, then its partial ones (the order does not
@@ -59,11 +62,7 @@ struct ListedTiles : ch05::EveryTile {
     const BlockMaskLists<const int> l = lists(p);
     return l.full_kv_num_blocks[q0 / Br] + l.kv_num_blocks[q0 / Br];
   }
-  __device__ static int kv_tile(const attn::AttentionParams& p, int q0, int j) {
-    const BlockMaskLists<const int> l = lists(p);
-    const int r = q0 / Br, full = l.full_kv_num_blocks[r];
-    return j < full ? l.full_kv_indices(r)[j] : l.kv_indices(r)[j - full];
-  }
+  __device__ static int kv_tile(const attn::AttentionParams& p, int q0, int j) { return lists(p).row(q0 / Br)[j]; }
   __device__ static bool needs_mask(const attn::AttentionParams& p, int q0, int j, int k0, int /*Bc*/) {
     return j >= lists(p).full_kv_num_blocks[q0 / Br] || k0 + Bc > p.Lk;
   }

@@ -22,29 +22,33 @@ cudaError_t mask_mod(const attn::AttentionParams& p);
 cudaError_t write_block_mask(const attn::AttentionParams& p, void* lists);
 cudaError_t block_mask(const attn::AttentionParams& p, const void* lists);
 
-// The block mask's lists, FlexAttention's names: for Q tile r, kv_num_blocks[r] partial K/V tiles
-// (kv_indices(r)[...]) and full_kv_num_blocks[r] wholly visible ones (full_kv_indices(r)[...]), in
-// key order; then one byte per (Q tile, K/V tile) that write_block_mask's first kernel classifies
-// them into. One set for every (batch, head): the book's rules do not depend on b, h.
+// The block mask's lists, FlexAttention's names: for Q tile r, full_kv_num_blocks[r] wholly visible
+// K/V tiles (full_kv_indices(r)[...]) and kv_num_blocks[r] partial ones (kv_indices(r)[...]), each
+// in key order. The two lists of a Q tile are stored end to end in one row, the full ones first:
+// the j-th tile the kernel visits is row(r)[j], one load that depends on nothing (a kernel that
+// read a list's start from its count first would wait for two loads in a row). Then one byte per
+// (Q tile, K/V tile) that write_block_mask's first kernel classifies them into. One set for every
+// (batch, head): the book's rules do not depend on b, h.
 struct BlockMaskShape {
   int q_tiles, kv_tiles;
   ATTN_HOST_DEVICE BlockMaskShape(int Lq, int Lk, int Br, int Bc) : q_tiles((Lq + Br - 1) / Br), kv_tiles((Lk + Bc - 1) / Bc) {}
   ATTN_HOST_DEVICE size_t pairs() const { return static_cast<size_t>(q_tiles) * kv_tiles; }
-  ATTN_HOST_DEVICE size_t bytes() const { return sizeof(int) * 2 * (q_tiles + pairs()) + pairs(); }
+  ATTN_HOST_DEVICE size_t bytes() const { return sizeof(int) * (2 * static_cast<size_t>(q_tiles) + pairs()) + pairs(); }
 };
 template <class Int>
 struct BlockMaskLists : BlockMaskShape {
   enum Class : uint8_t { empty, partial, full };
-  Int *kv_num_blocks, *full_kv_num_blocks, *kv_index_rows, *full_kv_index_rows;
+  Int *kv_num_blocks, *full_kv_num_blocks, *rows;
   ATTN_HOST_DEVICE BlockMaskLists(Int* base, int Lq, int Lk, int Br, int Bc)
       : BlockMaskShape(Lq, Lk, Br, Bc), kv_num_blocks(base), full_kv_num_blocks(base + q_tiles),
-        kv_index_rows(base + 2 * static_cast<size_t>(q_tiles)), full_kv_index_rows(kv_index_rows + pairs()) {}
-  ATTN_HOST_DEVICE Int* kv_indices(int r) const { return kv_index_rows + static_cast<size_t>(r) * kv_tiles; }
-  ATTN_HOST_DEVICE Int* full_kv_indices(int r) const { return full_kv_index_rows + static_cast<size_t>(r) * kv_tiles; }
-  // The classes, after the lists (uint8_t, or const uint8_t for const lists).
+        rows(base + 2 * static_cast<size_t>(q_tiles)) {}
+  ATTN_HOST_DEVICE Int* row(int r) const { return rows + static_cast<size_t>(r) * kv_tiles; }
+  ATTN_HOST_DEVICE Int* full_kv_indices(int r) const { return row(r); }
+  ATTN_HOST_DEVICE Int* kv_indices(int r) const { return row(r) + full_kv_num_blocks[r]; }
+  // The classes, after the rows (uint8_t, or const uint8_t for const lists).
   ATTN_HOST_DEVICE auto* classes() const {
     using Byte = std::conditional_t<std::is_const_v<Int>, const uint8_t, uint8_t>;
-    return reinterpret_cast<Byte*>(full_kv_index_rows + pairs());
+    return reinterpret_cast<Byte*>(rows + pairs());
   }
 };
 

@@ -74,7 +74,7 @@ Variant mask_tensor_variant() {
   };
   v.run = [](const AttentionParams& p, Stages& st) {
     auto* mask = static_cast<uint8_t*>(p.workspace);
-    st.run("the mask written as a tensor", [&] { return ch10::write_mask(p, mask); });
+    st.run("the mask written as a tensor", [&] { return ch10::write_mask(p, mask); }, 0, false);
     st.run("FlashAttention-2 with the tensor as attn_mask", [&] { return ch10::mask_tensor(p, mask); });
   };
   return v;
@@ -103,7 +103,7 @@ Variant block_mask_variant() {
     return std::string(s);
   };
   v.run = [](const AttentionParams& p, Stages& st) {
-    st.run("the block mask (create_block_mask)", [&] { return ch10::write_block_mask(p, p.workspace); });
+    st.run("the block mask (create_block_mask)", [&] { return ch10::write_block_mask(p, p.workspace); }, 0, false);
     st.run("FlashAttention-2 over the listed tiles", [&] { return ch10::block_mask(p, p.workspace); });
   };
   return v;

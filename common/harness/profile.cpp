@@ -404,7 +404,7 @@ const Profile& Profiler::run(const Variant& v, const Problem& p, const SamplePla
       stages.push_back(t.stage);
       counts.emplace_back(), kernels.emplace_back();
       for (const simt::LaunchCounters& l : t.counters)
-        counts.back().push_back(scaled(l, plan.heads, shared)), kernels.back().push_back(l.kernel);
+        counts.back().push_back(scaled(l, t.per_head ? plan.heads : HeadSample{}, shared)), kernels.back().push_back(l.kernel);
     }
     runs.push_back(std::move(counts));
     if (runs.size() == 1 || (!r.verdict.pass && prof.result.verdict.pass)) prof.result = std::move(r);

@@ -33,17 +33,19 @@ void Stages::begin() {
   used_ = 0;
   names_.clear();
   bytes_.clear();
+  per_head_.clear();
   counters_.clear();
   take_counters();  // launches before this execution are not its own
   check(cudaEventRecord(event(used_++)), "cudaEventRecord");
 }
-void Stages::run(const std::string& stage, const std::function<cudaError_t()>& launch, double bytes) {
+void Stages::run(const std::string& stage, const std::function<cudaError_t()>& launch, double bytes, bool per_head) {
   if (const cudaError_t e = launch(); e != cudaSuccess) {
     const std::string said = simt::last_launch_error();  // what was asked and allowed, or the emulator's diagnostic
     check(e, "launch of \"" + stage + "\"" + (said.empty() ? "" : " (" + said + ")"));
   }
   names_.push_back(stage);
   bytes_.push_back(bytes);
+  per_head_.push_back(per_head);
   counters_.push_back(take_counters());
   check(cudaEventRecord(event(used_++)), "cudaEventRecord");
 }
@@ -56,7 +58,7 @@ std::vector<Stages::Time> Stages::times() const {
   for (size_t i = 0; i < names_.size(); ++i) {
     float ms = 0;
     check(cudaEventElapsedTime(&ms, events_[i], events_[i + 1]), "cudaEventElapsedTime");
-    t.push_back({names_[i], ms, bytes_[i], counters_[i]});
+    t.push_back({names_[i], ms, bytes_[i], counters_[i], per_head_[i]});
   }
   return t;
 }
@@ -101,7 +103,7 @@ Timing time_variant(const std::function<void()>& prepare, const std::function<vo
   t.median_ms = median(total);
   t.min_ms = total.empty() ? 0 : *std::min_element(total.begin(), total.end());
   for (size_t i = 0; i < per_stage.size(); ++i)
-    t.stages.push_back({last[i].stage, median(per_stage[i]), last[i].bytes, last[i].counters});
+    t.stages.push_back({last[i].stage, median(per_stage[i]), last[i].bytes, last[i].counters, last[i].per_head});
   return t;
 }
 
@@ -120,7 +122,8 @@ Timing combine_repetitions(const std::vector<Timing>& each) {
   t.median_ms = median(total);
   t.min_ms = *std::min_element(total.begin(), total.end());
   for (size_t i = 0; i < per_stage.size() && i < each.back().stages.size(); ++i)
-    t.stages.push_back({each.back().stages[i].stage, median(per_stage[i]), each.back().stages[i].bytes});
+    t.stages.push_back({each.back().stages[i].stage, median(per_stage[i]), each.back().stages[i].bytes, {},
+                        each.back().stages[i].per_head});
   return t;
 }
 

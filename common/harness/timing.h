@@ -20,8 +20,10 @@ class Stages {
   Stages& operator=(const Stages&) = delete;
 
   // `bytes`: what the stage moves to and from device memory by the variant's cost model (0 if
-  // not modelled), so that the breakdown can show each kernel's GB/s.
-  void run(const std::string& stage, const std::function<cudaError_t()>& launch, double bytes = 0);
+  // not modelled), so that the breakdown can show each kernel's GB/s. per_head = false: the
+  // stage's work is the same whatever B and H (chapter 10's mask written once for every head), so
+  // a profile that emulates some of the heads does not scale its counts up to all of them.
+  void run(const std::string& stage, const std::function<cudaError_t()>& launch, double bytes = 0, bool per_head = true);
 
   // Used by the harness around one execution of a variant.
   void begin();
@@ -30,6 +32,7 @@ class Stages {
     std::string stage;
     double ms, bytes;
     std::vector<simt::LaunchCounters> counters;  // its launches', while the counters count (simt/counters.h)
+    bool per_head = true;
   };
   std::vector<Time> times() const;  // of the last execution (after end())
 
@@ -38,6 +41,7 @@ class Stages {
   std::vector<cudaEvent_t> events_;
   std::vector<std::string> names_;
   std::vector<double> bytes_;
+  std::vector<bool> per_head_;
   std::vector<std::vector<simt::LaunchCounters>> counters_;
   size_t used_ = 0;
 };

@@ -44,9 +44,11 @@ struct RandomBlocks {
   }
 };
 
-// The book's patterns behind one functor: the kind chosen at run time, by a branch that is the
-// same for every thread (one kernel serves them all; a kernel instantiated with SlidingWindow
-// itself carries no branch). is_causal, when the problem has it, is the rule CausalMod.
+// The book's patterns behind one functor, the kind chosen at run time: one kernel serves them all.
+// Called per score it would test the kind on every score; visit(f) tests it once and calls f with
+// the concrete rule, so that a kernel's masking loop is compiled once per rule and carries none of
+// the others (mask_tile in 05_flash_v2/fa2_tile.cuh). is_causal, when the problem has it, is the
+// rule CausalMod.
 struct BookMod {
   MaskMod m;
   int causal_offset;
@@ -54,16 +56,21 @@ struct BookMod {
   ATTN_HOST_DEVICE static BookMod of(const AttentionParams& p) {
     return {p.mod, p.causal_offset(), p.causal != Causal::none};
   }
-  ATTN_HOST_DEVICE bool operator()(int b, int h, int q, int kv) const {
-    if (causal) return CausalMod{causal_offset}(b, h, q, kv);
+  template <class F>
+  ATTN_HOST_DEVICE void visit(F&& f) const {
+    if (causal) return f(CausalMod{causal_offset});
     switch (m.kind) {
-      case ModKind::none: return true;
-      case ModKind::sliding_window: return SlidingWindow{m.arg}(b, h, q, kv);
-      case ModKind::prefix_lm: return PrefixLM{m.arg}(b, h, q, kv);
-      case ModKind::document: return Document{m.doc}(b, h, q, kv);
-      case ModKind::random_blocks: return RandomBlocks{static_cast<uint32_t>(m.arg)}(b, h, q, kv);
+      case ModKind::none: return f(AllKeys{});
+      case ModKind::sliding_window: return f(SlidingWindow{m.arg});
+      case ModKind::prefix_lm: return f(PrefixLM{m.arg});
+      case ModKind::document: return f(Document{m.doc});
+      case ModKind::random_blocks: return f(RandomBlocks{static_cast<uint32_t>(m.arg)});
     }
-    return true;
+  }
+  ATTN_HOST_DEVICE bool operator()(int b, int h, int q, int kv) const {
+    bool v = true;
+    visit([&](const auto& rule) { v = rule(b, h, q, kv); });
+    return v;
   }
 };
 
