@@ -44,6 +44,17 @@ __device__ __forceinline__ void scale_and_mask(float (&s)[Bc / 8][4], int row, c
     }
 }
 
+// f(score, query, key) on each of a thread's scores of a tile: rows row and row + 8 of the m-tile,
+// keys from k0 (the m16n8k16 accumulator's layout).
+template <int Bc, class F>
+__device__ __forceinline__ void for_each_score(float (&s)[Bc / 8][4], int row, int k0, F&& f) {
+  const int t = static_cast<int>(threadIdx.x % 4);
+#pragma unroll
+  for (int nt = 0; nt < Bc / 8; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) f(s[nt][e], row + e / 2 * 8, k0 + nt * 8 + 2 * t + (e & 1));
+}
+
 // The mask a kernel's Policy asks for (lean_loop.cuh): its mask_mod's rule on every score when it
 // has one (chapter 10: mask_mod(p) gives the functor; one with visit() picks its rule once per
 // tile, not per score), else scale_and_mask with or without attn_mask's code.
@@ -52,14 +63,9 @@ __device__ __forceinline__ void mask_tile(float (&s)[Bc / 8][4], int row, const 
                                           int k0, float scale_log2) {
   if constexpr (requires { Policy::mask_mod(p); }) {
     const auto apply = [&](const auto& rule) {
-      const int t = static_cast<int>(threadIdx.x % 4);
-#pragma unroll
-      for (int nt = 0; nt < Bc / 8; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int i = row + e / 2 * 8, key = k0 + nt * 8 + 2 * t + (e & 1);
-          s[nt][e] = key >= p.Lk || i >= p.Lq || !rule(b, h, i, key) ? -INFINITY : s[nt][e] * scale_log2;
-        }
+      for_each_score<Bc>(s, row, k0, [&](float& x, int i, int key) {
+        x = key >= p.Lk || i >= p.Lq || !rule(b, h, i, key) ? -INFINITY : x * scale_log2;
+      });
     };
     const auto mod = Policy::mask_mod(p);
     if constexpr (requires { mod.visit(apply); }) mod.visit(apply);
@@ -67,6 +73,16 @@ __device__ __forceinline__ void mask_tile(float (&s)[Bc / 8][4], int row, const 
   } else {
     scale_and_mask<Bc, Policy::kAttnMask>(s, row, p, b, h, k0, scale_log2);
   }
+}
+
+// Chapter 10's score_mod (a Policy with score_mod(p, h), visit() as mask_mod's): each score scaled, then
+// changed by the mod as FlexAttention's score_mod sees it (natural units), then put in base 2.
+template <int Bc, class Policy>
+__device__ __forceinline__ void score_tile(float (&s)[Bc / 8][4], int row, const attn::AttentionParams& p, int b, int h,
+                                           int k0) {
+  Policy::score_mod(p, h).visit([&](const auto& mod) {
+    for_each_score<Bc>(s, row, k0, [&](float& x, int i, int key) { x = mod(x * p.scale, b, h, i, key) * attn::kLog2e; });
+  });
 }
 
 // Scores in base 2 only: for a tile that no mask, no causal diagonal and no sequence end

@@ -16,7 +16,8 @@
 // The kernel takes a Policy: which Q tile a block runs, which K/V tiles it visits (how many, and the
 // j-th's index) and which need the mask. This chapter's (EveryTile) visits every tile in order;
 // chapter 06 plugs in its own, and chapter 10 one whose tiles come from a list, masked by a rule
-// (a Policy with mask_mod(p): mask_tile in fa2_tile.cuh).
+// (a Policy with mask_mod(p): mask_tile in fa2_tile.cuh), and whose scores a score_mod changes (a
+// Policy with score_mod(p, h): score_tile, on every tile).
 // Cost: a second copy routine for the last tile; P's exponentials lose subnormal results (below
 // 2^-126 of the row's largest term, nothing a sum of at least 1 can see).
 #pragma once
@@ -83,6 +84,7 @@ __global__ void __launch_bounds__(block_threads(Step::lean_loop, D)) lean_loop_k
   simt::cp_async_commit();
   copy_kv(0);
   const float scale_log2 = p.scale * attn::kLog2e;
+  constexpr bool kScoreMod = requires { Policy::score_mod(p, 0); };  // scores scaled and changed on every tile
   const Fragments<L> frag;                      // this lane's ldmatrix offsets, computed once
   const T* Qw = Qs + warp * kM * 16 * L::kRow;  // the warp's rows of Q
 
@@ -105,8 +107,9 @@ __global__ void __launch_bounds__(block_threads(Step::lean_loop, D)) lean_loop_k
     for (int m = 0; m < kM; ++m) {
       // (batch, head) computed here, where only a masked tile pays for them: a division cannot be
       // hoisted out of the branch, so they hold no register across the loop.
-      if (masked) mask_tile<Bc, Policy>(s[m], row(m), p, bh / p.H, bh % p.H, k0, scale_log2);
-      online_softmax<Bc, D, Exp2Ftz>(s[m], st[m], masked ? 1.f : scale_log2);
+      if constexpr (kScoreMod) score_tile<Bc, Policy>(s[m], row(m), p, bh / p.H, bh % p.H, k0);
+      if (masked) mask_tile<Bc, Policy>(s[m], row(m), p, bh / p.H, bh % p.H, k0, kScoreMod ? 1.f : scale_log2);
+      online_softmax<Bc, D, Exp2Ftz>(s[m], st[m], masked || kScoreMod ? 1.f : scale_log2);
       pack_p<T, Bc>(pa[m], s[m]);
     }
     accumulate_pv_rows<T, D, Bc, kM, L>(st, pa, frag, Vs + j % kStages * L::elems(Bc));

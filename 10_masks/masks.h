@@ -21,6 +21,9 @@ cudaError_t mask_mod(const attn::AttentionParams& p);
 // kernel visits the listed tiles only, and evaluates the rule on the partial ones only.
 cudaError_t write_block_mask(const attn::AttentionParams& p, void* lists);
 cudaError_t block_mask(const attn::AttentionParams& p, const void* lists);
+// d: step c's kernel with a score_mod (softcap, ALiBi: kernels/score_mod.h) applied to every score of
+// every visited tile; without one, step c's kernel.
+cudaError_t score_mod(const attn::AttentionParams& p, const void* lists);
 
 // The block mask's lists, FlexAttention's names: for Q tile r, full_kv_num_blocks[r] wholly visible
 // K/V tiles (full_kv_indices(r)[...]) and kv_num_blocks[r] partial ones (kv_indices(r)[...]), each

@@ -89,10 +89,10 @@ Variant mask_mod_variant() {
   return v;
 }
 
-Variant block_mask_variant() {
-  Variant v = masks_variant("block_mask",
-                            "FlexAttention's BlockMask: only listed K/V tiles visited, the rule on partial ones only");
-  v.best = true;
+// Steps c and d: the block mask's lists written, then the listed tiles visited.
+Variant listed_variant(const char* name, const char* description, const char* stage,
+                       cudaError_t (*kernel)(const AttentionParams&, const void*)) {
+  Variant v = masks_variant(name, description);
   v.workspace_bytes = lists_bytes;
   v.hbm_bytes = [](const Problem& p) { return p.fa2_bytes_visited(listed(p).pairs, tiles(p).Bc) + 2.0 * lists_bytes(p); };
   v.plan = [](const Problem& p) {
@@ -102,15 +102,30 @@ Variant block_mask_variant() {
                   tiles(p).Br, tiles(p).Bc, n.pairs, static_cast<long long>(layout(p).q_tiles) * layout(p).kv_tiles, n.partial);
     return std::string(s);
   };
-  v.run = [](const AttentionParams& p, Stages& st) {
+  v.run = [stage, kernel](const AttentionParams& p, Stages& st) {
     st.run("the block mask (create_block_mask)", [&] { return ch10::write_block_mask(p, p.workspace); }, 0, false);
-    st.run("FlashAttention-2 over the listed tiles", [&] { return ch10::block_mask(p, p.workspace); });
+    st.run(stage, [&] { return kernel(p, p.workspace); });
   };
+  return v;
+}
+
+Variant block_mask_variant() {
+  Variant v = listed_variant("block_mask", "FlexAttention's BlockMask: only listed K/V tiles visited, the rule on partial ones only",
+                             "FlashAttention-2 over the listed tiles", ch10::block_mask);
+  v.best = true;
+  return v;
+}
+
+Variant score_mod_variant() {
+  Variant v = listed_variant("score_mod", "step c with a score_mod (softcap, ALiBi) on every visited score",
+                             "FlashAttention-2 over the listed tiles, score_mod per score", ch10::score_mod);
+  v.score_mod = true;
   return v;
 }
 
 const Register mask_tensor(mask_tensor_variant());
 const Register mask_mod(mask_mod_variant());
 const Register block_mask(block_mask_variant());
+const Register score_mod(score_mod_variant());
 
 }  // namespace

@@ -105,6 +105,46 @@ std::vector<Problem> mask_mod_sweep() {
   return out;
 }
 
+std::vector<Problem> score_mod_sweep() {
+  struct Mods {
+    float softcap;
+    bool alibi;
+  };
+  struct Mask {
+    Causal causal;
+    ModKind mod;
+    int window;
+  };
+  const Mods mods[] = {{0.5f, false}, {8.f, false}, {0.f, true}, {2.f, true}};
+  const Mask masks[] = {{Causal::none, ModKind::none, 0}, {Causal::top_left, ModKind::none, 0},
+                        {Causal::bottom_right, ModKind::none, 0}, {Causal::none, ModKind::sliding_window, 5},
+                        {Causal::none, ModKind::document, 0}, {Causal::none, ModKind::random_blocks, 0}};
+  struct Lengths {
+    int Lq, Lk;
+  };
+  const Lengths lengths[] = {{1, 1}, {130, 130}, {97, 200}, {200, 97}};
+  const int dims[] = {32, 64, 96, 128, 256};
+  std::vector<Problem> out;
+  size_t k = 0;  // walks lengths, dims, dtypes and head counts so that each mod meets each of them
+  for (Mods s : mods)
+    for (Mask m : masks) {
+      Problem p;
+      const Lengths l = lengths[k % std::size(lengths)];
+      p.B = l.Lq == 1 ? 2 : 1, p.H = k % 3 == 0 ? 3 : 2, p.Lq = l.Lq, p.Lk = l.Lk;
+      p.d = dims[k % std::size(dims)], p.dtype = k % 2 ? DType::bf16 : DType::fp16;
+      p.softcap = s.softcap, p.alibi = s.alibi;
+      p.causal = m.causal, p.mod = m.mod, p.window = m.window;
+      p.seed = 7 * k + 3;
+      ++k;
+      out.push_back(p);
+    }
+  Problem negative;  // a negative scale: every tile through the mask
+  negative.H = 2, negative.Lq = 150, negative.Lk = 170, negative.d = 64, negative.dtype = DType::fp16;
+  negative.softcap = 3.f, negative.alibi = true, negative.scale_override = -0.5;
+  out.push_back(negative);
+  return out;
+}
+
 std::vector<Problem> scale_sweep() {
   std::vector<Problem> out;
   for (double scale : {1e4, 1e-4, -1.0})

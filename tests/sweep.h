@@ -17,6 +17,9 @@ std::vector<Problem> mask_sweep();
 // partial; rows that see no key); lengths 1, ragged, Lq != Lk both ways; every tensor-core head dim;
 // fp16 and bf16.
 std::vector<Problem> mask_mod_sweep();
+// Chapter 10's score mods: softcap (below and above the scores) and ALiBi (heads a power of two and
+// not), alone, together, with is_causal and with mask_mods, across lengths, head dims and dtypes.
+std::vector<Problem> score_mod_sweep();
 // Scales far from 1/sqrt(d): 1e4 (rows nearly one-hot, scores near 1e5: the log-sum-exp's
 // tolerance must grow with them), 1e-4 (rows nearly uniform), -1 (the scores' order flipped);
 // two K/V tiles of every chapter (Lk = 200), fp32 and fp16, with and without is_causal.

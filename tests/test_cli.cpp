@@ -158,6 +158,12 @@ TEST_CASE("numbers out of range are refused, not wrapped, clamped or ignored", "
   bad("run -v block_mask --mask-mod document --prefix 4", "--prefix is prefix_lm's");
   bad("run -v block_mask --mask-mod document --causal", "a mask_mod (document) is the whole mask");
   bad("run -v naive --mask-mod document", "variant naive takes no mask_mod");
+  bad("run -v score_mod --softcap -1", "the softcap must be a finite number >= 0");
+  bad("run -v score_mod --softcap nan", "the softcap must be a finite number >= 0");
+  bad("run -v score_mod --softcap 1e39", "the softcap must be a finite number >= 0");
+  bad("run -v score_mod --softcap 1e-50", "is below the smallest fp32 number");
+  bad("run -v score_mod --alibi --mask bool", "a score_mod (softcap, alibi) takes no attn_mask");
+  bad("run -v block_mask --softcap 30", "variant block_mask takes no score_mod");
   bad("tour --reps -1", "--reps must be 0 or more");
   bad("bench --reps 0 --csv never_written.csv", "--reps must be 1 or more");
   bad("bench --warmup -1 --csv never_written.csv", "--warmup must be 0 or more");

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -45,7 +46,10 @@ std::vector<double> plain_sdpa(const Problem& p, const Inputs& in, std::vector<d
             if (p.mask == MaskKind::boolean) visible = visible && in.mask_bool[at] != 0;
             if (p.mask == MaskKind::additive) add = in.mask_add[at];
           }
-          s[static_cast<size_t>(j)] = visible ? dot * scale + add : -std::numeric_limits<double>::infinity();
+          double x = dot * scale;  // the score mods as params.h defines them, the cap first
+          if (p.softcap > 0) x = p.softcap * std::tanh(x / p.softcap);
+          if (p.alibi) x -= alibi_slope(h, p.H) * std::fabs(static_cast<double>(i + p.Lk - p.Lq - j));
+          s[static_cast<size_t>(j)] = visible ? x + add : -std::numeric_limits<double>::infinity();
           m = std::max(m, s[static_cast<size_t>(j)]);
         }
         const size_t row = (static_cast<size_t>(b) * p.H + h) * p.Lq + i;
@@ -61,6 +65,19 @@ std::vector<double> plain_sdpa(const Problem& p, const Inputs& in, std::vector<d
             o[row * p.d + c] += s[static_cast<size_t>(j)] / l * in.v[((static_cast<size_t>(b) * p.H + h) * p.Lk + j) * p.d + c];
       }
   return o;
+}
+
+// The reference's O and lse on every row equal the plain loop's.
+void require_plain(const Problem& p) {
+  INFO(p.describe());
+  const Inputs in = Inputs::generate(p);
+  std::vector<double> lse;
+  const std::vector<double> want = plain_sdpa(p, in, lse);
+  const Expected got = reference(p, in, Selection::all(p));
+  REQUIRE(got.o.size() == want.size());
+  for (size_t i = 0; i < want.size(); ++i) REQUIRE(std::fabs(got.o[i] - want[i]) <= 1e-12);
+  for (size_t i = 0; i < lse.size(); ++i)
+    REQUIRE((std::isinf(lse[i]) ? got.lse[i] == lse[i] : std::fabs(got.lse[i] - lse[i]) <= 1e-12));
 }
 }  // namespace
 
@@ -101,15 +118,31 @@ TEST_CASE("the reference applies every mask_mod as params.h defines it", "[refer
       Problem p;
       p.B = 1, p.H = 2, p.Lq = Lq, p.Lk = Lk, p.d = 8, p.dtype = DType::fp32;
       p.mod = m.kind, p.window = m.window, p.prefix = m.prefix;
-      INFO(p.describe());
-      const Inputs in = Inputs::generate(p);
-      std::vector<double> lse;
-      const std::vector<double> want = plain_sdpa(p, in, lse);
-      const Expected got = reference(p, in, Selection::all(p));
-      for (size_t i = 0; i < want.size(); ++i) REQUIRE(std::fabs(got.o[i] - want[i]) <= 1e-12);
-      for (size_t i = 0; i < lse.size(); ++i)
-        REQUIRE((std::isinf(lse[i]) ? got.lse[i] == lse[i] : std::fabs(got.lse[i] - lse[i]) <= 1e-12));
+      require_plain(p);
     }
+}
+
+TEST_CASE("the reference applies softcap and ALiBi as params.h defines them, with and without a mask", "[reference]") {
+  for (float cap : {0.f, 0.3f, 4.f})
+    for (bool alibi : {false, true})
+      for (auto [Lq, Lk, H] : {std::tuple{1, 1, 1}, std::tuple{31, 70, 3}, std::tuple{40, 13, 6}}) {
+        if (cap == 0.f && !alibi) continue;
+        Problem p;
+        p.B = 1, p.H = H, p.Lq = Lq, p.Lk = Lk, p.d = 8, p.dtype = DType::fp32, p.softcap = cap, p.alibi = alibi;
+        p.scale_override = 1.5;  // scores past the caps
+        if (Lq == 40) p.causal = Causal::bottom_right;
+        if (Lq == 31) p.mod = ModKind::sliding_window, p.window = 9;
+        require_plain(p);
+      }
+}
+
+TEST_CASE("ALiBi's slopes: the paper's geometric sequences, by hand", "[reference]") {
+  // H = 8: 2^-1 ... 2^-8. H = 6: the sequence for 4 (2^-2, 2^-4, 2^-6, 2^-8), then every other one
+  // of the sequence for 8 from the first (2^-1, 2^-3). H = 1: 2^-8.
+  for (int h = 0; h < 8; ++h) CHECK(alibi_slope(h, 8) == std::ldexp(1.f, -(h + 1)));
+  const int six[] = {-2, -4, -6, -8, -1, -3};
+  for (int h = 0; h < 6; ++h) CHECK(alibi_slope(h, 6) == std::ldexp(1.f, six[h]));
+  CHECK(alibi_slope(0, 1) == std::ldexp(1.f, -8));
 }
 
 TEST_CASE("mask_mod rules: the definitions by hand, the host's runs and the kernels' functor agree", "[reference]") {

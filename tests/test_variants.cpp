@@ -118,6 +118,16 @@ TEST_CASE("every variant with a mask_mod matches the reference: windows, prefixe
     }
 }
 
+TEST_CASE("every variant with a score_mod matches the reference: softcap, ALiBi, both, with masks", "[variants]") {
+  std::map<std::string, int> ran;
+  for (const Problem& p : score_mod_sweep()) check_all_variants(p, ran);
+  for (const Variant& v : registry())
+    if (v.score_mod) {
+      INFO(v.name);
+      CHECK(ran[v.name] == static_cast<int>(score_mod_sweep().size()));
+    }
+}
+
 TEST_CASE("every variant matches the reference at large, tiny and negative scales", "[variants]") {
   std::map<std::string, int> ran;
   for (const Problem& p : scale_sweep()) check_all_variants(p, ran);

@@ -40,6 +40,7 @@ import glob
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -132,7 +133,8 @@ def describe(demangled):
 def smem_table(steps_needed):
     """(dynamic shared memory, threads per block) per (step, d, element size) from flash_v2.h's smem_bytes
     and block_threads, compiled on the host; under "params", AttentionParams' offsets and `none` values
-    of causal and mask_kind."""
+    of causal and mask_kind; under "mod", the offsets of chapter 10's mod.kind and mod.alibi (a byte
+    each) and softcap (fp32)."""
     cxx = shutil.which("c++") or shutil.which("g++")
     cuda_inc = None
     for cand in [os.environ.get("CUDA_HOME", ""), "/usr/local/cuda"]:
@@ -142,7 +144,9 @@ def smem_table(steps_needed):
         return {}
     lines = ['#include <cstddef>', '#include <cstdio>', '#include "05_flash_v2/flash_v2.h"', "int main() {",
              '  std::printf("params %zu %d %zu %d\\n", offsetof(attn::AttentionParams, causal), static_cast<int>(attn::Causal::none),'
-             ' offsetof(attn::AttentionParams, mask_kind), static_cast<int>(attn::MaskKind::none));']
+             ' offsetof(attn::AttentionParams, mask_kind), static_cast<int>(attn::MaskKind::none));',
+             '  std::printf("mod %zu %zu %zu\\n", offsetof(attn::AttentionParams, mod) + offsetof(attn::MaskMod, kind),'
+             ' offsetof(attn::AttentionParams, mod) + offsetof(attn::MaskMod, alibi), offsetof(attn::AttentionParams, softcap));']
     for step, d, elem in steps_needed:
         lines.append('  std::printf("%s %d %d %%ld %%d\\n", ch05::smem_bytes(ch05::Step::%s, %d, %d), ch05::block_threads(ch05::Step::%s, %d));'
                      % (step, d, elem, step, d, elem, step, d))
@@ -157,8 +161,8 @@ def smem_table(steps_needed):
         out = subprocess.run([exe], capture_output=True, text=True).stdout
     table = {}
     for line in out.splitlines():
-        if line.startswith("params "):
-            table["params"] = [int(v) for v in line.split()[1:]]
+        if line.startswith(("params ", "mod ")):
+            table[line.split()[0]] = [int(v) for v in line.split()[1:]]
             continue
         step, d, elem, b, threads = line.split()
         table[(step, int(d), int(elem))] = (int(b), int(threads))
@@ -249,18 +253,29 @@ def mask_lines():
 
 
 def cold_lines():
-    """Source lines that a whole, unmasked K/V tile of the fast step never executes: scale_and_mask
-    (masked tiles only) and copy_rows' zero-filling branch (the last tile only), with mask_lines()."""
+    """Source lines that a whole, unmasked K/V tile of the fast step never executes: scale_and_mask,
+    mask_tile's call and chapter 10's rules (masked tiles only), copy_rows' zero-filling branch (the
+    last tile only), and mask_lines()."""
     cold = mask_lines()
     fa2 = os.path.join(ROOT, "05_flash_v2/fa2_tile.cuh")
     for lo, hi in function_ranges(fa2, ["scale_and_mask"]).values():
         cold |= {("fa2_tile.cuh", n) for n in range(lo, hi + 1)}
-    # The call of scale_and_mask in the fast step: its arguments ((batch, head) by a division) are
+    # The call of mask_tile in the fast step: its arguments ((batch, head) by a division) are
     # computed on the masked branch only.
     lean = os.path.join(ROOT, "05_flash_v2/lean_loop.cuh")
     for n, l in enumerate(open(lean).read().splitlines(), 1):
-        if "scale_and_mask<" in l and not l.strip().startswith("//"):
+        if "mask_tile<" in l and not l.strip().startswith("//"):
             cold.add(("lean_loop.cuh", n))
+    # Chapter 10's rules: mask_tile's branch for a Policy with a mask_mod, and every rule (mask_mod.h).
+    # (Not mask_lines': for the kernels that write a block mask or a mask tensor the rule is the work.)
+    lines = open(fa2).read().splitlines()
+    for lo, hi in function_ranges(fa2, ["mask_tile"]).values():
+        n = next((n for n in range(lo, hi + 1) if "Policy::mask_mod(p); })" in lines[n - 1]), None)
+        while n is not None and n <= hi and "} else {" not in lines[n - 1]:
+            cold.add(("fa2_tile.cuh", n))
+            n += 1
+    mods = os.path.join(ROOT, "common/kernels/mask_mod.h")
+    cold |= {("mask_mod.h", n) for n in range(1, len(open(mods).read().splitlines()) + 1)}
     pipe = os.path.join(ROOT, "05_flash_v2/pipeline.cuh")
     rng = function_ranges(pipe, ["copy_rows"]).get("copy_rows")
     if rng:
@@ -429,13 +444,63 @@ def _value(state, tok):
         v = 0
     elif re.fullmatch(r"0x[0-9a-f]+|\d+", tok):
         v = int(tok, 0)
-    elif _reg_index(tok) or re.fullmatch(r"c\[0x0\]\[0x[0-9a-f]+\]", tok):
+    elif _reg_index(tok):
         v = state.get(tok)
+    elif re.fullmatch(r"c\[0x0\]\[0x[0-9a-f]+\]", tok):
+        v = _const(state, tok)
     else:
         return None
     if v is None:
         return None
     return (-v) & M32 if neg else (~v) & M32 if inv else v & M32
+
+
+def _const(state, tok, op=""):
+    """A kernel parameter's value, c[0x0][offset]: the 4-byte words `state` knows, a byte or a half of
+    one for LDC.U8 / .U16 (an enum of one byte, chapter 10's mod.kind)."""
+    m = re.fullmatch(r"c\[0x0\]\[(0x[0-9a-f]+)\]", tok)
+    if not m:
+        return None
+    off = int(m.group(1), 16)
+    word = state.get("c[0x0][%#x]" % (off & ~3))
+    if word is None:
+        return None
+    bits = 8 if ".U8" in op or ".S8" in op else 16 if ".U16" in op or ".S16" in op else 32
+    v = (word >> 8 * (off & 3)) & ((1 << bits) - 1) if bits < 32 else (word if off % 4 == 0 else None)
+    if v is not None and bits < 32 and ".S" in op and v >> (bits - 1):
+        v = (v - (1 << bits)) & M32
+    return v
+
+
+def _float(state, tok):
+    """An operand of an fp32 instruction as a number: a decimal immediate, or the bits of a hex
+    immediate, a known register or parameter; with its - and |.| modifiers."""
+    neg = tok.startswith("-")
+    tok = tok.lstrip("-")
+    absolute = tok.startswith("|") and tok.endswith("|")
+    tok = tok.strip("|")
+    if re.fullmatch(r"\d+(\.\d*)?(e[-+]?\d+)?|\+?INF", tok):
+        x = float(tok.replace("INF", "inf"))
+    else:
+        v = _value(state, tok)
+        if v is None:
+            return None
+        x = struct.unpack("<f", struct.pack("<I", v & M32))[0]
+    x = abs(x) if absolute else x
+    return -x if neg else x
+
+
+def _compare(test, a, b):
+    return {"LT": a < b, "LE": a <= b, "GT": a > b, "GE": a >= b, "EQ": a == b, "NE": a != b}[test]
+
+
+def _set_pair(state, op, ops, cmp, c):
+    """A compare's two predicates (ISETP, FSETP): the result and its negation, each combined with c."""
+    both = {"AND": lambda x: x and c, "OR": lambda x: x or c, "XOR": lambda x: x != c}[op.split(".")[-1]]
+    if ops[0] not in ("PT", "UPT"):
+        state[ops[0]] = both(cmp)
+    if ops[1] not in ("PT", "UPT"):
+        state[ops[1]] = both(not cmp)
 
 
 def _pred(state, tok):
@@ -466,8 +531,20 @@ def execute(state, ins):
     if guard is False:
         return
     dest, base = ops[0], op.split(".")[0]
+    if state.get("jump", (None,))[0] == dest:
+        del state["jump"]
+    state.pop("from mods " + dest, None)
     val = None
     try:
+        table = re.fullmatch(r"c\[0x2\]\[(U?R\d+)(?:\+0x[0-9a-f]+)?\]", ops[1]) if base == "LDC" and len(ops) > 1 else None
+        if table:
+            # A switch's jump table (constant bank 2), indexed by 4 x the case: BRX then goes to
+            # the case's entry of the BRANCH_TARGETS nvdisasm lists (in the table's order).
+            i = _value(state, table.group(1))
+            _clobber(state, dest)
+            if i is not None and i % 4 == 0:
+                state["jump"] = (dest, i // 4)
+            return
         if base in ("MOV", "UMOV"):
             val = _value(state, ops[1])
         elif base in ("LDC", "ULDC") and re.fullmatch(r"c\[0x0\]\[0x[0-9a-f]+\]", ops[1]):
@@ -479,7 +556,7 @@ def execute(state, ins):
                     if r and state.get(tok) is not None:
                         state["%s%d" % (r[0], r[1] + k)] = state[tok]
                 return
-            val = state.get(ops[1])
+            val = _const(state, ops[1], op)
         elif base in ("S2R", "S2UR"):
             val = SPECIAL.get(ops[1])
         elif base in ("IADD3", "UIADD3") and ".X" not in op:
@@ -528,6 +605,16 @@ def execute(state, ins):
                         state[dest] = val != 0
                     _clobber(state, ops[1])
                     return
+        elif base == "FSETP":  # a test of chapter 10's softcap (the other floats stay unknown)
+            a, b, c = _float(state, ops[2]), _float(state, ops[3]), _pred(state, ops[4])
+            for p in ops[:2]:
+                _clobber(state, p)
+            mods = [o.strip("-|") for o in ops[2:4]]
+            if None in (a, b, c) or not any("from mods " + o in state or o in state.get("mods", ()) for o in mods):
+                return
+            # The unordered tests (NEU, GEU...) differ on NaN only, which no parameter here is.
+            _set_pair(state, op, ops, _compare(op.split(".")[1].rstrip("U"), a, b), c)
+            return
         elif base in ("ISETP", "UISETP") and ".EX" not in op:
             a, b, c = _value(state, ops[2]), _value(state, ops[3]), _pred(state, ops[4])
             for p in ops[:2]:
@@ -536,17 +623,24 @@ def execute(state, ins):
                 return
             if ".U32" not in op:
                 a, b = _s32(a), _s32(b)
-            cmp = {"LT": a < b, "LE": a <= b, "GT": a > b, "GE": a >= b, "EQ": a == b, "NE": a != b}[op.split(".")[1]]
-            comb = op.split(".")[-1]
-            both = {"AND": lambda x: x and c, "OR": lambda x: x or c, "XOR": lambda x: x != c}[comb]
-            if ops[0] not in ("PT", "UPT"):
-                state[ops[0]] = both(cmp)
-            if ops[1] not in ("PT", "UPT"):
-                state[ops[1]] = both(not cmp)
+            _set_pair(state, op, ops, _compare(op.split(".")[1], a, b), c)
             return
         elif base in ("SEL", "USEL"):
             a, b, c = _value(state, ops[1]), _value(state, ops[2]), _pred(state, ops[3])
             val = None if c is None else (a if c else b)
+        elif op == "PRMT":  # byte permute: selector nibble k picks byte k of {b, a}, bit 3 its sign
+            a, sel, b = _value(state, ops[1]), _value(state, ops[2]), _value(state, ops[3])
+            if None not in (a, sel, b):
+                pool, val = a | b << 32, 0
+                for k in range(4):
+                    n = sel >> 4 * k & 0xF
+                    byte = pool >> 8 * (n & 7) & 0xFF
+                    val |= (0xFF if n & 8 and byte & 0x80 else 0 if n & 8 else byte) << 8 * k
+        elif base == "VIADDMNMX":  # min or max (the predicate) of a + b and c
+            a, b, c, pm = _value(state, ops[1]), _value(state, ops[2]), _value(state, ops[3]), _pred(state, ops[4])
+            if None not in (a, b, c, pm):
+                x, y = ((a + b) & M32, c) if ".U32" in op else (_s32((a + b) & M32), _s32(c))
+                val = (min(x, y) if pm else max(x, y)) & M32
         elif base in ("VIMNMX", "IMNMX", "UIMNMX"):
             a, b, c = _value(state, ops[1]), _value(state, ops[2]), _pred(state, ops[3])
             if None not in (a, b, c):
@@ -554,6 +648,8 @@ def execute(state, ins):
                 val = (min(x, y) if c else max(x, y)) & M32
     except (IndexError, KeyError, ValueError):
         val = None
+    if base in ("LDC", "ULDC") and val is not None and guard and ops[1] in state.get("mods", ()):
+        state["from mods " + dest] = True  # common_path keeps it at a loop's head
     if guard is None or val is None:
         _clobber(state, dest, dest_width(op))
         for o in ops[1:2]:
@@ -571,6 +667,16 @@ def dest_width(op):
     if any(s in op for s in (".WIDE", ".64", ".X2")):
         return 2
     return 1
+
+
+def jump_target(state, block_end, label_block):
+    """The block an indirect branch (BRX) goes to when the evaluator knows its jump table's index, else None."""
+    j = state.get("jump")
+    if not block_end["op"].startswith("BRX") or not j or not block_end["targets"]:
+        return None
+    if block_end["args"].split()[0] != j[0] or j[1] >= len(block_end["targets"]):
+        return None
+    return label_block.get(block_end["targets"][j[1]])
 
 
 def branch_taken(state, block_end):
@@ -600,6 +706,7 @@ def common_path(instrs, blocks, loops, head, body, cold, params=None, limit=2000
         if options:
             c, n = min(options, key=lambda o: (o[0], -o[1]))
             best[b] = (c + n_cold, n + size)
+    label_block = {lab: n for n, blk in enumerate(blocks) for lab in instrs[blk["start"]]["labels"]}
     state = dict(params or {})
     # The state at the loop head: the function from its entry to the head along the same rule, then
     # whatever the loop writes forgotten (its value at the head depends on the iteration).
@@ -618,14 +725,24 @@ def common_path(instrs, blocks, loops, head, body, cold, params=None, limit=2000
             state = dict(params or {})
             break
         t = branch_taken(state, instrs[x["end"] - 1]) if len(x["succ"]) == 2 else None
-        b = x["succ"][0] if t is True and x["succ"][0] in succ else (x["succ"][1] if t is False and x["succ"][1] in succ else succ[0])
+        j = jump_target(state, instrs[x["end"] - 1], label_block)
+        b = (j if j in succ else
+             x["succ"][0] if t is True and x["succ"][0] in succ else (x["succ"][1] if t is False and x["succ"][1] in succ else succ[0]))
+    # A register loaded with one of chapter 10's mods before the loop keeps it, unless the loop
+    # writes that very register (the erring-high clobber below would lose it: a warp-uniform kind).
+    kept = {k[len("from mods "):] for k in state if k.startswith("from mods ")}
+    kept = {r: state[r] for r in kept if state.get(r) is not None}
     for blk in body:
         for i in range(blocks[blk]["start"], blocks[blk]["end"]):
             ops = _operands(instrs[i]["args"])
             if ops:
+                r = _reg_index(ops[0])
+                for w in range(dest_width(instrs[i]["op"]) if r else 0):
+                    kept.pop("%s%d" % (r[0], r[1] + w), None)
                 _clobber(state, ops[0])
                 if instrs[i]["op"].startswith(("IADD3", "LEA", "LOP3", "ISETP", "UISETP", "PLOP3", "FSETP")):
                     _clobber(state, ops[1], 1)
+    state.update(kept)
     times, trips, b, steps = {}, {h: 0 for h in inner}, head, 0
     undecided = set()
     while True:
@@ -640,7 +757,10 @@ def common_path(instrs, blocks, loops, head, body, cold, params=None, limit=2000
             return None
         succ = x["succ"]
         t = branch_taken(state, instrs[x["end"] - 1]) if len(succ) == 2 else (True if len(succ) == 1 else None)
-        if t is None or (len(succ) == 2 and succ[0 if t else 1] not in body and succ[1 if t else 0] in body):
+        j = jump_target(state, instrs[x["end"] - 1], label_block)
+        if j is not None and j in body:
+            nxt = j
+        elif t is None or (len(succ) == 2 and succ[0 if t else 1] not in body and succ[1 if t else 0] in body):
             # Unknown, or known to leave the loop (the last tile): the rule picks, and a loop whose
             # back edge the rule had to take or leave has no derived trip count.
             options = [(s, (0, 0) if s == head else best.get(s)) for s in succ if s in body and (s == head or s > b)]
@@ -669,12 +789,31 @@ def tile_loop_head(instrs, blocks, loops):
     return ranked[0][0] if ranked and hmma(ranked[0][1]) else None
 
 
-def common_params(smem):
-    """The kernel parameters of the common path's problem (no is_causal, no attn_mask) as the SASS reads
-    them, from smem_table's "params" entry: kernel parameters sit from c[0x0][0x210] on in the constant
-    bank (sm_80 and sm_90 with CUDA 12 and 13)."""
+def mod_kinds():
+    """Chapter 10's mask_mod kinds, [(name, value)], from params.h's enum ModKind (none is 0)."""
+    text = open(os.path.join(ROOT, "common/kernels/params.h")).read()
+    m = re.search(r"enum class ModKind\s*:\s*\w+\s*\{([^}]*)\}", text)
+    if not m:
+        fail("common/kernels/params.h: enum class ModKind not found", 1)
+    return [(n.strip(), v) for v, n in enumerate(m.group(1).split(",")) if n.strip()]
+
+
+def common_params(smem, mod=0, softcap=0.0, alibi=False):
+    """The kernel parameters of the common path's problem (no is_causal, no attn_mask; chapter 10's
+    mask_mod of kind `mod`, none by default, and score mods) as the SASS reads them, 4-byte words by
+    offset, from smem_table's "params" and "mod" entries: kernel parameters sit from c[0x0][0x210] on
+    in the constant bank (sm_80 and sm_90 with CUDA 12 and 13)."""
     p = smem.get("params")
-    return {"c[0x0][%#x]" % (0x210 + p[0]): p[1], "c[0x0][%#x]" % (0x210 + p[2]): p[3]} if p else {}
+    out = {"c[0x0][%#x]" % (0x210 + p[0]): p[1], "c[0x0][%#x]" % (0x210 + p[2]): p[3]} if p else {}
+    if "mod" in smem:
+        kind, flag, cap = smem["mod"]
+        words = {}
+        for off, byte in ((kind, mod), (flag, int(alibi))):
+            words[off & ~3] = words.get(off & ~3, 0) | byte << 8 * (off & 3)
+        words[cap] = struct.unpack("<I", struct.pack("<f", softcap))[0]
+        out.update({"c[0x0][%#x]" % (0x210 + off): v for off, v in words.items()})
+        out["mods"] = {"c[0x0][%#x]" % (0x210 + off) for off in (kind, flag, cap)}  # as LDC names them
+    return out
 
 
 def tile_loop(instrs, cold, params=None):
@@ -776,7 +915,7 @@ def main():
         r["kernel"], r["dtype"], r["d"], r["policy"] = describe(names[r["mangled"]]) or (names[r["mangled"]], "", 0, "")
     smem = smem_table(sorted({(r["kernel"], r["d"], 4 if r["dtype"] == "fp32" else 2) for r in rows if r["kernel"] in steps}))
     params = common_params(smem)
-    smem.pop("params", None)
+    smem.pop("params", None), smem.pop("mod", None)
     for r in rows:
         elem = 4 if r["dtype"] == "fp32" else 2
         dyn, r["threads"] = smem.get((r["kernel"], r["d"], elem), (0, 128))

@@ -15,7 +15,10 @@ by loop: first a loop with an explicit kind (an intrinsic: cp.async, ldmatrix, m
 that no other loop has, by those kinds, then the next; the loops left together, by the kind that
 allows the fewest trips (an access the two compilers split or merge differently does not inflate
 it). With each kernel, ptxas's registers per thread, which
-occupancy needs.
+occupancy needs. The common path is that of a problem without is_causal, attn_mask, mask_mod or
+score mods; a kernel whose path depends on chapter 10's mods (step b applies the rule on every
+tile, a switch followed through its jump table; step d a score mod on every score) has a row per
+mod besides, named "<kernel> mask_mod=<kind>" or "<kernel> score_mod=<mods>" (both where both matter).
 
   tools/sass_issue.py --out common/model/sass_sm90.inc   # compile, count, write (needs nvcc and nvdisasm,
                                                          # pip install nvidia-cuda-nvdisasm)
@@ -239,6 +242,8 @@ def sources():
 
 
 PARTS = ["fixed", "tile", "outer"]
+# Chapter 10's score mods as rows name them (harness/problem.h's score_name) and a problem with them.
+SCORE_MODS = [("softcap", 30.0, False), ("alibi", 0.0, True), ("softcap+alibi", 30.0, True)]
 MAX_LOOPS = 20  # common/model/sass.h's kSassLoops: the inner parts a kernel may have
 
 
@@ -333,7 +338,8 @@ def main():
     srcs = [os.path.join(ROOT, f) for f in sources()]
     version = next((l for l in subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout.splitlines() if "release" in l), "nvcc")
     nd_version = next((l for l in subprocess.run([nvdisasm, "--version"], capture_output=True, text=True).stdout.splitlines() if "release" in l), "?")
-    params = kr.common_params(kr.smem_table([]))
+    smem = kr.smem_table([])
+    params = kr.common_params(smem)
     cold, mask_only = kr.cold_lines(), kr.mask_lines()
     rows, deps = {}, set()
     with tempfile.TemporaryDirectory() as tmp:
@@ -354,12 +360,36 @@ def main():
         deps |= dep | {os.path.relpath(src, ROOT)}
         for m, instrs in sass.items():
             name = names[m]
-            data = issue_profile(instrs, cold if "lean_loop_kernel" in name else mask_only, params)
+            lines = cold if "lean_loop_kernel" in name else mask_only
+            data = issue_profile(instrs, lines, params)
             data["registers"] = ptxas.get((m, "sm_90"), {}).get("registers", 0)
-            if name in rows and rows[name] != data:
-                kr.fail("two kernels named %s differ (%s)" % (name, src), 1)
-            rows[name] = data
-            print("%-100s %s" % (name[:100], data["loops"]))
+            # A kernel whose common path depends on chapter 10's mods (step b masks every tile with
+            # the problem's rule, step d changes every score) has a row per mod besides:
+            # "<name> mask_mod=<kind>", "<name> score_mod=<mods>", and both where both matter.
+            variants = {name: data}
+
+            def differs(v):
+                return any(v[part] != data[part] for part in ("fixed", "tile", "outer", "inner"))
+
+            masks = [(" mask_mod=%s" % k, dict(mod=v)) for k, v in kr.mod_kinds()[1:]]
+            scores = [(" score_mod=" + k, dict(softcap=c, alibi=a)) for k, c, a in SCORE_MODS]
+            found = {}
+            for axis in (masks, scores):
+                for suffix, args in axis:
+                    v = issue_profile(instrs, lines, kr.common_params(smem, **args))
+                    if differs(v):
+                        found[suffix] = args
+                        variants[name + suffix] = dict(v, registers=data["registers"])
+            for ms, ma in masks:
+                for ss, sa in scores:
+                    if ms in found and ss in found:
+                        v = issue_profile(instrs, lines, kr.common_params(smem, **ma, **sa))
+                        variants[name + ms + ss] = dict(v, registers=data["registers"])
+            for key, row in variants.items():
+                if key in rows and rows[key] != row:
+                    kr.fail("two kernels named %s differ (%s)" % (key, src), 1)
+                rows[key] = row
+                print("%-100s %s" % (key[:100] if key == name else ("  " + key[len(name):]), row["loops"]))
     deps |= {"tools/sass_issue.py", "tools/kernel_resources.py"}  # how the data is counted is a source too
     write(a.out, rows, deps, version, nd_version)
     print("wrote %s: %d kernels from %d source files" % (a.out, len(rows), len(deps)))

@@ -23,8 +23,8 @@ struct Args {
   int B = 0, H = 0, seq = 0, Lq = 0, Lk = 0, d = 64;  // 0: the backend's default
   std::string dtype = "fp16", causal, mask = "none", mask_mod = "none";
   int window = -1, prefix = -1;  // -1: not given
-  bool mask_per_head = false, full_check = false;
-  double scale = 0;
+  bool mask_per_head = false, full_check = false, alibi = false;
+  double scale = 0, softcap = 0;
   std::string seed = "1";
   std::vector<std::string> variants;
   int reps = 0, warmup = 0;  // with no --reps, --warmup: the backend's defaults (build_options)
@@ -60,6 +60,8 @@ void add_problem_options(CLI::App& app, Args& a) {
                  "document or random_blocks")->capture_default_str();
   app.add_option("--window", a.window, "sliding_window: the keys a query sees before itself");
   app.add_option("--prefix", a.prefix, "prefix_lm: the keys every query sees");
+  app.add_option("--softcap", a.softcap, "a score_mod (chapter 10): scores become C * tanh(score / C) (FlashAttention-2's softcap)");
+  app.add_flag("--alibi", a.alibi, "a score_mod (chapter 10): ALiBi's bias, -slope_h * |i + Lk - Lq - j| (FlashAttention-2's alibi_slopes)");
   app.add_option("--scale", a.scale, "softmax scale (default 1/sqrt(d))");
   app.add_option("--seed", a.seed, "seed of the random inputs, 0 to 18446744073709551615")
       ->capture_default_str()
@@ -114,6 +116,9 @@ Problem build_problem(const Args& a, const CLI::App& app) {
     throw UsageError(p.mod == ModKind::prefix_lm ? "--mask-mod prefix_lm needs --prefix N (N >= 0)"
                                                  : "--prefix is prefix_lm's: add --mask-mod prefix_lm");
   p.window = std::max(a.window, 0), p.prefix = std::max(a.prefix, 0);
+  p.softcap = static_cast<float>(a.softcap), p.alibi = a.alibi;  // validate() refuses a negative or non-finite cap
+  if (a.softcap > 0 && p.softcap == 0.f)
+    throw UsageError("--softcap " + number(a.softcap) + " is below the smallest fp32 number: give 0 for no cap");
   if (app.count("--scale")) p.scale_override = a.scale;  // validate() refuses NaN, Inf and overflowing ones
   // CLI11 would wrap -1 and clamp 2^64 or 1e23 into range: digits only, and within 64 bits.
   const char* end = a.seed.data() + a.seed.size();

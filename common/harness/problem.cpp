@@ -31,6 +31,10 @@ void Problem::validate() const {
                      "an attn_mask (sliding_window and prefix_lm are causal already)");
   if (mod == ModKind::sliding_window && window < 0)
     throw UsageError("the sliding window must be at least 0 keys before the query (got " + std::to_string(window) + ")");
+  if (!(softcap >= 0.f) || !std::isfinite(softcap))
+    throw UsageError("the softcap must be a finite number >= 0 (0: no cap; got " + std::to_string(softcap) + ")");
+  if (score_mod() && mask != MaskKind::none)
+    throw UsageError("a score_mod (softcap, alibi) takes no attn_mask: chapter 10's kernels take the mask as a rule (--mask-mod)");
   if (mod == ModKind::prefix_lm && prefix < 0)
     throw UsageError("the prefix must be at least 0 keys long (got " + std::to_string(prefix) + ")");
   // Byte counts are size_t products and the cost models doubles: 2^56 elements (of 8 bytes at
@@ -98,8 +102,16 @@ std::string Problem::describe() const {
   if (mod == ModKind::sliding_window) s << " mask_mod(sliding_window " << window << ")";
   if (mod == ModKind::prefix_lm) s << " mask_mod(prefix_lm " << prefix << ")";
   if (mod == ModKind::document || mod == ModKind::random_blocks) s << " mask_mod(" << mod_name(mod) << ")";
+  if (softcap > 0.f) s << " softcap(" << softcap << ")";
+  if (alibi) s << " alibi";
   if (scale_override) s << " scale=" << *scale_override;
   return s.str();
+}
+
+double Problem::score_at(int h, int i, int j, double x) const {
+  if (softcap > 0.f) x = softcap * std::tanh(x / softcap);
+  if (alibi) x -= static_cast<double>(alibi_slope(h, H)) * std::abs(i + Lk - Lq - j);
+  return x;
 }
 
 size_t Problem::mask_elems() const {
@@ -120,10 +132,10 @@ std::vector<int> Problem::documents() const {
 
 MaskMod Problem::mask_mod(const int* doc) const {
   switch (mod) {
-    case ModKind::sliding_window: return {mod, window, doc};
-    case ModKind::prefix_lm: return {mod, prefix, doc};
-    case ModKind::random_blocks: return {mod, static_cast<int>(seed * 0x9E3779B97F4A7C15ull >> 33), doc};
-    default: return {mod, 0, doc};
+    case ModKind::sliding_window: return {mod, alibi, window, doc};
+    case ModKind::prefix_lm: return {mod, alibi, prefix, doc};
+    case ModKind::random_blocks: return {mod, alibi, static_cast<int>(seed * 0x9E3779B97F4A7C15ull >> 33), doc};
+    default: return {mod, alibi, 0, doc};
   }
 }
 

@@ -22,6 +22,9 @@ struct Problem {
   // a document pattern's lengths and random_blocks' draw come from the seed.
   ModKind mod = ModKind::none;
   int window = 0, prefix = 0;
+  // Chapter 10's score mods (params.h): FlashAttention-2's softcap (0: none) and ALiBi's biases.
+  float softcap = 0.f;
+  bool alibi = false;
   uint64_t seed = 1;
 
   float scale() const;
@@ -30,6 +33,13 @@ struct Problem {
   // with which the scores would overflow fp32.
   void validate() const;
   std::string describe() const;  // "B=1 H=2 Lq=128 Lk=128 d=64 fp16 causal(top-left)"
+  bool score_mod() const { return softcap > 0.f || alibi; }
+  const char* score_name() const {  // "softcap", "alibi", "softcap+alibi"; null without one
+    return softcap > 0.f ? (alibi ? "softcap+alibi" : "softcap") : alibi ? "alibi" : nullptr;
+  }
+  // The score of query i and key j of head h after the score mods, from the scaled score x (double,
+  // the reference's; params.h's definitions).
+  double score_at(int h, int i, int j, double x) const;
 
   size_t q_elems() const { return static_cast<size_t>(B) * H * Lq * d; }
   size_t kv_elems() const { return static_cast<size_t>(B) * H * Lk * d; }

@@ -465,11 +465,13 @@ const Profile& Profiler::finish(Profile prof, const std::vector<std::string>& st
     s.stage = stages[i];
     double launch_longest = -1;
     s.terms.sass_known = true;
+    if (prof.problem.mod != ModKind::none) s.mod = mod_name(prof.problem.mod);
+    s.score = prof.problem.score_name();
     for (size_t l = 0; l < launches[i].size(); ++l) {
       const simt::Counters& c = launches[i][l];
       s.counters += c;
       s.launches.push_back(c), s.kernels.push_back(kernels[i][l]);
-      const Modelled m = model(c, *gpu_, find_sass(kernels[i][l]));
+      const Modelled m = model(c, *gpu_, find_sass(kernels[i][l], s.mod, s.score));
       s.terms.dram += m.dram, s.terms.l2 += m.l2, s.terms.l1 += m.l1, s.terms.mufu += m.mufu, s.terms.tensor += m.tensor;
       s.terms.issue += m.issue, s.terms.instructions += m.instructions, s.terms.sass_known &= m.sass_known;
       s.terms.latency += m.latency, s.terms.fill_drain += m.fill_drain, s.terms.groups = std::max(s.terms.groups, m.groups);
@@ -524,7 +526,7 @@ Remodelled remodel(const StageProfile& s, const gpus::Gpu& g, bool latency, bool
   for (size_t l = 0; l < s.launches.size(); ++l) {
     simt::Counters c = s.launches[l];
     if (!fill_drain) c.fill_sectors = c.drain_sectors = 0;
-    Modelled m = model(c, g, find_sass(s.kernels[l]));
+    Modelled m = model(c, g, find_sass(s.kernels[l], s.mod, s.score));
     if (!latency) m.latency = 0;
     r.us += m.total();
     if (m.total() > r.longest_us) r.longest_us = m.total(), r.bound = m.bound();

@@ -53,6 +53,8 @@ struct StageProfile {
   // Each launch's counters and kernel, to model the same counts on another GPU (model/model.h).
   std::vector<simt::Counters> launches;
   std::vector<std::string> kernels;
+  const char* mod = nullptr;    // the problem's mask_mod kind (mod_name), null for none: find_sass's row
+  const char* score = nullptr;  // its score mods (Problem::score_name), null for none
 };
 // What a profile emulates of a problem (model/sampling.h): every head or a few, every row or a
 // few row groups.

@@ -27,6 +27,7 @@ std::string Variant::supports() const {
   if (causal) s << "; causal";
   if (mask) s << "; masks";
   if (mask_mod) s << "; mask_mod";
+  if (score_mod) s << "; score_mod";
   return s.str();
 }
 
@@ -58,6 +59,9 @@ std::string Variant::unsupported_features(const Problem& p) const {
     return "variant " + name + " takes no attn_mask (it supports " + supports() + ")";
   if (p.mod != ModKind::none && !mask_mod)
     return "variant " + name + " takes no mask_mod (it supports " + supports() + "; chapter 10's steps take one)";
+  if (p.score_mod() && !score_mod)
+    return "variant " + name + " takes no score_mod (softcap, alibi; it supports " + supports() +
+           "; chapter 10's score_mod step takes them)";
   if (max_heads > 0 && static_cast<long long>(p.heads()) > max_heads)
     return "variant " + name + " runs at most " + std::to_string(max_heads) + " heads (B*H), not " +
            std::to_string(p.heads()) + ": its grid has one row of blocks per head";

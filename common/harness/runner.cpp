@@ -166,6 +166,7 @@ AttentionParams attention_params(const Problem& p, const void* q, const void* k,
   a.mask_stride_h = p.mask_per_head ? static_cast<long long>(p.Lq) * p.Lk : 0;
   a.mask_stride_b = p.mask_per_head ? a.mask_stride_h * p.H : 0;
   a.mod = p.mask_mod(nullptr);  // a document's positions: the DeviceInputs form gives them
+  a.softcap = p.softcap;
   return a;
 }
 

@@ -5,6 +5,7 @@
 //
 // with torch.nn.functional.scaled_dot_product_attention's semantics (see notes/00_overview.md).
 #pragma once
+#include <cmath>
 #include <cstdint>
 
 #if defined(__CUDACC__)
@@ -34,13 +35,29 @@ enum class MaskKind : int { none, boolean, additive };
 //   document:       doc[q] == doc[kv] (a packed sequence of documents; doc: the document of each
 //                   position, max(Lq, Lk) of them)
 //   random_blocks:  visible in 64 x 64 blocks, about half of them, drawn from a seed (tests)
-// 16 bytes: arg is the window, the prefix or the seed (AttentionParams' size: see the end).
-enum class ModKind : int { none, sliding_window, prefix_lm, document, random_blocks };
+// 16 bytes: arg is the window, the prefix or the seed (AttentionParams' size: see the end), and
+// beside the kind, in a byte of its word, ALiBi's switch (a score mod, below).
+enum class ModKind : uint8_t { none, sliding_window, prefix_lm, document, random_blocks };
 struct MaskMod {
   ModKind kind;
+  bool alibi;
   int arg;
   const int* doc;
 };
+
+// Score mods (chapter 10): the scaled score s = scale * q.k of a (query, key) pair changed before
+// the softmax, as FlexAttention's score_mod(score, b, h, q_idx, kv_idx), FlashAttention-2's two:
+//   softcap > 0: s -> softcap * tanh(s / softcap) (Gemma 2), then
+//   alibi:       s -> s - slope_h * |q + Lk - Lq - kv| (the distance from the bottom-right aligned
+//                diagonal; FlashAttention-2's alibi_slopes), slope_h = alibi_slope(h, H).
+// ALiBi's slopes (Press et al., 2022, as FlashAttention's tests make them): 2^(-8 (h + 1) / n) for the
+// largest power of two n <= H, then for the heads past n every other slope of the sequence for 2n.
+ATTN_HOST_DEVICE inline float alibi_slope(int h, int H) {
+  int n = 1;
+  while (2 * n <= H) n *= 2;
+  return h < n ? exp2f(-8.f * static_cast<float>(h + 1) / static_cast<float>(n))
+               : exp2f(-4.f * static_cast<float>(2 * (h - n) + 1) / static_cast<float>(n));
+}
 
 struct AttentionParams {
   // Tensors in torch's [B, H, L, d] layout, contiguous, of type `dtype`.
@@ -55,6 +72,7 @@ struct AttentionParams {
   // The mask has Lq x Lk entries per (batch, head): uint8 for boolean masks, fp32 for additive
   // ones. mask_stride_b and mask_stride_h are in elements; 0 broadcasts over that dimension.
   MaskKind mask_kind;
+  float softcap;  // chapter 10's score mod (above): 0 for none
   const void* mask;
   long long mask_stride_b, mask_stride_h;
   // Scratch memory of the size the variant asked for (its N x N buffers, its l and m...).
@@ -62,7 +80,7 @@ struct AttentionParams {
   // log(sum_j exp(s_ij)) of each query row, [B, H, Lq] fp32, for the variants that write it
   // (what a backward pass needs); -inf for a row with no key to attend to.
   float* lse;
-  // Chapter 10's mask_mod (kind none elsewhere): a rule instead of attn_mask's tensor.
+  // Chapter 10's mask_mod (kind none elsewhere): a rule instead of attn_mask's tensor; and ALiBi.
   MaskMod mod;
 
   // Offset of the causal diagonal: key j is visible to query i when j <= i + causal_offset().

@@ -71,10 +71,15 @@ inline constexpr SassKernel kSassSm90[] = {
 #include "sass_sm90.inc"
 };
 
-// The kernel's data, or nullptr for a kernel the file does not know (a test's own kernel).
-inline const SassKernel* find_sass(const std::string& kernel) {
-  for (const SassKernel& k : kSassSm90)
-    if (kernel == k.name) return &k;
+// The kernel's data, or nullptr for a kernel the file does not know (a test's own kernel). With
+// chapter 10's mods (harness/problem.h's mod_name and score_name; null for none), the row for a
+// problem with them where the kernel's common path depends on them ("<kernel> mask_mod=<kind>
+// score_mod=<mods>", or one of the two), else the kernel's.
+inline const SassKernel* find_sass(const std::string& kernel, const char* mod = nullptr, const char* score = nullptr) {
+  const std::string m = mod ? std::string(" mask_mod=") + mod : "", s = score ? std::string(" score_mod=") + score : "";
+  for (const std::string& name : {kernel + m + s, kernel + m, kernel + s, kernel})
+    for (const SassKernel& k : kSassSm90)
+      if (name == k.name) return &k;
   return nullptr;
 }
 

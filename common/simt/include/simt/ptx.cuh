@@ -120,6 +120,13 @@ inline float ex2_approx_ftz(float x) {
   return std::fpclassify(y) == FP_SUBNORMAL ? 0.f : y;
 }
 
+// tanh.approx.f32 on the CPU: tanh rounded to float (the GPU's approximation has a relative error
+// up to 2^-11, PTX ISA: tanh).
+inline float tanh_approx(float x) {
+  counters::mufu();  // one MUFU.TANH on the GPU
+  return std::tanh(x);
+}
+
 }  // namespace simt::detail
 #endif  // SIMT_CPU
 
@@ -259,6 +266,19 @@ __device__ __forceinline__ float ex2_approx_ftz(float x) {
 #else
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+#endif
+}
+
+// ---- tanh.approx.f32 ----------------------------------------------------------------------------
+// tanhf compiles to a sequence of FP32 instructions around an exponential; the approximation is
+// one MUFU.TANH (sm_75 and later), as FlashAttention's softcap uses it.
+__device__ __forceinline__ float tanh_approx(float x) {
+#if SIMT_CPU
+  return detail::tanh_approx(x);
+#else
+  float y;
+  asm("tanh.approx.f32 %0, %1;\n" : "=f"(y) : "f"(x));
   return y;
 #endif
 }

@@ -1,0 +1,60 @@
+// score_mod.h: chapter 10's score mods, FlexAttention's score_mod(score, b, h, q_idx, kv_idx) -> score.
+// Each is a functor a kernel applies in fp32 to the scaled score (scale * q.k) of every pair it
+// visits, before the row maximum; FlashAttention-2's two as functors: softcap and alibi_slopes.
+// params.h defines what each means; the reference (harness/reference.cpp) computes them in double.
+#pragma once
+#include "params.h"
+#include "simt/ptx.cuh"
+
+namespace attn {
+
+struct NoScoreMod {
+  ATTN_HOST_DEVICE float operator()(float s, int, int, int, int) const { return s; }
+};
+// FlashAttention-2's softcap (Gemma 2): cap * tanh(s / cap), a smooth clamp into (-cap, cap). One
+// MUFU.TANH per score (tanh.approx.f32, as FlashAttention's), and a multiply on each side: the
+// reciprocal is taken once (a division per score would be a MUFU.RCP and a correction).
+struct Softcap {
+  float cap, inv;
+  ATTN_HOST_DEVICE float operator()(float s, int, int, int, int) const { return cap * simt::tanh_approx(s * inv); }
+};
+// FlashAttention-2's alibi_slopes: s - slope_h * |q + Lk - Lq - kv|, the distance from the diagonal
+// aligned bottom-right (offset = Lk - Lq); with is_causal, slope_h * (kv - q - offset) on the keys seen.
+// Made for one head: its slope is computed once, not per score (an exp2 and a division).
+struct Alibi {
+  float slope;
+  int offset;
+  ATTN_HOST_DEVICE float operator()(float s, int, int, int q, int kv) const {
+    const int dist = q + offset - kv;
+    return s - slope * static_cast<float>(dist < 0 ? -dist : dist);
+  }
+};
+// Both, in FlashAttention-2's order: the cap first, then the bias.
+struct SoftcapAlibi {
+  Softcap cap;
+  Alibi alibi;
+  ATTN_HOST_DEVICE float operator()(float s, int b, int h, int q, int kv) const {
+    return alibi(cap(s, b, h, q, kv), b, h, q, kv);
+  }
+};
+
+// The book's score mods behind one functor, chosen at run time from the parameters, for head h;
+// visit(f) tests them once per tile and calls f with the concrete functor, as BookMod does for the
+// rules.
+struct BookScore {
+  float softcap;
+  bool alibi;
+  int h, H, offset;
+  ATTN_HOST_DEVICE static BookScore of(const AttentionParams& p, int h) { return {p.softcap, p.mod.alibi, h, p.H, p.Lk - p.Lq}; }
+  template <class F>
+  ATTN_HOST_DEVICE void visit(F&& f) const {
+    const Softcap cap{softcap, 1.f / softcap};
+    const Alibi bias{alibi ? alibi_slope(h, H) : 0.f, offset};
+    if (softcap > 0.f && alibi) return f(SoftcapAlibi{cap, bias});
+    if (softcap > 0.f) return f(cap);
+    if (alibi) return f(bias);
+    return f(NoScoreMod{});
+  }
+};
+
+}  // namespace attn
