@@ -189,6 +189,7 @@ TEST_CASE("every kernel a chapter launches has SASS data: the issue term and reg
       for (int d : {32, 64, 96, 128, 256}) {
         Problem p;
         p.B = 1, p.H = 2, p.Lq = p.Lk = 128, p.d = d, p.dtype = t;
+        p.softcap = v.score_mod ? 30.f : 0.f;  // chapter 10's step d launches its own kernel with one
         if (!v.unsupported(p).empty()) continue;
         for (const auto& stage : dry_launches(v, p))
           for (const simt::LaunchCounters& l : stage) {
@@ -201,6 +202,36 @@ TEST_CASE("every kernel a chapter launches has SASS data: the issue term and reg
   CHECK(launches > 100);
   for (const std::string& m : missing) UNSCOPED_INFO(m);
   CHECK(missing.empty());
+}
+
+TEST_CASE("a problem's mods pick their kernel's own SASS rows: chapter 10's rules and score mods", "[profile]") {
+  using namespace attn;
+  auto kernel_of = [](const char* variant, const Problem& p) {  // the attention's kernel: the last launch
+    const Variant* v = find_variant(variant);
+    REQUIRE(v != nullptr);
+    return dry_launches(*v, p).back().back().kernel;
+  };
+  Problem p;
+  p.B = 1, p.H = 2, p.Lq = p.Lk = 128, p.d = 64, p.dtype = DType::fp16, p.mod = ModKind::sliding_window, p.window = 9;
+  const std::string rule = kernel_of("mask_mod", p);  // step b: the rule on every tile
+  REQUIRE(find_sass(rule) != nullptr);
+  for (const char* kind : {"sliding_window", "document"}) {
+    INFO(kind);
+    const SassKernel* k = find_sass(rule, kind);
+    REQUIRE(k != nullptr);
+    CHECK(std::string(k->name) == rule + " mask_mod=" + kind);
+    CHECK(k->tile.instructions != find_sass(rule)->tile.instructions);  // the rule's instructions, not AllKeys'
+  }
+  CHECK(find_sass(rule, "document")->tile.seen[kSeenLd] > find_sass(rule)->tile.seen[kSeenLd]);  // its two loads
+  p.mod = ModKind::none, p.softcap = 30.f;
+  const std::string scored = kernel_of("score_mod", p);
+  REQUIRE(find_sass(scored, nullptr, "softcap") != nullptr);
+  CHECK(std::string(find_sass(scored, nullptr, "softcap")->name) == scored + " score_mod=softcap");
+  CHECK(find_sass(scored, "document", "softcap") == find_sass(scored, nullptr, "softcap"));  // full tiles: no rule
+  // A kernel whose path no mod changes has one row, whatever the problem's mods.
+  p.softcap = 0.f;
+  const std::string dense = kernel_of("lean_loop", p);
+  CHECK(find_sass(dense, "document", "softcap") == find_sass(dense));
 }
 
 TEST_CASE("the SASS data knows when a kernel's source changed since it was written", "[profile]") {
