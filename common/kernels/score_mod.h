@@ -9,14 +9,14 @@
 namespace attn {
 
 struct NoScoreMod {
-  ATTN_HOST_DEVICE float operator()(float s, int, int, int, int) const { return s; }
+  __device__ float operator()(float s, int, int, int, int) const { return s; }
 };
 // FlashAttention-2's softcap (Gemma 2): cap * tanh(s / cap), a smooth clamp into (-cap, cap). One
 // MUFU.TANH per score (tanh.approx.f32, as FlashAttention's), and a multiply on each side: the
 // reciprocal is taken once (a division per score would be a MUFU.RCP and a correction).
 struct Softcap {
   float cap, inv;
-  ATTN_HOST_DEVICE float operator()(float s, int, int, int, int) const { return cap * simt::tanh_approx(s * inv); }
+  __device__ float operator()(float s, int, int, int, int) const { return cap * simt::tanh_approx(s * inv); }
 };
 // FlashAttention-2's alibi_slopes: s - slope_h * |q + Lk - Lq - kv|, the distance from the diagonal
 // aligned bottom-right (offset = Lk - Lq); with is_causal, slope_h * (kv - q - offset) on the keys seen.
@@ -24,7 +24,7 @@ struct Softcap {
 struct Alibi {
   float slope;
   int offset;
-  ATTN_HOST_DEVICE float operator()(float s, int, int, int q, int kv) const {
+  __device__ float operator()(float s, int, int, int q, int kv) const {
     const int dist = q + offset - kv;
     return s - slope * static_cast<float>(dist < 0 ? -dist : dist);
   }
@@ -33,7 +33,7 @@ struct Alibi {
 struct SoftcapAlibi {
   Softcap cap;
   Alibi alibi;
-  ATTN_HOST_DEVICE float operator()(float s, int b, int h, int q, int kv) const {
+  __device__ float operator()(float s, int b, int h, int q, int kv) const {
     return alibi(cap(s, b, h, q, kv), b, h, q, kv);
   }
 };
@@ -45,9 +45,9 @@ struct BookScore {
   float softcap;
   bool alibi;
   int h, H, offset;
-  ATTN_HOST_DEVICE static BookScore of(const AttentionParams& p, int h) { return {p.softcap, p.mod.alibi, h, p.H, p.Lk - p.Lq}; }
+  __device__ static BookScore of(const AttentionParams& p, int h) { return {p.softcap, p.mod.alibi, h, p.H, p.Lk - p.Lq}; }
   template <class F>
-  ATTN_HOST_DEVICE void visit(F&& f) const {
+  __device__ void visit(F&& f) const {
     const Softcap cap{softcap, 1.f / softcap};
     const Alibi bias{alibi ? alibi_slope(h, H) : 0.f, offset};
     if (softcap > 0.f && alibi) return f(SoftcapAlibi{cap, bias});
