@@ -367,6 +367,9 @@ def main():
             # the problem's rule, step d changes every score) has a row per mod besides:
             # "<name> mask_mod=<kind>", "<name> score_mod=<mods>", and both where both matter.
             variants = {name: data}
+            # Only a kernel that reads a mod's parameter word (or the 8 bytes around it) can depend on it.
+            words = {"c[0x0][%#x]" % (int(t[7:-1], 16) & ~k) for t in params["mods"] for k in (0, 3, 7)}
+            reads_mods = any(w in x["args"] for x in instrs for w in words)
 
             def differs(v):
                 return any(v[part] != data[part] for part in ("fixed", "tile", "outer", "inner"))
@@ -374,7 +377,7 @@ def main():
             masks = [(" mask_mod=%s" % k, dict(mod=v)) for k, v in kr.mod_kinds()[1:]]
             scores = [(" score_mod=" + k, dict(softcap=c, alibi=a)) for k, c, a in SCORE_MODS]
             found = {}
-            for axis in (masks, scores):
+            for axis in ((masks, scores) if reads_mods else ()):
                 for suffix, args in axis:
                     v = issue_profile(instrs, lines, kr.common_params(smem, **args))
                     if differs(v):
