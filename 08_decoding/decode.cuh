@@ -63,10 +63,13 @@ template <class T, int D, int R, bool Split, bool Paged>
 __global__ void __launch_bounds__(kThreads) decode_kernel(const attn::DecodeParams p, float* part_o, float* part_lse) {
   using S = Shape<T, D>;
   constexpr int E = S::E, Lanes = S::lanes, G = S::groups, U = kKeysPerStep;
-  __shared__ float merge_m[G][R], merge_l[G][R];
-  // A lane's E values at lane * (E + 1): lanes 9 words apart on the stores, so no two of a warp's
-  // lanes share a bank; the readers' neighbouring columns stay neighbours but once per E.
-  __shared__ float merge_o[G][R][Lanes * (E + 1)];
+  // [row][group]: the lane 0s of a warp's groups store their m and l to neighbouring words.
+  __shared__ float merge_m[R][G], merge_l[R][G];
+  // Row r of a group at r * Lanes * (E + 1), a lane's E values at lane * (E + 1) in it: lanes 9 words
+  // apart on the stores and the groups padded apart (merge_group_words), so no two of a warp's lanes
+  // share a bank; the readers' neighbouring columns stay neighbours but once per E.
+  constexpr int kRowWords = Lanes * (E + 1);
+  __shared__ float merge_o[G][merge_group_words(Lanes, E, R)];
   static_assert(sizeof merge_m + sizeof merge_l + sizeof merge_o == decode_smem_bytes(sizeof(T), D, R),
                 "decoding.h's decode_smem_bytes is what this kernel declares");
 
@@ -187,9 +190,9 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const attn::DecodePara
   // The G groups' states merged: each row's m the largest, each group's l and O rescaled to it.
 #pragma unroll
   for (int r = 0; r < R; ++r) {
-    if (lane == 0) merge_m[grp][r] = m[r], merge_l[grp][r] = l[r];
+    if (lane == 0) merge_m[r][grp] = m[r], merge_l[r][grp] = l[r];
 #pragma unroll
-    for (int e = 0; e < E; ++e) merge_o[grp][r][lane * (E + 1) + e] = acc[r][e];
+    for (int e = 0; e < E; ++e) merge_o[grp][r * kRowWords + lane * (E + 1) + e] = acc[r][e];
   }
   __syncthreads();
   const long long total_rows = static_cast<long long>(p.B) * p.Lq * p.Hq;
@@ -197,12 +200,12 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const attn::DecodePara
     const int r = idx / D, c = idx % D, pr = chunk * R + r;
     if (pr >= rows) continue;
     float M = -INFINITY;
-    for (int k = 0; k < G; ++k) M = fmaxf(M, merge_m[k][r]);
+    for (int k = 0; k < G; ++k) M = fmaxf(M, merge_m[r][k]);
     float sum = 0.f, o = 0.f;
     if (M != -INFINITY)
       for (int k = 0; k < G; ++k) {
-        const float w = exp2f(merge_m[k][r] - M);
-        sum += w * merge_l[k][r], o += w * merge_o[k][r][c / E * (E + 1) + c % E];
+        const float w = exp2f(merge_m[r][k] - M);
+        sum += w * merge_l[r][k], o += w * merge_o[k][r * kRowWords + c / E * (E + 1) + c % E];
       }
     const long long out_row = (static_cast<long long>(b) * p.Lq + pr / g) * p.Hq + hk * g + pr % g;
     const float value = sum > 0.f ? o / sum : 0.f;  // a row that sees no key: O = 0

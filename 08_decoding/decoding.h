@@ -41,12 +41,20 @@ inline Partials partials(const attn::DecodeParams& p) {
 cudaError_t combine(const attn::DecodeParams& p);
 // Query rows a block of steps d and e holds: the KV head's g x Lq rows, up to 8.
 int rows_per_block(int group, int Lq);
+// A key group's words in decode.cuh's merge_o: R rows of E + 1 floats per lane, then padding that
+// makes the group's start `lanes` banks past the previous group's (mod 32) at any R. A warp's
+// store then puts its groups' lanes, 9 words apart within a group, in 32 different banks: at R = 4
+// without the padding the groups would start 576 words apart, the same bank, and conflict 2-way.
+ATTN_HOST_DEVICE constexpr int merge_group_words(int lanes, int E, int R) {
+  const int words = R * lanes * (E + 1);
+  return lanes >= 32 ? words : words + (lanes - words % 32 + 32) % 32;  // one group per warp: no padding
+}
 // The static shared memory of a block of steps b to e holding R query rows, with `elem`-byte inputs
-// at head dim d: decode.cuh's merge arrays (m and l, and E + 1 floats per lane of each key group
-// and row), which it checks against this. The registry declares it.
+// at head dim d: decode.cuh's merge arrays (m and l, and each key group's merge_o words), which it
+// checks against this. The registry declares it.
 ATTN_HOST_DEVICE constexpr size_t decode_smem_bytes(int elem, int d, int R) {
   const int E = 16 / elem, lanes = d / E, groups = kDecodeThreads / lanes;
-  return sizeof(float) * groups * R * (2 + lanes * (E + 1));
+  return sizeof(float) * groups * (2 * R + merge_group_words(lanes, E, R));
 }
 
 }  // namespace ch08

@@ -123,3 +123,31 @@ TEST_CASE("one sequence's counts times B model B sequences of its length", "[dec
     CHECK(dram_one == Approx(dram_whole).epsilon(0.01));
   }
 }
+
+TEST_CASE("chapter 08's merge: a warp's shared stores never conflict, whatever rows a block holds", "[decode_model]") {
+  // merge_o's padding (decoding.h, merge_group_words): the key groups sharing a warp store to 32
+  // different banks at R = 1 (one row per block) and at R = 2, 4 and 8 (a KV head's g query rows
+  // packed), at every head dim of the chapter. Unpadded, R = 4 at d = 128 was 1.80 wavefronts per store.
+  ProfileOptions o;
+  Profiler profiler(o);
+  RunOptions checks;
+  for (int d : {32, 64, 128, 256})
+    for (int g : {1, 2, 4, 8})
+      for (const char* name : {"decode_kernel", "gqa_packed", "paged"}) {
+        const DecodeVariant* v = find_decode(name);
+        REQUIRE(v != nullptr);
+        DecodeProblem p = llama(1, 300);
+        p.d = d, p.Hkv = 32 / g, p.paged = v->paged;
+        INFO(name << " on " << p.describe());
+        const Profile pr = profile_decode(profiler, *v, p, false, checks, false);
+        REQUIRE(pr.result.verdict.pass);
+        double stores = 0;
+        for (const StageProfile& s : pr.stages)
+          for (int k = simt::kSharedStore32; k <= simt::kSharedStore128; ++k) {
+            INFO(s.stage << ": " << simt::shared_kind_name(k));
+            stores += s.counters.shared[k].requests;
+            CHECK(s.counters.shared[k].conflicts() == 0);
+          }
+        CHECK(stores > 0);
+      }
+}
