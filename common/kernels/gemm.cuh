@@ -16,8 +16,9 @@
 // A thread's rows are ty + 16 i and its columns tx + TX j (K^T) or 4-wide groups 4 TX apart (V):
 // a warp then reads each row of A at one address (a broadcast) and 8 or 16 distinct rows of B per
 // phase, which the padding below puts on distinct banks.
-// What it costs: 64 accumulators and 32 + 8 operand registers per thread (with addresses, 150 to
-// 220: one or two blocks per SM), and a tile that idles when M or N is much smaller than 128.
+// What it costs: 64 accumulators and 32 + 8 operand registers per thread (with addresses, 146 to
+// 210 on sm_90: one block of 256 threads per SM at BN = 128, three of 128 at BN = 64), and a tile
+// that idles when M or N is much smaller than 128.
 // The copies into shared memory unroll by 8, not whole: whole, ptxas spills registers.
 #pragma once
 #include <cuda_runtime.h>
