@@ -30,10 +30,11 @@ int chunks(const DecodeProblem& p) {
 double partial_bytes(const DecodeProblem& p, int splits) {
   return splits > 1 ? 2.0 * splits * p.B * p.Lq * p.Hq * (p.d + 1) * 4.0 : 0;
 }
-double table_bytes(const DecodeProblem& p, int splits) {
+// The block table's bytes: each chunk of a (sequence, KV head) reads each page's entry once, split
+// or not (a split reads only its own pages).
+double table_bytes(const DecodeProblem& p) {
   double pages = 0;
   for (int b = 0; b < p.B; ++b) pages += (p.keys(b) + p.page() - 1) / p.page();
-  (void)splits;  // a split reads only its own pages: the blocks of a (sequence, KV head) read each once
   return 4.0 * pages * p.Hkv * chunks(p);
 }
 
@@ -158,7 +159,7 @@ const RegisterDecode paged_step({
     .workspace_bytes = split_bytes,
     .hbm_bytes =
         [](const DecodeProblem& p, int s) {
-          return append_bytes(p) + chunks(p) * p.cache_bytes() + qo_bytes(p) + partial_bytes(p, s) + table_bytes(p, s);
+          return append_bytes(p) + chunks(p) * p.cache_bytes() + qo_bytes(p) + partial_bytes(p, s) + table_bytes(p);
         },
     .plan = [](const DecodeProblem& p, int s) { return grid_plan(p, ch08::rows_per_block(p.group(), p.Lq), s); },
     .smem_bytes = packed_smem,
