@@ -463,12 +463,17 @@ bool decode_sampled(const DecodeProblem& p) {
   return p.B > 1;
 }
 
+DecodeProblem decode_emulated(const DecodeProblem& p, bool sample) {
+  DecodeProblem e = p;
+  if (sample && decode_sampled(p)) e.B = 1, e.cache_lens = {p.cache_len(0)};
+  return e;
+}
+
 const Profile& profile_decode(Profiler& profiler, const DecodeVariant& v, const DecodeProblem& p, bool sample,
                               const RunOptions& o, bool details) {
   const bool one = sample && decode_sampled(p);
   const int splits = v.splits_for(p);
-  DecodeProblem e = p;
-  if (one) e.B = 1, e.cache_lens = {p.cache_len(0)};
+  DecodeProblem e = decode_emulated(p, sample);
   if (v.splits) e.splits = splits;
   const DecodeInputs in = DecodeInputs::generate(e);
   const DecodeChecker checker(e, in, o);

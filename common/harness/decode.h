@@ -159,6 +159,7 @@ Result run_decode(const DecodeVariant& v, const DecodeProblem& p, DecodeDevice& 
 class Profiler;
 struct Profile;
 bool decode_sampled(const DecodeProblem& p);  // what `sample` does to p: whether it emulates one sequence
+DecodeProblem decode_emulated(const DecodeProblem& p, bool sample);  // what is emulated: p, or its first sequence
 const Profile& profile_decode(Profiler& profiler, const DecodeVariant& v, const DecodeProblem& p, bool sample,
                               const RunOptions& o, bool details = true);
 

@@ -171,8 +171,7 @@ int decode_main(int argc, char** argv, const std::string& chapter) {
     // A profile of sequences of one length emulates the first (profile_decode), when the cache is
     // large enough for the emulation to take a while.
     const bool sampled = profiler && !all_sequences && decode_sampled(p) && p.cache_bytes() > 16e6;
-    DecodeProblem e = p;  // what is emulated
-    if (sampled) e.B = 1, e.cache_lens = {p.cache_len(0)};
+    const DecodeProblem e = decode_emulated(p, sampled);
     std::vector<const DecodeVariant*> runnable;
     for (const DecodeVariant* v : chosen) {
       try {
