@@ -17,8 +17,7 @@ template <class T>
 __global__ void append_kernel(const attn::DecodeParams p) {
   const int b = static_cast<int>(blockIdx.x) / p.Lq, t = static_cast<int>(blockIdx.x) % p.Lq;
   const int j = p.cache_seqlens[b] + t;
-  const long long row = static_cast<long long>(p.block_table[b * p.max_pages + j / p.page_size]) * p.page_size +
-                        j % p.page_size;
+  const long long row = p.cache_row(b, j);
   const int n = p.Hkv * p.d;
   const T* k = static_cast<const T*>(p.k_new) + static_cast<long long>(blockIdx.x) * n;
   const T* v = static_cast<const T*>(p.v_new) + static_cast<long long>(blockIdx.x) * n;

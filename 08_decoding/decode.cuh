@@ -52,8 +52,7 @@ __device__ __forceinline__ void load16(const T* src, float* out) {
 template <bool Paged>
 __device__ __forceinline__ long long key_row(const attn::DecodeParams& p, int b, int j) {
   if constexpr (Paged) {
-    const int page = p.block_table[b * p.max_pages + j / p.page_size];
-    return static_cast<long long>(page) * p.page_size + j % p.page_size;
+    return p.cache_row(b, j);
   } else {
     return static_cast<long long>(b) * p.page_size + j;  // unpaged: a page is the whole capacity
   }

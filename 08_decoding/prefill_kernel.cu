@@ -27,8 +27,7 @@ __global__ void gather_kernel(const attn::DecodeParams p, int b, int L, T* Qb, T
     dst = Qb + static_cast<long long>(row) * p.d;
   } else {
     const int r = (row - q_rows) % (p.Hq * L), h = r / L, j = r % L;
-    const long long at = static_cast<long long>(p.block_table[b * p.max_pages + j / p.page_size]) * p.page_size +
-                         j % p.page_size;
+    const long long at = p.cache_row(b, j);
     const bool is_k = row - q_rows < p.Hq * L;
     src = static_cast<const T*>(is_k ? p.k_cache : p.v_cache) + (at * p.Hkv + h / p.group()) * p.d;
     dst = (is_k ? Kb : Vb) + static_cast<long long>(r) * p.d;

@@ -39,6 +39,10 @@ struct DecodeParams {
   ATTN_HOST_DEVICE int group() const { return Hq / Hkv; }  // query heads per KV head
   // Keys sequence b attends over, given its cache length.
   ATTN_HOST_DEVICE int keys(int cache_len) const { return cache_len + (k_new != nullptr ? Lq : 0); }
+  // The cache row of sequence b's key j: row j % page_size of page block_table[b][j / page_size].
+  ATTN_HOST_DEVICE long long cache_row(int b, int j) const {
+    return static_cast<long long>(block_table[b * max_pages + j / page_size]) * page_size + j % page_size;
+  }
 };
 
 }  // namespace attn
