@@ -45,9 +45,10 @@ int rows_per_block(int group, int Lq);
 // makes the group's start `lanes` banks past the previous group's (mod 32) at any R. A warp's
 // store then puts its groups' lanes, 9 words apart within a group, in 32 different banks: at R = 4
 // without the padding the groups would start 576 words apart, the same bank, and conflict 2-way.
+// At 32 lanes (d = 256), one group per warp, the padding comes out 0.
 ATTN_HOST_DEVICE constexpr int merge_group_words(int lanes, int E, int R) {
   const int words = R * lanes * (E + 1);
-  return lanes >= 32 ? words : words + (lanes - words % 32 + 32) % 32;  // one group per warp: no padding
+  return words + (lanes - words % 32 + 32) % 32;
 }
 // The static shared memory of a block of steps b to e holding R query rows, with `elem`-byte inputs
 // at head dim d: decode.cuh's merge arrays (m and l, and each key group's merge_o words), which it
