@@ -26,8 +26,8 @@ Nothing here is a measurement. Each figure takes its rule from the file that def
                           of split_heuristic (common/harness/decode.cpp, reproduced here and
                           checked: 33 splits at 8 blocks and 32k keys), and the combine of one row
                           with numbers (checked against a direct softmax)
-  08_paged_cache.svg      a pool of pages and a block table: key_row of 08_decoding/decode.cuh on
-                          an example table, the new token appended in place
+  08_paged_cache.svg      a pool of pages and a block table: DecodeParams::cache_row
+                          (common/kernels/decode_params.h) on an example table, the new token appended in place
   08_gqa_packing.svg      the g x Lq query rows of one KV head as the rows of one block:
                           rows_per_block of 08_decoding/gqa_packed.cu, the row mapping of decode.cuh
   08_roofline.svg         decoding's arithmetic intensity against the H100's roofs, the numbers of
@@ -826,9 +826,10 @@ def fig_split_kv(args):
 
 
 def fig_paged_cache(args):
-    src = (ROOT / "08_decoding/decode.cuh").read_text()
-    for expr in ("p.block_table[b * p.max_pages + j / p.page_size]", "page) * p.page_size + j % p.page_size"):
-        check(expr in src, f"08_decoding/decode.cuh: key_row no longer reads `{expr}`; tools/figures.py must follow it")
+    src = (ROOT / "common/kernels/decode_params.h").read_text()
+    for expr in ("block_table[b * max_pages + j / page_size]) * page_size + j % page_size",):
+        check(expr in src, "common/kernels/decode_params.h: cache_row no longer reads "
+                           f"`{expr}`; tools/figures.py must follow it")
     page, pool = 4, 16
     lens = [9, 4, 6]   # cache_seqlens: keys before the append
     new = 1            # one new token per sequence, appended at cache_seqlens[b]
@@ -842,7 +843,7 @@ def fig_paged_cache(args):
     for b, n in enumerate(keys):
         for j in range(n):
             pg = table[b][j // page]
-            row = pg * page + j % page  # key_row: block_table[b][j / page_size] * page_size + j % page_size
+            row = pg * page + j % page  # cache_row: block_table[b][j / page_size] * page_size + j % page_size
             check(row not in where.values(), "two keys in one row of the pool")
             where[(b, j)] = row
             owner[pg] = b
@@ -893,8 +894,8 @@ def fig_paged_cache(args):
                ["the new token, appended at cache_seqlens[b] in place", "a row of a sequence's page, not yet written",
                 "a page no sequence owns (free)"], loc="lower center", ncol=3, frameon=False, fontsize=8)
     fig.suptitle("The paged KV cache of step e (flash_attn_with_kvcache's layout; vLLM's PagedAttention): an "
-                 "example table. The rule is key_row in 08_decoding/decode.cuh;\nan unpaged cache is the same with "
-                 "one page per sequence of page_size = the capacity, and block_table[b][0] = b", fontsize=10)
+                 "example table. The rule is DecodeParams::cache_row\n(common/kernels/decode_params.h); an unpaged cache is the "
+                 "same with one page per sequence of page_size = the capacity, and block_table[b][0] = b", fontsize=10)
     fig.tight_layout(rect=(0, 0.08, 1, 0.93))
     return fig
 
