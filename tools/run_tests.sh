@@ -3,7 +3,7 @@
 #   - builds the backend this machine runs (gpu with a GPU, else cpu) and runs every test: the
 #     emulator's, the reference's, every variant of every chapter over the sweep (on the cpu
 #     backend in each schedule order: the shape sweep whole in forward order, a third of it in each
-#     other), the command line's;
+#     other; the mask sweep whole, then half in each other), the command line's;
 #   - on a machine without a GPU also compiles and links the gpu backend for sm_90 (its tests report
 #     themselves skipped), builds the emulator's tests with AddressSanitizer and runs them, builds
 #     the counters build and runs its [counters] tests in each schedule order with one and two
