@@ -1,4 +1,4 @@
-// variants.cpp: chapter 07 in the backward registry (harness/backward.h): its four steps, the
+// variants.cpp: chapter 07 in the backward registry (harness/backward/backward.h): its four steps, the
 // kernels each strings together, and their cost models.
 //
 // Cost models, per head, with t the inputs' bytes per element:
@@ -16,7 +16,7 @@
 
 #include "06_causal/causal.h"
 #include "backward.h"
-#include "harness/backward.h"
+#include "harness/backward/backward.h"
 
 namespace {
 using namespace attn;

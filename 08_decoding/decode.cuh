@@ -52,9 +52,9 @@ __device__ __forceinline__ void load16(const T* src, float* out) {
 template <bool Paged>
 __device__ __forceinline__ long long key_row(const attn::DecodeParams& p, int b, int j) {
   if constexpr (Paged) {
-    return p.cache_row(b, j);
+    return p.paged_row(b, j);
   } else {
-    return static_cast<long long>(b) * p.page_size + j;  // unpaged: a page is the whole capacity
+    return p.unpaged_row(b, j);  // a page is the whole capacity
   }
 }
 
@@ -222,7 +222,9 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const attn::DecodePara
 // times the splits.
 template <int R, bool Split, bool Paged>
 cudaError_t launch_decode(const attn::DecodeParams& p, float* part_o, float* part_lse) {
-  if (p.dtype == attn::DType::fp32 || p.Hq % p.Hkv != 0) return cudaErrorInvalidValue;
+  // A kernel reads the cache it was compiled for: a table it would not read, or none where it needs
+  // one, is refused, never another sequence's keys read in silence.
+  if (p.dtype == attn::DType::fp32 || p.Hq % p.Hkv != 0 || (p.block_table != nullptr) != Paged) return cudaErrorInvalidValue;
   const int chunks = (p.group() * p.Lq + R - 1) / R;
   const dim3 grid(static_cast<unsigned>(static_cast<long long>(p.B) * p.Hkv * chunks),
                   static_cast<unsigned>(Split ? p.splits : 1));

@@ -11,6 +11,7 @@
 namespace ch08 {
 
 cudaError_t paged(const attn::DecodeParams& p) {
+  if (p.block_table == nullptr) return gqa_packed(p);  // an unpaged cache: step d's kernels
   if (p.splits <= 1) return launch_packed<false, true>(p, nullptr, nullptr);
   const Partials part = partials(p);
   return launch_packed<true, true>(p, part.o, part.lse);

@@ -4,6 +4,7 @@
 // What it shows (the counters): one query row fills a tile of 64 or 128 rows, the rest computed for
 // nothing; the grid is Hq blocks per sequence; the copy reads and writes the cache g times over.
 #include <algorithm>
+#include <vector>
 
 #include "05_flash_v2/flash_v2.h"
 #include "decoding.h"
@@ -51,6 +52,13 @@ size_t prefill_workspace(int Hq, int Lq, int max_keys, int d, int elem_bytes) {
 }
 
 cudaError_t prefill_kernel(const attn::DecodeParams& p) {
+  // The grids are sized by host_seqlens: lengths other than the device's would copy keys past a
+  // sequence's end, or leave some out. One small copy back per call checks them.
+  std::vector<int> lens(static_cast<size_t>(p.B));
+  if (const cudaError_t e = cudaMemcpy(lens.data(), p.cache_seqlens, lens.size() * sizeof(int), cudaMemcpyDeviceToHost);
+      e != cudaSuccess)
+    return e;
+  if (!std::equal(lens.begin(), lens.end(), p.host_seqlens)) return cudaErrorInvalidValue;
   return attn::dispatch_dtype(p.dtype, [&](auto tag) {
     using T = decltype(tag);
     int max_keys = 0;

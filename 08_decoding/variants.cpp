@@ -1,4 +1,4 @@
-// variants.cpp: chapter 08 in the decoding registry (harness/decode.h): its five steps, the kernels
+// variants.cpp: chapter 08 in the decoding registry (harness/decode/decode.h): its five steps, the kernels
 // each launches, and their cost models.
 //
 // Bytes, with t the dtype's size, C the cache's K and V of every key attended once
@@ -15,7 +15,7 @@
 
 #include "05_flash_v2/flash_v2.h"
 #include "decoding.h"
-#include "harness/decode.h"
+#include "harness/decode/decode.h"
 
 namespace {
 using namespace attn;
@@ -23,8 +23,9 @@ using namespace attn;
 double t_of(const DecodeProblem& p) { return static_cast<double>(dtype_size(p.dtype)); }
 double qo_bytes(const DecodeProblem& p) { return 2.0 * p.B * p.Lq * p.Hq * p.d * t_of(p); }
 double append_bytes(const DecodeProblem& p) { return p.append ? 4.0 * p.B * p.Lq * p.Hkv * p.d * t_of(p) : 0; }
+int rows_per_block(const DecodeProblem& p) { return ch08::rows_per_block(p.group(), p.Lq); }
 int chunks(const DecodeProblem& p) {
-  const int rows = p.group() * p.Lq, R = ch08::rows_per_block(p.group(), p.Lq);
+  const int rows = p.group() * p.Lq, R = rows_per_block(p);
   return (rows + R - 1) / R;
 }
 double partial_bytes(const DecodeProblem& p, int splits) {
@@ -42,7 +43,7 @@ double table_bytes(const DecodeProblem& p) {
 size_t merge_smem(const DecodeProblem& p, int R) {
   return ch08::decode_smem_bytes(static_cast<int>(dtype_size(p.dtype)), p.d, R);
 }
-size_t packed_smem(const DecodeProblem& p) { return merge_smem(p, ch08::rows_per_block(p.group(), p.Lq)); }
+size_t packed_smem(const DecodeProblem& p) { return merge_smem(p, rows_per_block(p)); }
 size_t row_smem(const DecodeProblem& p) { return merge_smem(p, 1); }
 
 Variant info(const char* name, const char* description, bool best = false) {
@@ -136,13 +137,13 @@ const RegisterDecode split({
 const RegisterDecode gqa({
     .info = info("gqa_packed", "the query rows of one KV head in one block: each K, V load serves all of them"),
     .splits = true,
-    .packed = true,
+    .rows_per_block = rows_per_block,
     .workspace_bytes = split_bytes,
     .hbm_bytes =
         [](const DecodeProblem& p, int s) {
           return append_bytes(p) + chunks(p) * p.cache_bytes() + qo_bytes(p) + partial_bytes(p, s);
         },
-    .plan = [](const DecodeProblem& p, int s) { return grid_plan(p, ch08::rows_per_block(p.group(), p.Lq), s); },
+    .plan = [](const DecodeProblem& p, int s) { return grid_plan(p, rows_per_block(p), s); },
     .smem_bytes = packed_smem,
     .run =
         [](const DecodeParams& a, Stages& st) {
@@ -155,13 +156,13 @@ const RegisterDecode paged_step({
     .info = info("paged", "the cache in pages of any size, found through a block table per sequence", true),
     .paged = true,
     .splits = true,
-    .packed = true,
+    .rows_per_block = rows_per_block,
     .workspace_bytes = split_bytes,
     .hbm_bytes =
         [](const DecodeProblem& p, int s) {
           return append_bytes(p) + chunks(p) * p.cache_bytes() + qo_bytes(p) + partial_bytes(p, s) + table_bytes(p);
         },
-    .plan = [](const DecodeProblem& p, int s) { return grid_plan(p, ch08::rows_per_block(p.group(), p.Lq), s); },
+    .plan = [](const DecodeProblem& p, int s) { return grid_plan(p, rows_per_block(p), s); },
     .smem_bytes = packed_smem,
     .run =
         [](const DecodeParams& a, Stages& st) {

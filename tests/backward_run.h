@@ -3,7 +3,7 @@
 #pragma once
 #include <vector>
 
-#include "harness/backward.h"
+#include "harness/backward/backward.h"
 
 namespace attn {
 

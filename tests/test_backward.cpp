@@ -10,7 +10,7 @@
 #include <map>
 
 #include "backward_run.h"
-#include "harness/backward.h"
+#include "harness/backward/backward.h"
 #include "harness/dtype.h"
 #include "harness/errors.h"
 #include "harness/reference.h"

@@ -10,7 +10,8 @@
 #include <map>
 #include <string>
 
-#include "harness/decode.h"
+#include "08_decoding/decoding.h"
+#include "harness/decode/decode.h"
 #include "harness/errors.h"
 #include "shell.h"
 
@@ -118,6 +119,29 @@ TEST_CASE("the check fails an output or a cache that is wrong", "[decode]") {
   REQUIRE(unused != stray.end());  // a row where no key lives
   *unused = 1.f;
   CHECK_FALSE(checker.check(out, k, stray).pass);
+}
+
+TEST_CASE("a decoding kernel refuses a cache other than the one it reads, before any work", "[decode]") {
+  DecodeProblem p;
+  p.B = 2, p.Hq = 8, p.Hkv = 2, p.d = 64, p.cache_lens = {30, 7}, p.append = false;
+  const DecodeInputs in = DecodeInputs::generate(p);
+  DecodeDevice dev(p, in);
+  DeviceBuffer o(static_cast<size_t>(p.B) * p.Lq * p.Hq * p.d * dtype_size(p.dtype));
+  std::vector<int> lens = in.cache_seqlens;
+  DecodeParams a = decode_params(p, dev, lens);
+  a.o = o.get();
+  REQUIRE(a.block_table == nullptr);  // unpaged: no table
+  REQUIRE(ch08::decode_kernel(a) == cudaSuccess);
+  // A table given to the steps that read none: they would take sequence b's keys from page b.
+  a.block_table = static_cast<const int*>(dev.table.get());
+  CHECK(ch08::decode_kernel(a) == cudaErrorInvalidValue);
+  CHECK(ch08::split_kv(a) == cudaErrorInvalidValue);
+  CHECK(ch08::gqa_packed(a) == cudaErrorInvalidValue);
+  // Step a sizes its grids by the host's lengths: one that is not the device's is refused.
+  a.block_table = nullptr;
+  lens[1] += 1;
+  CHECK(ch08::prefill_kernel(a) == cudaErrorInvalidValue);
+  (void)cudaGetLastError();
 }
 
 TEST_CASE("bad decoding inputs are refused with a message", "[decode]") {

@@ -12,7 +12,7 @@
 
 #include "backward_run.h"
 #include "gpus/gpus.h"
-#include "harness/decode.h"
+#include "harness/decode/decode.h"
 #include "harness/errors.h"
 #include "harness/reference.h"
 #include "harness/runner.h"

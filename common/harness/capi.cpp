@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "decode.h"
+#include "decode/decode.h"
 #include "errors.h"
 #include "report.h"
 
@@ -155,15 +155,16 @@ int fs_decode_run(const char* variant, const fs_decode_problem* p, const void* q
     const DecodeProblem d = decode_problem_of(*p);
     if (const std::string why = var->unsupported(d); !why.empty()) throw UsageError(why);
     const int splits = var->splits_for(d);
-    if (!q || !k_cache || !v_cache || !o || !block_table || !cache_seqlens)
-      throw UsageError("q, the caches, o, block_table and cache_seqlens must not be NULL");
+    if (!q || !k_cache || !v_cache || !o || !cache_seqlens)
+      throw UsageError("q, the caches, o and cache_seqlens must not be NULL");
+    if (d.paged && !block_table) throw UsageError("paged is set: block_table must not be NULL");
     if (d.append && (!k_new || !v_new)) throw UsageError("append is set: k_new and v_new must not be NULL");
     if (var->workspace_bytes(d, splits) > 0 && !workspace)
       throw UsageError("variant " + var->info.name + " needs a workspace of fs_decode_workspace_bytes bytes");
     DecodeParams a{};
     a.q = q, a.k_cache = k_cache, a.v_cache = v_cache;
     a.k_new = d.append ? k_new : nullptr, a.v_new = d.append ? v_new : nullptr;
-    a.o = o, a.block_table = block_table, a.cache_seqlens = cache_seqlens, a.host_seqlens = p->seqlens_host;
+    a.o = o, a.block_table = d.paged ? block_table : nullptr, a.cache_seqlens = cache_seqlens, a.host_seqlens = p->seqlens_host;
     a.dtype = d.dtype;
     a.B = d.B, a.Hq = d.Hq, a.Hkv = d.Hkv, a.Lq = d.Lq, a.d = d.d;
     a.page_size = d.page(), a.max_pages = d.max_pages();

@@ -20,9 +20,9 @@ int tour_main(int argc, char** argv);
 // `flashsteps bench`: the benchmark runner (bench.cpp).
 int bench_main(int argc, char** argv);
 // `flashsteps backward` and chapter 07's binary: the fastest forward, then the backward variants
-// (backward_cli.cpp).
+// (backward/cli.cpp).
 int backward_main(int argc, char** argv, const std::string& chapter);
-// `flashsteps decode` and chapter 08's binary: the decoding variants on one problem (decode_cli.cpp).
+// `flashsteps decode` and chapter 08's binary: the decoding variants on one problem (decode/cli.cpp).
 int decode_main(int argc, char** argv, const std::string& chapter);
 // `flashsteps support`: which chapter runs on which GPU (support.cpp), the README's support matrix.
 int support_main(int argc, char** argv);

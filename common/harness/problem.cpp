@@ -195,14 +195,10 @@ double Problem::qkvo_bytes() const {
 
 Inputs Inputs::generate(const Problem& p) {
   Inputs in;
-  Bell bell{p.seed * 0x2545F4914F6CDD1Dull + 1};
-  auto fill = [&](std::vector<float>& x, size_t n) {
-    x.resize(n);
-    for (float& e : x) e = round_to(p.dtype, bell());
-  };
-  fill(in.q, p.q_elems());
-  fill(in.k, p.kv_elems());
-  fill(in.v, p.kv_elems());
+  Bell bell = Bell::of(p.seed, 1);
+  bell.fill(in.q, p.q_elems(), p.dtype);
+  bell.fill(in.k, p.kv_elems(), p.dtype);
+  bell.fill(in.v, p.kv_elems(), p.dtype);
   std::mt19937_64 rng(p.seed);
   // Masks: every 7th query row (from row 3) is wholly masked, to exercise the fully-masked-row
   // convention (its output is 0); elsewhere about 1 key in 5 is masked.

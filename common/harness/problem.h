@@ -76,6 +76,8 @@ const char* mod_name(ModKind m);  // "sliding_window"
 // scaled (Irwin-Hall, a bell curve bounded by +-3.46 that serves here as well as a normal one).
 struct Bell {
   uint64_t state;
+  // The draws of one stream (Q, K, V: 1; decoding's: 3) of a problem's seed.
+  static Bell of(uint64_t seed, uint64_t stream) { return Bell{seed * 0x2545F4914F6CDD1Dull + stream}; }
   float operator()() {
     uint64_t z = (state += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -83,6 +85,11 @@ struct Bell {
     z ^= z >> 31;
     const float sum = static_cast<float>((z & 0xFFFF) + (z >> 16 & 0xFFFF) + (z >> 32 & 0xFFFF) + (z >> 48));
     return (sum / 65536.0f - 2.0f) * 1.7320508f;  // 4 uniforms: mean 2, variance 1/3; |x| <= kInputBound
+  }
+  // x as n draws, each rounded to the dtype: what a kernel of that dtype reads, as floats.
+  void fill(std::vector<float>& x, size_t n, DType t) {
+    x.resize(n);
+    for (float& e : x) e = round_to(t, (*this)());
   }
 };
 

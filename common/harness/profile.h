@@ -92,7 +92,7 @@ class Profiler {
   const Profile& run(const Variant& v, const Problem& p, const SamplePlan& plan, const RunOptions& checks,
                      bool details = true);
   // The same for any one checked execution of every head: `counted` runs it once (a backward
-  // variant, say: backward_cli.cpp) and returns its Result, whose stages carry the launches' counters.
+  // variant, say: backward/cli.cpp) and returns its Result, whose stages carry the launches' counters.
   const Profile& run(const std::function<Result()>& counted, bool details = true);
   // The modelled time of every variant profiled, and the speedups over the first variant; beside
   // them, the emulator's times of --emulator-times. When a step models slower than the one before

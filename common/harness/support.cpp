@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "backward.h"
+#include "backward/backward.h"
 #include "cli.h"
 #include "command.h"
-#include "decode.h"
+#include "decode/decode.h"
 #include "errors.h"
 #if !FLASHSTEPS_GPU
 #include "simt/cpu/launch.h"

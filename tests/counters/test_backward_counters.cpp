@@ -10,7 +10,7 @@
 #include <cstdio>
 
 #include "counters_support.h"
-#include "harness/backward.h"
+#include "harness/backward/backward.h"
 
 using namespace attn;
 

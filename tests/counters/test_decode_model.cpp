@@ -15,7 +15,7 @@
 #include <cstdio>
 #include <string>
 
-#include "harness/decode.h"
+#include "harness/decode/decode.h"
 #include "harness/profile.h"
 
 using namespace attn;

@@ -27,7 +27,7 @@
 #include <tuple>
 
 #include "gpus/gpus.h"
-#include "harness/decode.h"
+#include "harness/decode/decode.h"
 #include "harness/profile.h"
 #include "model/published.h"
 

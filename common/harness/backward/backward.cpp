@@ -1,11 +1,11 @@
-#include "backward.h"
+#include "harness/backward/backward.h"
 
 #include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
 
-#include "errors.h"
+#include "harness/errors.h"
 
 namespace attn {
 

@@ -1,4 +1,4 @@
-// backward.h: the backward pass's variants, in a registry of their own, and their runner.
+// backward/backward.h: the backward pass's variants, in a registry of their own, and their runner.
 //
 // A backward variant is another operation than a forward one (inputs Q, K, V, O, L, dO; outputs
 // dQ, dK, dV), so it stays out of the forward registry and of everything that loops over it (the
@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "backward_reference.h"
+#include "harness/backward/reference.h"
+#include "harness/registry.h"
+#include "harness/runner.h"
 #include "kernels/backward_params.h"
-#include "registry.h"
-#include "runner.h"
 
 namespace attn {
 

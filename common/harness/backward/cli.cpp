@@ -1,4 +1,4 @@
-// backward_cli.cpp: `flashsteps backward` and chapter 07's binary. One problem: the forward first
+// backward/cli.cpp: `flashsteps backward` and chapter 07's binary. One problem: the forward first
 // (the fastest forward kernel that runs it, checked and timed as `flashsteps run` would), its O and
 // L kept for the backward variants, each checked against the fp64 reference gradients and timed;
 // then forward + backward side by side. With --profile, each backward variant runs once with the
@@ -8,12 +8,12 @@
 #include <cstdio>
 #include <optional>
 
-#include "backward.h"
-#include "cli.h"
-#include "command.h"
-#include "errors.h"
-#include "profile.h"
-#include "report.h"
+#include "harness/backward/backward.h"
+#include "harness/cli.h"
+#include "harness/command.h"
+#include "harness/errors.h"
+#include "harness/profile.h"
+#include "harness/report.h"
 
 namespace attn {
 namespace {

@@ -1,13 +1,13 @@
-#include "backward_reference.h"
+#include "harness/backward/reference.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <sstream>
 
-#include "dtype.h"
-#include "errors.h"
-#include "reference.h"
+#include "harness/dtype.h"
+#include "harness/errors.h"
+#include "harness/reference.h"
 
 namespace attn {
 
@@ -70,10 +70,10 @@ std::vector<float> seeded_dout(const Problem& p, double scale) {
         << " times it) within " << dtype_name(p.dtype) << "'s largest finite value, " << largest_finite(p.dtype);
     throw UsageError(why.str());
   }
-  Problem q = p;  // Q's generator with another seed; no mask to draw
-  q.seed = p.seed * 0x9E3779B97F4A7C15ull + 0xD0;
-  q.mask = MaskKind::none;
-  std::vector<float> dout = Inputs::generate(q).q;
+  // Drawn as Inputs::generate draws Q, from another seed.
+  Bell bell = Bell::of(p.seed * 0x9E3779B97F4A7C15ull + 0xD0, 1);
+  std::vector<float> dout;
+  bell.fill(dout, p.q_elems(), p.dtype);
   if (scale != 1)
     for (float& x : dout) x = round_to(p.dtype, static_cast<float>(x * scale));
   return dout;

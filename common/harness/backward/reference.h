@@ -1,6 +1,6 @@
-// backward_reference.h: what every backward kernel is checked against.
+// backward/reference.h: what every backward kernel is checked against.
 //
-// In double precision with Eigen, per (batch, head), with the forward of reference.h:
+// In double precision with Eigen, per (batch, head), with the forward of harness/reference.h:
 //   S = scale Q K^T + bias        bias: is_causal or attn_mask; -inf where a key is not visible
 //   P = softmax(S) by rows         a row with no visible key: P = 0, O = 0, L = -inf
 //   O = P V,  L = log sum_j exp(S_ij)
@@ -25,7 +25,7 @@
 #include <utility>
 #include <vector>
 
-#include "problem.h"
+#include "harness/problem.h"
 
 namespace attn {
 

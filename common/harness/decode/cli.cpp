@@ -1,4 +1,4 @@
-// decode_cli.cpp: `flashsteps decode` and chapter 08's binary. One decoding problem: each variant
+// decode/cli.cpp: `flashsteps decode` and chapter 08's binary. One decoding problem: each variant
 // appends the new tokens' K and V to the cache and attends, checked against the fp64 reference
 // (each sequence as a forward problem, heads repeated) and timed. With --profile, each runs once
 // with the counters on instead, through the forward's profiler (profile.h).
@@ -7,12 +7,12 @@
 #include <cstdio>
 #include <optional>
 
-#include "cli.h"
-#include "command.h"
-#include "decode.h"
-#include "errors.h"
-#include "profile.h"
-#include "report.h"
+#include "harness/cli.h"
+#include "harness/command.h"
+#include "harness/decode/decode.h"
+#include "harness/errors.h"
+#include "harness/profile.h"
+#include "harness/report.h"
 
 namespace attn {
 namespace {

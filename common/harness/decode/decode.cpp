@@ -1,4 +1,4 @@
-#include "decode.h"
+#include "harness/decode/decode.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,9 +8,9 @@
 #include <random>
 #include <sstream>
 
-#include "errors.h"
 #include "gpus/gpus.h"
-#include "profile.h"
+#include "harness/errors.h"
+#include "harness/profile.h"
 
 namespace attn {
 
@@ -111,14 +111,13 @@ size_t row_of(const DecodeProblem& p, const std::vector<int>& table, int b, int 
 
 DecodeInputs DecodeInputs::generate(const DecodeProblem& p) {
   DecodeInputs in;
-  Bell bell{p.seed * 0x2545F4914F6CDD1Dull + 3};
-  auto fill = [&](std::vector<float>& x, size_t n) {
-    x.resize(n);
-    for (float& e : x) e = round_to(p.dtype, bell());
-  };
+  Bell bell = Bell::of(p.seed, 3);
   const size_t hd = static_cast<size_t>(p.Hkv) * p.d;
-  fill(in.q, static_cast<size_t>(p.B) * p.Lq * p.Hq * p.d);
-  if (p.append) fill(in.k_new, static_cast<size_t>(p.B) * p.Lq * hd), fill(in.v_new, static_cast<size_t>(p.B) * p.Lq * hd);
+  bell.fill(in.q, static_cast<size_t>(p.B) * p.Lq * p.Hq * p.d, p.dtype);
+  if (p.append) {
+    bell.fill(in.k_new, static_cast<size_t>(p.B) * p.Lq * hd, p.dtype);
+    bell.fill(in.v_new, static_cast<size_t>(p.B) * p.Lq * hd, p.dtype);
+  }
   const size_t pool_rows = static_cast<size_t>(p.pool_pages()) * p.page();
   in.k_pool.assign(pool_rows * hd, std::numeric_limits<float>::quiet_NaN());
   in.v_pool.assign(pool_rows * hd, std::numeric_limits<float>::quiet_NaN());
@@ -201,9 +200,8 @@ std::string DecodeVariant::unsupported(const DecodeProblem& p) const {
 int DecodeVariant::splits_for(const DecodeProblem& p) const {
   if (!splits) return 1;
   if (p.splits > 0) return p.splits;
-  // The unsplit grid: a block per query row, or per (sequence, KV head, up to 8 of its rows).
-  const long long blocks = packed ? static_cast<long long>(p.B) * p.Hkv * ((p.group() * p.Lq + 7) / 8)
-                                  : static_cast<long long>(p.B) * p.Lq * p.Hq;
+  const int rows = rows_per_block(p);  // the unsplit grid: a block per (sequence, KV head, chunk of rows)
+  const long long blocks = static_cast<long long>(p.B) * p.Hkv * ((p.group() * p.Lq + rows - 1) / rows);
   return split_heuristic(blocks, p.max_keys(), decode_sms());
 }
 
@@ -379,7 +377,7 @@ DecodeParams decode_params(const DecodeProblem& p, const DecodeDevice& dev, cons
   a.k_cache = dev.k_pool.get(), a.v_cache = dev.v_pool.get();
   a.k_new = p.append ? dev.k_new.get() : nullptr;
   a.v_new = p.append ? dev.v_new.get() : nullptr;
-  a.block_table = static_cast<const int*>(dev.table.get());
+  a.block_table = p.paged ? static_cast<const int*>(dev.table.get()) : nullptr;  // none: unpaged (decode_params.h)
   a.cache_seqlens = static_cast<const int*>(dev.lens.get());
   a.host_seqlens = host_lens.data();
   a.dtype = p.dtype;

@@ -1,4 +1,4 @@
-// decode.h: decoding (chapter 08): its problem, inputs, reference check, variants and runner.
+// decode/decode.h: decoding (chapter 08): its problem, inputs, reference check, variants and runner.
 //
 // A decoding step is another operation than the forward of chapters 01 to 06: a few new query
 // tokens per sequence against a KV cache of per-sequence length, paged or not, with fewer KV heads
@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "harness/registry.h"
+#include "harness/runner.h"
 #include "kernels/decode_params.h"
-#include "registry.h"
-#include "runner.h"
 
 namespace attn {
 
@@ -69,7 +69,8 @@ struct DecodeInputs {
   void appended(const DecodeProblem& p, std::vector<float>& k, std::vector<float>& v) const;
 };
 // Throws UsageError unless the inputs fit the problem: sizes, lengths within 0..capacity (with the
-// append), every block-table entry a page of the pool and no page given to two sequences.
+// append), every block-table entry a sequence uses a page of the pool (the entries past its keys
+// are never read) and no page given to two sequences.
 void check_decode_inputs(const DecodeProblem& p, const DecodeInputs& in);
 
 struct DecodeVariant {
@@ -79,7 +80,9 @@ struct DecodeVariant {
   Variant info;
   bool paged = false;   // reads a paged cache (a variant without refuses one)
   bool splits = false;  // splits each sequence's keys across blocks (--splits); else always 1
-  bool packed = false;  // a block holds up to 8 query rows of one KV head (else one): the unsplit grid
+  // The query rows of one KV head that one block holds (the chapter's rule; 1: a block per row): the
+  // unsplit grid is B x Hkv x ceil(g x Lq / rows) blocks.
+  std::function<int(const DecodeProblem&)> rows_per_block = [](const DecodeProblem&) { return 1; };
   std::string per_sequence_stage;  // a stage that launches its kernels once per sequence (a profile's sampling)
   std::function<size_t(const DecodeProblem&, int splits)> workspace_bytes = [](const DecodeProblem&, int) {
     return size_t{0};
