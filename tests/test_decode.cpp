@@ -128,7 +128,7 @@ TEST_CASE("a decoding kernel refuses a cache other than the one it reads, before
   DecodeDevice dev(p, in);
   DeviceBuffer o(static_cast<size_t>(p.B) * p.Lq * p.Hq * p.d * dtype_size(p.dtype));
   std::vector<int> lens = in.cache_seqlens;
-  DecodeParams a = decode_params(p, dev, lens);
+  DecodeParams a = decode_params(*find_decode("decode_kernel"), p, dev, lens);
   a.o = o.get();
   REQUIRE(a.block_table == nullptr);  // unpaged: no table
   REQUIRE(ch08::decode_kernel(a) == cudaSuccess);

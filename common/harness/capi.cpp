@@ -164,7 +164,7 @@ int fs_decode_run(const char* variant, const fs_decode_problem* p, const void* q
     DecodeParams a{};
     a.q = q, a.k_cache = k_cache, a.v_cache = v_cache;
     a.k_new = d.append ? k_new : nullptr, a.v_new = d.append ? v_new : nullptr;
-    a.o = o, a.block_table = d.paged ? block_table : nullptr, a.cache_seqlens = cache_seqlens, a.host_seqlens = p->seqlens_host;
+    a.o = o, a.block_table = d.paged || var->paged ? block_table : nullptr, a.cache_seqlens = cache_seqlens, a.host_seqlens = p->seqlens_host;
     a.dtype = d.dtype;
     a.B = d.B, a.Hq = d.Hq, a.Hkv = d.Hkv, a.Lq = d.Lq, a.d = d.d;
     a.page_size = d.page(), a.max_pages = d.max_pages();

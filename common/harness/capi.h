@@ -42,8 +42,8 @@ const char* fs_last_error(void);
 
 // Decoding (chapter 08; common/harness/decode/decode.h), in flash_attn_with_kvcache's layout: q and o
 // [B, Lq, Hq, d], the cache a pool [pages, page_size, Hkv, d] with block_table [B, max_pages]
-// (unpaged: paged = 0, page_size = the capacity, max_pages = 1, sequence b in page b, block_table
-// not read and may be NULL), cache_seqlens [B] on the device and the same lengths on the host
+// (unpaged: paged = 0, page_size = the capacity, max_pages = 1, sequence b in page b; block_table
+// may then be NULL, and a paged variant given one reads it), cache_seqlens [B] on the device and the same lengths on the host
 // (seqlens_host: the workspace and the baseline's grids are sized by them; the baseline checks them), k_new and v_new [B, Lq, Hkv, d] appended in place (NULL: no append).
 typedef struct {
   int B, Hq, Hkv, Lq, d;

@@ -53,6 +53,15 @@ void add_profile_options(CLI::App& app, ProfileOptions& o, bool flag) {
                  "emulator's");
 }
 
+std::optional<Profiler> whole_problem_profiler(const ProfileOptions& o, const std::string& command) {
+  std::optional<Profiler> profiler;
+  if (o.on) profiler.emplace(o);  // refuses before any work
+  if (o.emulated_heads != 0 || o.row_groups != "auto")
+    throw UsageError("--emulated-heads and --row-groups sample a forward profile; " + command +
+                     " --profile emulates every block of its problem (choose a smaller one)");
+  return profiler;
+}
+
 bool apply_gpu_option(const ProfileOptions& o) {
   if (o.gpu.empty()) return false;
   if (o.gpu == "list") {

@@ -6,6 +6,7 @@
 #pragma once
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -117,6 +118,11 @@ class Profiler {
   std::vector<Profile> profiles_;
   std::vector<std::pair<std::string, std::unique_ptr<Prepared>>> prepared_;
 };
+
+// For the commands whose profiles emulate every block of their problem (backward, decode): the
+// profiler when --profile asks for one (refusing before any work), after refusing the forward's
+// sampling options with a sentence that names the command.
+std::optional<Profiler> whole_problem_profiler(const ProfileOptions& o, const std::string& command);
 
 // The median of v on p from a results CSV this project wrote, among its rows of `kind` (emulated,
 // measured, modelled): the last such row's, 0 when there is none.

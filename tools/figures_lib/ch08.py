@@ -207,8 +207,8 @@ def fig_paged_cache(args):
                ["the new token, appended at cache_seqlens[b] in place", "a row of a sequence's page, not yet written",
                 "a page no sequence owns (free)"], loc="lower center", ncol=3, frameon=False, fontsize=8)
     fig.suptitle("The paged KV cache of step e (flash_attn_with_kvcache's layout; vLLM's PagedAttention): an "
-                 "example table. The rule is DecodeParams::paged_row\n(common/kernels/decode_params.h); an unpaged cache has no "
-                 "table: sequence b in page b, of page_size = the capacity", fontsize=10)
+                 "example table. The rule is DecodeParams::paged_row\n(common/kernels/decode_params.h); an unpaged cache is one "
+                 "page per sequence of page_size = the capacity (read through a table: block_table[b][0] = b)", fontsize=10)
     fig.tight_layout(rect=(0, 0.08, 1, 0.93))
     return fig
 

@@ -147,11 +147,7 @@ int decode_main(int argc, char** argv, const std::string& chapter) {
   if (const int rc = parse_command_line(app, argc, argv); rc >= 0) return rc;
   return guarded([&] {
     if (apply_gpu_option(profile)) return 0;  // --gpu list
-    std::optional<Profiler> profiler;
-    if (profile.on) profiler.emplace(profile);  // refuses before any work
-    if (profile.emulated_heads != 0 || profile.row_groups != "auto")
-      throw UsageError("--emulated-heads and --row-groups sample a forward profile; decode --profile emulates every "
-                       "block of its problem (choose a smaller one)");
+    std::optional<Profiler> profiler = whole_problem_profiler(profile, "decode");
     if (list) {
       print_list();
       return 0;

@@ -371,13 +371,14 @@ void DecodeDevice::reset_pool(const DecodeProblem& p, const DecodeInputs& in) {
   upload_as(p.dtype, v_pool, in.v_pool);
 }
 
-DecodeParams decode_params(const DecodeProblem& p, const DecodeDevice& dev, const std::vector<int>& host_lens) {
+DecodeParams decode_params(const DecodeVariant& v, const DecodeProblem& p, const DecodeDevice& dev,
+                           const std::vector<int>& host_lens) {
   DecodeParams a{};
   a.q = dev.q.get();
   a.k_cache = dev.k_pool.get(), a.v_cache = dev.v_pool.get();
   a.k_new = p.append ? dev.k_new.get() : nullptr;
   a.v_new = p.append ? dev.v_new.get() : nullptr;
-  a.block_table = p.paged ? static_cast<const int*>(dev.table.get()) : nullptr;  // none: unpaged (decode_params.h)
+  a.block_table = v.paged ? static_cast<const int*>(dev.table.get()) : nullptr;
   a.cache_seqlens = static_cast<const int*>(dev.lens.get());
   a.host_seqlens = host_lens.data();
   a.dtype = p.dtype;
@@ -433,7 +434,7 @@ Result run_decode(const DecodeVariant& v, const DecodeProblem& p, DecodeDevice& 
   dev.reset_pool(p, in);
   const size_t out_elems = in.q.size();
   DeviceBuffer out(bytes_of(p, out_elems)), work(row.workspace);
-  DecodeParams a = decode_params(p, dev, in.cache_seqlens);
+  DecodeParams a = decode_params(v, p, dev, in.cache_seqlens);
   a.o = out.get();
   a.splits = splits;
   a.workspace = row.workspace ? work.get() : nullptr;

@@ -145,7 +145,11 @@ struct DecodeDevice {
   DecodeDevice(const DecodeProblem& p, const DecodeInputs& in);
   void reset_pool(const DecodeProblem& p, const DecodeInputs& in);
 };
-DecodeParams decode_params(const DecodeProblem& p, const DecodeDevice& dev, const std::vector<int>& host_lens);
+// The params of v on p: the block table for a variant that reads one (step e; on an unpaged problem
+// the identity table, one page per sequence, so that its row shows what reading a table costs),
+// none for the others (steps b to d refuse one: decode_params.h).
+DecodeParams decode_params(const DecodeVariant& v, const DecodeProblem& p, const DecodeDevice& dev,
+                           const std::vector<int>& host_lens);
 
 // Throws UsageError when v cannot run p (naming why), needs more memory than is free, or would take
 // the emulator longer than its budget.
