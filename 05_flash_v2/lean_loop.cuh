@@ -105,8 +105,9 @@ __global__ void __launch_bounds__(block_threads(Step::lean_loop, D)) lean_loop_k
     const bool masked = Policy::needs_mask(p, q0, j, k0, Bc) || !(scale_log2 > 0.f);
 #pragma unroll
     for (int m = 0; m < kM; ++m) {
-      // (batch, head) computed here, where only a masked tile pays for them: a division cannot be
-      // hoisted out of the branch, so they hold no register across the loop.
+      // (batch, head) computed here, where only a masked tile (or, with a score_mod, every tile)
+      // pays for them: a division cannot be hoisted out of the branch, so they hold no register
+      // across the loop.
       if constexpr (kScoreMod) score_tile<Bc, Policy>(s[m], row(m), p, bh / p.H, bh % p.H, k0);
       if (masked) mask_tile<Bc, Policy>(s[m], row(m), p, bh / p.H, bh % p.H, k0, kScoreMod ? 1.f : scale_log2);
       online_softmax<Bc, D, Exp2Ftz>(s[m], st[m], masked || kScoreMod ? 1.f : scale_log2);

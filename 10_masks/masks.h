@@ -24,6 +24,48 @@ cudaError_t block_mask(const attn::AttentionParams& p, const void* lists);
 // d: step c's kernel with a score_mod (softcap, ALiBi: kernels/score_mod.h) applied to every score of
 // every visited tile; without one, step c's kernel.
 cudaError_t score_mod(const attn::AttentionParams& p, const void* lists);
+// f: a window (ModKind::window, FlashAttention-2's window_size) in closed form: each Q tile's K/V
+// tiles are a range (window_tiles), the rule only on tiles that cross its edges, no lists; the Q
+// tiles launched from the end whose tiles the window's cut at the sequence's ends lightens less
+// (window_from_end). cudaErrorInvalidValue for another mask_mod.
+cudaError_t window(const attn::AttentionParams& p);
+
+// Step f's closed form, for p.mod a window (params.h: left = mod.arg, right = mod.right, a side of -1
+// unbounded). A Q tile of rows [q0, q0 + rows) visits K/V tiles [first, first + count): from the tile
+// of the first key its first row sees to that of the last key its last row sees (rows see ranges of
+// keys that move on by one per row: together, one range); count 0 when no row sees a key. In 64
+// bits: q0 + Lk - Lq - left may pass an int.
+struct TileRange {
+  int first, count;
+};
+ATTN_HOST_DEVICE inline TileRange window_tiles(const attn::AttentionParams& p, int q0, int rows, int Bc) {
+  if (q0 >= p.Lq) return {0, 0};
+  const long long offset = static_cast<long long>(p.Lk) - p.Lq, last_row = (q0 + rows < p.Lq ? q0 + rows : p.Lq) - 1;
+  long long lo = p.mod.arg < 0 ? 0 : q0 + offset - p.mod.arg, hi = p.mod.right < 0 ? p.Lk - 1 : last_row + offset + p.mod.right;
+  lo = lo < 0 ? 0 : lo, hi = hi > p.Lk - 1 ? p.Lk - 1 : hi;
+  if (lo > hi) return {0, 0};
+  return {static_cast<int>(lo / Bc), static_cast<int>(hi / Bc - lo / Bc + 1)};
+}
+// Whether every row of the Q tile sees every key of the K/V tile [k0, k0 + Bc): the tile lies past
+// the last row's first key and before the first row's last key, and within Lk. Only the others need
+// the rule.
+ATTN_HOST_DEVICE inline bool window_tile_full(const attn::AttentionParams& p, int q0, int rows, int k0, int Bc) {
+  const long long offset = static_cast<long long>(p.Lk) - p.Lq, last_row = (q0 + rows < p.Lq ? q0 + rows : p.Lq) - 1;
+  return k0 + Bc <= p.Lk && (p.mod.arg < 0 || k0 >= last_row + offset - p.mod.arg) &&
+         (p.mod.right < 0 || k0 + Bc - 1 <= q0 + offset + p.mod.right);
+}
+// The order of the Q tiles. Their work is equal but where the window is cut by the keys' start (the
+// first rows, when left bounds it: rows i < left - (Lk - Lq); all of them when it does not) or by
+// their end (the last rows i > Lq - 1 - right; all when right does not bound it), and there it
+// shrinks towards the sequence's end. Launching from the end with the shorter cut sends the other
+// end's tiles last, the lightest last: the last wave is made of light blocks (chapter 06's heaviest
+// first, in either direction).
+ATTN_HOST_DEVICE inline bool window_from_end(const attn::AttentionParams& p) {
+  const long long offset = static_cast<long long>(p.Lk) - p.Lq;
+  long long start = p.mod.arg < 0 ? p.Lq : p.mod.arg - offset, end = p.mod.right < 0 ? p.Lq : p.mod.right;
+  start = start < 0 ? 0 : start > p.Lq ? p.Lq : start, end = end > p.Lq ? p.Lq : end;  // rows cut, of Lq
+  return start >= end;
+}
 
 // The block mask's lists, FlexAttention's names: for Q tile r, full_kv_num_blocks[r] wholly visible
 // K/V tiles (full_kv_indices(r)[...]) and kv_num_blocks[r] partial ones (kv_indices(r)[...]), each

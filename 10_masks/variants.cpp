@@ -1,7 +1,9 @@
 // variants.cpp: chapter 10 in the registry. One kernel (chapter 05's lean_loop) for every mask
-// pattern: the pattern as a tensor, as a rule evaluated per score, and as a block mask of lists.
+// pattern: the pattern as a tensor, as a rule evaluated per score, as a block mask of lists, and a
+// window as a range of tiles in closed form.
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <vector>
 
 #include "05_flash_v2/flash_v2.h"
@@ -54,7 +56,7 @@ Variant masks_variant(const char* name, const char* description) {
   v.dtypes = {DType::fp16, DType::bf16};
   v.head_dims.list = as_vector(ch05::TensorCoreDims{});
   v.mask = false;
-  v.mask_mod = true;
+  v.mask_mods.assign(std::begin(kModKinds) + 1, std::end(kModKinds));
   v.min_cc = 80;  // chapter 05's lean_loop: mma.sync m16n8k16, cp.async
   v.smem_bytes = [](const Problem& p) {
     return static_cast<size_t>(ch05::smem_bytes(ch05::Step::lean_loop, p.d, dtype_size(p.dtype)));
@@ -123,9 +125,39 @@ Variant score_mod_variant() {
   return v;
 }
 
+// Step f: the window's tiles in closed form (masks.h), no lists; windows only.
+Variant window_variant() {
+  Variant v = masks_variant("window", "FlashAttention-2's window_size: each Q tile's K/V tiles a range in closed form, no lists");
+  v.mask_mods = {ModKind::window};
+  v.max_heads = 0;  // heads on the grid's x
+  v.hbm_bytes = [](const Problem& p) { return p.fa2_bytes_visited(listed(p).pairs, tiles(p).Bc); };
+  v.plan = [](const Problem& p) {
+    const ch05::Tiles t = tiles(p);
+    AttentionParams a{};
+    a.Lq = p.Lq, a.Lk = p.Lk, a.mod = p.mask_mod(nullptr);
+    long long pairs = 0, partial = 0;
+    for (int q0 = 0; q0 < p.Lq; q0 += t.Br) {
+      const ch10::TileRange r = ch10::window_tiles(a, q0, t.Br, t.Bc);
+      pairs += r.count;
+      for (int c = r.first; c < r.first + r.count; ++c) partial += !ch10::window_tile_full(a, q0, t.Br, c * t.Bc, t.Bc);
+    }
+    char s[200];
+    std::snprintf(s, sizeof s, "Br = %d, Bc = %d: %lld of %lld (Q tile, K/V tile) pairs visited per head, %lld masked; "
+                  "Q tiles launched from the %s", t.Br, t.Bc, pairs,
+                  static_cast<long long>(layout(p).q_tiles) * layout(p).kv_tiles, partial,
+                  ch10::window_from_end(a) ? "last" : "first");
+    return std::string(s);
+  };
+  v.run = [](const AttentionParams& p, Stages& st) {
+    st.run("FlashAttention-2 over the window's tiles", [&] { return ch10::window(p); });
+  };
+  return v;
+}
+
 const Register mask_tensor(mask_tensor_variant());
 const Register mask_mod(mask_mod_variant());
 const Register block_mask(block_mask_variant());
 const Register score_mod(score_mod_variant());
+const Register window(window_variant());
 
 }  // namespace

@@ -97,6 +97,19 @@ std::vector<Problem> mask_mod_sweep() {
         out.push_back(p);
       }
   }
+  // FlashAttention-2's windows (left, right), bottom-right: the diagonal alone, narrower than a tile,
+  // causal (right 0), wider than Lk, two-sided; each at every length (rows that see nothing where
+  // Lq > Lk), walking the dtypes and head dims.
+  const std::pair<int, int> windows[] = {{0, 0}, {5, 3}, {-1, 0}, {300, -1}, {40, 70}};
+  for (size_t w = 0; w < std::size(windows); ++w)
+    for (Lengths l : {Lengths{1, 1}, Lengths{130, 130}, Lengths{97, 200}, Lengths{200, 97}}) {
+      Problem p;
+      p.B = l.Lq == 1 ? 2 : 1, p.H = 2, p.Lq = l.Lq, p.Lk = l.Lk;
+      p.d = dims[(w + static_cast<size_t>(l.Lq)) % std::size(dims)], p.dtype = (w + l.Lk) % 2 ? DType::bf16 : DType::fp16;
+      p.mod = ModKind::window, p.left = windows[w].first, p.right = windows[w].second;
+      p.seed = 97 + w * 5 + static_cast<size_t>(l.Lq);
+      out.push_back(p);
+    }
   for (double scale : {-0.5, 0.05}) {  // a negative scale: every tile masked, the full ones too
     Problem p;
     p.H = 2, p.Lq = 150, p.Lk = 170, p.d = 64, p.dtype = DType::fp16, p.mod = ModKind::document, p.scale_override = scale;

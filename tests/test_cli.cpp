@@ -158,6 +158,13 @@ TEST_CASE("numbers out of range are refused, not wrapped, clamped or ignored", "
   bad("run -v block_mask --mask-mod document --prefix 4", "--prefix is prefix_lm's");
   bad("run -v block_mask --mask-mod document --causal", "a mask_mod (document) is the whole mask");
   bad("run -v naive --mask-mod document", "variant naive takes no mask_mod");
+  bad("run -v window --mask-mod window", "--mask-mod window needs --window-size L,R (-1 for an unbounded side)");
+  bad("run -v window --window-size 4,0", "--window-size is window's: add --mask-mod window");
+  bad("run -v window --mask-mod window --window-size 4", "--window-size");
+  bad("run -v window --mask-mod window --window-size -2,0", "a window's sides are keys before and after the diagonal");
+  bad("run -v window --mask-mod window --window-size 4,0 --causal --lq 20 --lk 30",
+      "a window's diagonal is bottom-right (FlashAttention-2's): with Lq != Lk, use --causal bottom-right");
+  bad("run -v window --mask-mod document", "variant window takes no mask_mod document (it supports fp16, bf16;");
   bad("run -v score_mod --softcap -1", "the softcap must be a finite number >= 0");
   bad("run -v score_mod --softcap nan", "the softcap must be a finite number >= 0");
   bad("run -v score_mod --softcap 1e39", "the softcap must be a finite number >= 0");
@@ -169,6 +176,11 @@ TEST_CASE("numbers out of range are refused, not wrapped, clamped or ignored", "
   bad("bench --warmup -1 --csv never_written.csv", "--warmup must be 0 or more");
   bad("bench --budget -3 --csv never_written.csv", "--budget takes seconds");
   CHECK_FALSE(exists("never_written.csv"));
+  // FlashAttention-2's causal=True with a window: its right side becomes 0.
+  const Outcome w = run("run -v window -v block_mask -n 100 --reps 1 --mask-mod window --window-size 20,7 --causal bottom-right");
+  INFO(w.output);
+  CHECK(w.code == 0);
+  CHECK(w.output.find("mask_mod(window 20,0)") != std::string::npos);
   // The largest seed is a seed.
   const Outcome o = run("run -v naive -n 16 --reps 1 --seed 18446744073709551615");
   INFO(o.output);

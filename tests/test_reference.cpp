@@ -39,6 +39,8 @@ std::vector<double> plain_sdpa(const Problem& p, const Inputs& in, std::vector<d
           if (p.mod == ModKind::prefix_lm) visible = j < p.prefix || j <= i;
           if (p.mod == ModKind::document) visible = in.doc[static_cast<size_t>(i)] == in.doc[static_cast<size_t>(j)];
           if (p.mod == ModKind::random_blocks) visible = RandomBlocks{static_cast<uint32_t>(p.mask_mod(nullptr).arg)}(b, h, i, j);
+          if (p.mod == ModKind::window)  // FlashAttention-2's: from the bottom-right diagonal i + Lk - Lq
+            visible = (p.left < 0 || j >= i + p.Lk - p.Lq - p.left) && (p.right < 0 || j <= i + p.Lk - p.Lq + p.right);
           double add = 0;
           if (p.mask != MaskKind::none) {
             const size_t plane = p.mask_per_head ? static_cast<size_t>(b) * p.H + h : 0;
@@ -110,14 +112,15 @@ TEST_CASE("the Eigen reference equals a plain loop over SDPA's definition", "[re
 TEST_CASE("the reference applies every mask_mod as params.h defines it", "[reference]") {
   struct Mod {
     ModKind kind;
-    int window, prefix;
+    int window, prefix, left = -1, right = -1;
   };
   for (Mod m : {Mod{ModKind::sliding_window, 0, 0}, Mod{ModKind::sliding_window, 5, 0}, Mod{ModKind::prefix_lm, 0, 7},
-                Mod{ModKind::document, 0, 0}, Mod{ModKind::random_blocks, 0, 0}})
+                Mod{ModKind::document, 0, 0}, Mod{ModKind::random_blocks, 0, 0}, Mod{ModKind::window, 0, 0, 4, 2},
+                Mod{ModKind::window, 0, 0, -1, 0}, Mod{ModKind::window, 0, 0, 0, -1}})
     for (auto [Lq, Lk] : {std::pair{1, 1}, std::pair{31, 70}, std::pair{140, 33}}) {
       Problem p;
       p.B = 1, p.H = 2, p.Lq = Lq, p.Lk = Lk, p.d = 8, p.dtype = DType::fp32;
-      p.mod = m.kind, p.window = m.window, p.prefix = m.prefix;
+      p.mod = m.kind, p.window = m.window, p.prefix = m.prefix, p.left = m.left, p.right = m.right;
       require_plain(p);
     }
 }
@@ -152,6 +155,12 @@ TEST_CASE("mask_mod rules: the definitions by hand, the host's runs and the kern
   CHECK_FALSE(SlidingWindow{2}(0, 0, 5, 2));
   CHECK_FALSE(SlidingWindow{2}(0, 0, 5, 6));
   CHECK(SlidingWindow{0}(0, 0, 4, 4));
+  // A window (left 2, right 1) on the diagonal q + 3 (Lk - Lq = 3): query 5 sees keys 6 to 9.
+  for (int kv = 0; kv < 12; ++kv) CHECK(Window{2, 1, 3}(0, 0, 5, kv) == (kv >= 6 && kv <= 9));
+  CHECK(Window{-1, 0, 0}(0, 0, 7, 0));          // unbounded on the left: causal
+  CHECK_FALSE(Window{-1, 0, 0}(0, 0, 7, 8));
+  CHECK(Window{0, -1, -5}(0, 0, 5, 100));       // unbounded on the right, Lq > Lk
+  CHECK_FALSE(Window{0, -1, -5}(0, 0, 5, -1));
   CHECK(PrefixLM{3}(0, 0, 0, 2));
   CHECK_FALSE(PrefixLM{3}(0, 0, 0, 3));
   CHECK(PrefixLM{3}(0, 0, 4, 4));
@@ -187,16 +196,20 @@ TEST_CASE("mask_mod rules: the definitions by hand, the host's runs and the kern
     ModKind kind;
     int window, prefix;
     Causal causal;
+    int left = -1, right = -1;
   };
   for (Case c : {Case{ModKind::sliding_window, 0, 0, Causal::none}, Case{ModKind::sliding_window, 9, 0, Causal::none},
                  Case{ModKind::sliding_window, 500, 0, Causal::none}, Case{ModKind::prefix_lm, 0, 0, Causal::none},
                  Case{ModKind::prefix_lm, 0, 50, Causal::none}, Case{ModKind::prefix_lm, 0, 999, Causal::none},
                  Case{ModKind::document, 0, 0, Causal::none}, Case{ModKind::random_blocks, 0, 0, Causal::none},
                  Case{ModKind::none, 0, 0, Causal::none}, Case{ModKind::none, 0, 0, Causal::top_left},
-                 Case{ModKind::none, 0, 0, Causal::bottom_right}})
+                 Case{ModKind::none, 0, 0, Causal::bottom_right}, Case{ModKind::window, 0, 0, Causal::none, 9, 3},
+                 Case{ModKind::window, 0, 0, Causal::none, -1, 0}, Case{ModKind::window, 0, 0, Causal::none, 0, -1},
+                 Case{ModKind::window, 0, 0, Causal::none, 500, 0}})
     for (auto [Lq, Lk] : {std::pair{1, 1}, std::pair{130, 130}, std::pair{70, 200}, std::pair{200, 70}}) {
       Problem p;
       p.Lq = Lq, p.Lk = Lk, p.mod = c.kind, p.window = c.window, p.prefix = c.prefix, p.causal = c.causal, p.seed = 7;
+      p.left = c.left, p.right = c.right;
       INFO(p.describe());
       const std::vector<int> dc = p.documents();
       AttentionParams a{};

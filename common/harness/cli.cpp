@@ -23,6 +23,7 @@ struct Args {
   int B = 0, H = 0, seq = 0, Lq = 0, Lk = 0, d = 64;  // 0: the backend's default
   std::string dtype = "fp16", causal, mask = "none", mask_mod = "none";
   int window = -1, prefix = -1;  // -1: not given
+  std::vector<int> window_size;  // --window-size L,R
   bool mask_per_head = false, full_check = false, alibi = false;
   double scale = 0, softcap = 0;
   std::string seed = "1";
@@ -57,8 +58,13 @@ void add_problem_options(CLI::App& app, Args& a) {
   app.add_flag("--mask-per-head", a.mask_per_head, "one mask per (batch, head) instead of one shared [Lq, Lk]");
   app.add_option("--mask-mod", a.mask_mod,
                  "a mask as a rule (chapter 10): none, sliding_window (with --window), prefix_lm (with --prefix), "
-                 "document or random_blocks")->capture_default_str();
+                 "document, random_blocks or window (with --window-size)")->capture_default_str();
   app.add_option("--window", a.window, "sliding_window: the keys a query sees before itself");
+  app.add_option("--window-size", a.window_size,
+                 "window: FlashAttention-2's window_size L,R, the keys before and after the bottom-right diagonal "
+                 "(-1: unbounded); with --causal, R is 0 as in FlashAttention-2")
+      ->delimiter(',')
+      ->expected(2);
   app.add_option("--prefix", a.prefix, "prefix_lm: the keys every query sees");
   app.add_option("--softcap", a.softcap, "a score_mod (chapter 10): scores become C * tanh(score / C) (FlashAttention-2's softcap)");
   app.add_flag("--alibi", a.alibi, "a score_mod (chapter 10): ALiBi's bias, -slope_h * |i + Lk - Lq - j| (FlashAttention-2's alibi_slopes)");
@@ -103,12 +109,23 @@ Problem build_problem(const Args& a, const CLI::App& app) {
   if (a.mask_per_head && p.mask == MaskKind::none)
     throw UsageError("--mask-per-head needs a mask: add --mask bool or --mask additive");
   p.mask_per_head = a.mask_per_head;
-  const ModKind mods[] = {ModKind::none, ModKind::sliding_window, ModKind::prefix_lm, ModKind::document,
-                          ModKind::random_blocks};
-  const ModKind* mod = std::find_if(std::begin(mods), std::end(mods), [&](ModKind m) { return a.mask_mod == mod_name(m); });
-  if (mod == std::end(mods))
-    throw UsageError("unknown mask_mod \"" + a.mask_mod + "\": use none, sliding_window, prefix_lm, document or random_blocks");
+  const ModKind* mod =
+      std::find_if(std::begin(kModKinds), std::end(kModKinds), [&](ModKind m) { return a.mask_mod == mod_name(m); });
+  if (mod == std::end(kModKinds))
+    throw UsageError("unknown mask_mod \"" + a.mask_mod +
+                     "\": use none, sliding_window, prefix_lm, document, random_blocks or window");
   p.mod = *mod;
+  if ((p.mod == ModKind::window) != (app.count("--window-size") > 0))
+    throw UsageError(p.mod == ModKind::window ? "--mask-mod window needs --window-size L,R (-1 for an unbounded side)"
+                                             : "--window-size is window's: add --mask-mod window");
+  if (p.mod == ModKind::window) {
+    p.left = a.window_size[0], p.right = a.window_size[1];
+    // FlashAttention-2's causal=True with a window: the window's right side becomes 0, on its own
+    // (bottom-right) diagonal; top-left's differs from it when Lq != Lk.
+    if (p.causal == Causal::top_left && p.Lq != p.Lk)
+      throw UsageError("a window's diagonal is bottom-right (FlashAttention-2's): with Lq != Lk, use --causal bottom-right");
+    if (p.causal != Causal::none) p.right = 0, p.causal = Causal::none;
+  }
   if ((p.mod == ModKind::sliding_window) != (a.window >= 0) && (p.mod == ModKind::sliding_window || app.count("--window")))
     throw UsageError(p.mod == ModKind::sliding_window ? "--mask-mod sliding_window needs --window N (N >= 0)"
                                                       : "--window is sliding_window's: add --mask-mod sliding_window");

@@ -35,6 +35,9 @@ void Problem::validate() const {
     throw UsageError("the softcap must be a finite number >= 0 (0: no cap; got " + std::to_string(softcap) + ")");
   if (score_mod() && mask != MaskKind::none)
     throw UsageError("a score_mod (softcap, alibi) takes no attn_mask: chapter 10's kernels take the mask as a rule (--mask-mod)");
+  if (mod == ModKind::window && (left < -1 || right < -1))
+    throw UsageError("a window's sides are keys before and after the diagonal, -1 for unbounded (got " +
+                     std::to_string(left) + ", " + std::to_string(right) + ")");
   if (mod == ModKind::prefix_lm && prefix < 0)
     throw UsageError("the prefix must be at least 0 keys long (got " + std::to_string(prefix) + ")");
   // Byte counts are size_t products and the cost models doubles: 2^56 elements (of 8 bytes at
@@ -90,6 +93,7 @@ const char* mod_name(ModKind m) {
     case ModKind::prefix_lm: return "prefix_lm";
     case ModKind::document: return "document";
     case ModKind::random_blocks: return "random_blocks";
+    case ModKind::window: return "window";
   }
   return "?";
 }
@@ -101,6 +105,7 @@ std::string Problem::describe() const {
   if (mask != MaskKind::none) s << " mask(" << mask_name(mask) << (mask_per_head ? ", per head" : "") << ")";
   if (mod == ModKind::sliding_window) s << " mask_mod(sliding_window " << window << ")";
   if (mod == ModKind::prefix_lm) s << " mask_mod(prefix_lm " << prefix << ")";
+  if (mod == ModKind::window) s << " mask_mod(window " << left << "," << right << ")";
   if (mod == ModKind::document || mod == ModKind::random_blocks) s << " mask_mod(" << mod_name(mod) << ")";
   if (softcap > 0.f) s << " softcap(" << softcap << ")";
   if (alibi) s << " alibi";
@@ -135,6 +140,11 @@ MaskMod Problem::mask_mod(const int* doc) const {
     case ModKind::sliding_window: return {mod, alibi, window, doc};
     case ModKind::prefix_lm: return {mod, alibi, prefix, doc};
     case ModKind::random_blocks: return {mod, alibi, static_cast<int>(seed * 0x9E3779B97F4A7C15ull >> 33), doc};
+    case ModKind::window: {
+      MaskMod m{mod, alibi, left, nullptr};
+      m.right = right;
+      return m;
+    }
     default: return {mod, alibi, 0, doc};
   }
 }
@@ -152,6 +162,11 @@ void Problem::visible_runs(int i, const std::vector<int>& doc, std::vector<std::
       return;
     case ModKind::sliding_window: add(static_cast<long long>(i) - window, static_cast<long long>(i) + 1); return;
     case ModKind::prefix_lm: add(0, std::max<long long>(prefix, static_cast<long long>(i) + 1)); return;
+    case ModKind::window: {
+      const long long diagonal = static_cast<long long>(i) + Lk - Lq;
+      add(left < 0 ? 0 : diagonal - left, right < 0 ? Lk : diagonal + right + 1);
+      return;
+    }
     case ModKind::document: {  // documents are runs of positions, their ids in increasing order
       const auto [lo, hi] = std::equal_range(doc.begin(), doc.end(), doc[static_cast<size_t>(i)]);
       add(lo - doc.begin(), hi - doc.begin());
@@ -224,7 +239,7 @@ Inputs Inputs::generate(const Problem& p) {
 }
 
 float Inputs::mask_at(const Problem& p, int b, int h, int i, int j) const {
-  if (p.mod != ModKind::none) return BookMod{p.mask_mod(doc.data()), 0, false}(b, h, i, j) ? 0.f : -INFINITY;
+  if (p.mod != ModKind::none) return BookMod{p.mask_mod(doc.data()), p.Lk - p.Lq, false}(b, h, i, j) ? 0.f : -INFINITY;
   if (p.mask == MaskKind::none) return 0.f;
   const size_t plane = p.mask_per_head ? static_cast<size_t>(b) * p.H + h : 0;
   const size_t at = (plane * p.Lq + i) * p.Lk + j;

@@ -18,10 +18,12 @@ struct Problem {
   Causal causal = Causal::none;
   MaskKind mask = MaskKind::none;
   bool mask_per_head = false;  // [B, H, Lq, Lk] instead of one [Lq, Lk] for every (batch, head)
-  // Chapter 10's mask_mod (params.h says what each kind means): the window or prefix it takes;
-  // a document pattern's lengths and random_blocks' draw come from the seed.
+  // Chapter 10's mask_mod (params.h says what each kind means): the window or prefix it takes, or
+  // a window's sides (FlashAttention-2's window_size, -1 unbounded); a document pattern's lengths
+  // and random_blocks' draw come from the seed.
   ModKind mod = ModKind::none;
   int window = 0, prefix = 0;
+  int left = -1, right = -1;
   // Chapter 10's score mods (params.h): FlashAttention-2's softcap (0: none) and ALiBi's biases.
   float softcap = 0.f;
   bool alibi = false;
@@ -70,6 +72,9 @@ struct Problem {
 const char* causal_name(Causal c);
 const char* mask_name(MaskKind m);
 const char* mod_name(ModKind m);  // "sliding_window"
+// Every kind of mask_mod, none first: the command line's names and the variants' lists.
+inline constexpr ModKind kModKinds[] = {ModKind::none,     ModKind::sliding_window, ModKind::prefix_lm,
+                                        ModKind::document, ModKind::random_blocks,  ModKind::window};
 
 // Seeded values with mean 0 and variance 1, fast enough for GPU-sized inputs (hundreds of millions
 // of elements): the sum of four uniform 16-bit draws from one splitmix64 output, centred and

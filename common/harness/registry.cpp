@@ -26,7 +26,7 @@ std::string Variant::supports() const {
   s << "; d " << head_dims.describe();
   if (causal) s << "; causal";
   if (mask) s << "; masks";
-  if (mask_mod) s << "; mask_mod";
+  for (size_t i = 0; i < mask_mods.size(); ++i) s << (i ? ", " : "; mask_mod ") << mod_name(mask_mods[i]);
   if (score_mod) s << "; score_mod";
   return s.str();
 }
@@ -57,8 +57,9 @@ std::string Variant::unsupported_features(const Problem& p) const {
     return "variant " + name + " has no is_causal (it supports " + supports() + ")";
   if (p.mask != MaskKind::none && !mask)
     return "variant " + name + " takes no attn_mask (it supports " + supports() + ")";
-  if (p.mod != ModKind::none && !mask_mod)
-    return "variant " + name + " takes no mask_mod (it supports " + supports() + "; chapter 10's steps take one)";
+  if (p.mod != ModKind::none && std::find(mask_mods.begin(), mask_mods.end(), p.mod) == mask_mods.end())
+    return "variant " + name + " takes no mask_mod " + mod_name(p.mod) + " (it supports " + supports() +
+           (mask_mods.empty() ? "; chapter 10's steps take one)" : ")");
   if (p.score_mod() && !score_mod)
     return "variant " + name + " takes no score_mod (softcap, alibi; it supports " + supports() +
            "; chapter 10's score_mod step takes them)";

@@ -32,7 +32,7 @@ struct Variant {
   HeadDims head_dims;
   bool causal = true;       // both alignments of is_causal
   bool mask = true;         // boolean and additive attn_mask
-  bool mask_mod = false;    // chapter 10's mask_mod rules (Problem::mod)
+  std::vector<ModKind> mask_mods;  // chapter 10's mask_mod rules it takes (Problem::mod), none aside
   bool score_mod = false;   // chapter 10's score mods (Problem::softcap, alibi)
   bool writes_lse = false;  // fills AttentionParams::lse
   long long max_heads = 0;  // B * H the grid can hold (a grid's y dimension: 65535); 0: any

@@ -149,7 +149,7 @@ void check_runnable(const Variant& v, const Problem& p, const RunOptions& o) {
 
 AttentionParams attention_params(const Problem& p, const DeviceInputs& in) {
   AttentionParams a = attention_params(p, in.q.get(), in.k.get(), in.v.get(), in.mask.get());
-  a.mod.doc = static_cast<const int*>(in.doc.get());
+  if (p.mod == ModKind::document) a.mod.doc = static_cast<const int*>(in.doc.get());  // a window keeps its right side there
   return a;
 }
 AttentionParams attention_params(const Problem& p, const void* q, const void* k, const void* v, const void* mask) {

@@ -20,6 +20,16 @@ struct SlidingWindow {
   int window;
   ATTN_HOST_DEVICE bool operator()(int, int, int q, int kv) const { return kv <= q && q - kv <= window; }
 };
+// FlashAttention-2's window_size: key kv visible to query q within [-left, right] of the diagonal
+// q + offset (offset = Lk - Lq, bottom-right), a side of -1 unbounded. kv - q - offset lies in
+// (-Lk, Lq], so it cannot overflow.
+struct Window {
+  int left, right, offset;
+  ATTN_HOST_DEVICE bool operator()(int, int, int q, int kv) const {
+    const int from_diagonal = kv - q - offset;
+    return (left < 0 || from_diagonal >= -left) && (right < 0 || from_diagonal <= right);
+  }
+};
 struct PrefixLM {
   int prefix;
   ATTN_HOST_DEVICE bool operator()(int, int, int q, int kv) const { return kv < prefix || kv <= q; }
@@ -51,20 +61,21 @@ struct RandomBlocks {
 // rule CausalMod.
 struct BookMod {
   MaskMod m;
-  int causal_offset;
+  int offset;  // the diagonal's: is_causal's (CausalMod's, 0 for top-left), else a window's (Lk - Lq)
   bool causal;
   ATTN_HOST_DEVICE static BookMod of(const AttentionParams& p) {
-    return {p.mod, p.causal_offset(), p.causal != Causal::none};
+    return {p.mod, p.causal == Causal::top_left ? 0 : p.Lk - p.Lq, p.causal != Causal::none};
   }
   template <class F>
   ATTN_HOST_DEVICE void visit(F&& f) const {
-    if (causal) return f(CausalMod{causal_offset});
+    if (causal) return f(CausalMod{offset});
     switch (m.kind) {
       case ModKind::none: return f(AllKeys{});
       case ModKind::sliding_window: return f(SlidingWindow{m.arg});
       case ModKind::prefix_lm: return f(PrefixLM{m.arg});
       case ModKind::document: return f(Document{m.doc});
       case ModKind::random_blocks: return f(RandomBlocks{static_cast<uint32_t>(m.arg)});
+      case ModKind::window: return f(Window{m.arg, m.right, offset});
     }
   }
   ATTN_HOST_DEVICE bool operator()(int b, int h, int q, int kv) const {

@@ -35,14 +35,21 @@ enum class MaskKind : int { none, boolean, additive };
 //   document:       doc[q] == doc[kv] (a packed sequence of documents; doc: the document of each
 //                   position, max(Lq, Lk) of them)
 //   random_blocks:  visible in 64 x 64 blocks, about half of them, drawn from a seed (tests)
-// 16 bytes: arg is the window, the prefix or the seed (AttentionParams' size: see the end), and
-// beside the kind, in a byte of its word, ALiBi's switch (a score mod, below).
-enum class ModKind : uint8_t { none, sliding_window, prefix_lm, document, random_blocks };
+//   window:         FlashAttention-2's window_size = (left, right), aligned bottom-right as its
+//                   causal diagonal: q + Lk - Lq - left <= kv <= q + Lk - Lq + right, a side of -1
+//                   unbounded (its causal=True is (left, 0); (-1, -1) is every key)
+// 16 bytes: arg is the window, the prefix, the seed or the window's left side (AttentionParams'
+// size: see the end), and beside the kind, in a byte of its word, ALiBi's switch (a score mod,
+// below); a document's positions or the window's right side last (no rule needs both).
+enum class ModKind : uint8_t { none, sliding_window, prefix_lm, document, random_blocks, window };
 struct MaskMod {
   ModKind kind;
   bool alibi;
   int arg;
-  const int* doc;
+  union {
+    const int* doc;
+    int right;
+  };
 };
 
 // Score mods (chapter 10): the scaled score s = scale * q.k of a (query, key) pair changed before

@@ -26,7 +26,7 @@ const Variant* fastest_forward(const Problem& p) {
   // Chapter 10's steps run plain and causal problems too, but are for mask_mods: without one, the
   // fastest forward is the chapters' before.
   auto runs = [&](const Variant& v) {
-    return v.writes_lse && v.unsupported(p).empty() && (p.mod != ModKind::none || !v.mask_mod);
+    return v.writes_lse && v.unsupported(p).empty() && (p.mod != ModKind::none || v.mask_mods.empty());
   };
   const std::vector<std::string> all = chapters();
   for (auto c = all.rbegin(); c != all.rend(); ++c) {
