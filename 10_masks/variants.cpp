@@ -129,6 +129,7 @@ Variant score_mod_variant() {
 Variant window_variant() {
   Variant v = masks_variant("window", "FlashAttention-2's window_size: each Q tile's K/V tiles a range in closed form, no lists");
   v.mask_mods = {ModKind::window};
+  v.needs_mask_mod = true;  // its Policy reads the window's sides
   v.causal = false;  // is_causal is the window (-1, 0), which the command line makes of --causal with --window-size
   v.max_heads = 0;   // heads on the grid's x
   v.hbm_bytes = [](const Problem& p) { return p.fa2_bytes_visited(listed(p).pairs, tiles(p).Bc); };

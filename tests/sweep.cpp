@@ -167,6 +167,12 @@ std::vector<Problem> scale_sweep() {
         p.Lq = 70, p.Lk = 200, p.d = 64, p.dtype = t, p.causal = c, p.scale_override = scale;
         out.push_back(p);
       }
+  for (double scale : {1e4, 1e-4, -1.0}) {  // chapter 10's steps with a window, step f's only problems
+    Problem p;
+    p.Lq = 70, p.Lk = 200, p.d = 64, p.dtype = DType::fp16, p.mod = ModKind::window, p.left = 20, p.right = 5;
+    p.scale_override = scale;
+    out.push_back(p);
+  }
   return out;
 }
 

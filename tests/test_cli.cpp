@@ -166,6 +166,7 @@ TEST_CASE("numbers out of range are refused, not wrapped, clamped or ignored", "
       "a window's diagonal is bottom-right (FlashAttention-2's): with Lq != Lk, use --causal bottom-right");
   bad("run -v window --mask-mod document", "variant window takes no mask_mod document (it supports fp16, bf16;");
   bad("run -v window --causal", "variant window has no is_causal");
+  bad("run -v window", "variant window runs only a mask_mod (it supports fp16, bf16; d 32, 64, 96, 128, 256; mask_mod window)");
   bad("run -v score_mod --softcap -1", "the softcap must be a finite number >= 0");
   bad("run -v score_mod --softcap nan", "the softcap must be a finite number >= 0");
   bad("run -v score_mod --softcap 1e39", "the softcap must be a finite number >= 0");

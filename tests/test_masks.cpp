@@ -5,13 +5,16 @@
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <set>
 #include <vector>
 
 #include "05_flash_v2/flash_v2.h"
 #include "10_masks/masks.h"
+#include "harness/compare.h"
 #include "harness/runner.h"
+#include "user_mods.h"
 
 using namespace attn;
 
@@ -144,4 +147,69 @@ TEST_CASE("a window's tiles in closed form are those with a visible key, the par
         CHECK(heaviest - pairs.begin() <= pairs.end() - heaviest);
       }
   CHECK(unequal > 10);
+}
+
+// Any mask_mod and score_mod make a kernel: a user's own pair (user_mods.h), which no part of
+// common/ knows, through lean_loop's Policy, against a double-precision loop written here.
+TEST_CASE("a kernel of a user's own mask_mod and score_mod matches its definition", "[variants]") {
+  Problem p;
+  p.B = 1, p.H = 3, p.Lq = 150, p.Lk = 170, p.d = user_mods::kD, p.dtype = DType::fp16, p.seed = 5;
+  const Inputs in = Inputs::generate(p);
+  const DeviceInputs dev(p, in);
+  DeviceBuffer out(p.q_elems() * dtype_size(p.dtype)), lse(p.heads() * p.Lq * sizeof(float));
+  AttentionParams a = attention_params(p, dev);
+  a.o = out.get(), a.lse = static_cast<float*>(lse.get());
+  REQUIRE(user_mods::run(a) == cudaSuccess);
+  AttentionParams other = a;
+  other.d = 32;
+  CHECK(user_mods::run(other) == cudaErrorInvalidValue);
+
+  const Selection sel = Selection::all(p);
+  Expected want;
+  const user_mods::Dilated rule;
+  const user_mods::RelativeBias bias;
+  for (int h = 0; h < p.H; ++h)
+    for (int i = 0; i < p.Lq; ++i) {
+      const size_t qi = (static_cast<size_t>(h) * p.Lq + i) * p.d;
+      std::vector<double> s(static_cast<size_t>(p.Lk), -INFINITY);
+      double m = -INFINITY, norm_q = 0, norm_k = 0;
+      for (int c = 0; c < p.d; ++c) norm_q += static_cast<double>(in.q[qi + c]) * in.q[qi + c];
+      for (int j = 0; j < p.Lk; ++j) {
+        const size_t kj = (static_cast<size_t>(h) * p.Lk + j) * p.d;
+        double dot = 0, nk = 0;
+        for (int c = 0; c < p.d; ++c) dot += static_cast<double>(in.q[qi + c]) * in.k[kj + c], nk += static_cast<double>(in.k[kj + c]) * in.k[kj + c];
+        norm_k = std::max(norm_k, nk);
+        if (!rule(0, h, i, j)) continue;
+        const double x = dot * p.scale();
+        s[static_cast<size_t>(j)] = x - static_cast<double>(i - j) / (8.0 * (h + 1));  // RelativeBias, in double
+        m = std::max(m, s[static_cast<size_t>(j)]);
+      }
+      double l = 0;
+      std::vector<double> o(static_cast<size_t>(p.d), 0.0);
+      for (int j = 0; j < p.Lk; ++j) {
+        if (s[static_cast<size_t>(j)] == -INFINITY) continue;
+        const double e = std::exp(s[static_cast<size_t>(j)] - m);
+        l += e;
+        for (int c = 0; c < p.d; ++c) o[static_cast<size_t>(c)] += e * in.v[(static_cast<size_t>(h) * p.Lk + j) * p.d + c];
+      }
+      for (double x : o) want.o.push_back(x / l);
+      want.lse.push_back(m + std::log(l));
+      // The scores' bound (the lse's rounding grows with it): the raw ones', and the bias's, |q - kv| / 8 at most.
+      want.score_bound.push_back(std::fabs(p.scale()) * std::sqrt(norm_q * norm_k) + p.Lq / 8.0);
+    }
+  CHECK(bias(1.f, 0, 1, 9, 5) == 1.f - 4.f / 16.f);  // the functor is the formula above
+  const std::vector<float> o = download_as(p.dtype, out, p.q_elems());
+  std::vector<float> l(p.heads() * p.Lq);
+  lse.download(l.data(), l.size() * sizeof(float));
+  const Verdict v = compare(p, sel, o, want, nullptr, &l);
+  INFO(v.why);
+  CHECK(v.pass);
+  CHECK(v.nonfinite == 0);
+  // The pair changes the output: plain attention's is another (the comparison is not vacuous).
+  Problem plain = p;
+  plain.mod = ModKind::none;
+  double moved = 0;
+  const Expected unbiased = reference(plain, in, sel);
+  for (size_t k = 0; k < o.size(); ++k) moved = std::max(moved, std::fabs(unbiased.o[k] - want.o[k]));
+  CHECK(moved > 10 * tolerance(p.dtype));
 }

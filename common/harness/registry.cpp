@@ -60,6 +60,8 @@ std::string Variant::unsupported_features(const Problem& p) const {
   if (p.mod != ModKind::none && std::find(mask_mods.begin(), mask_mods.end(), p.mod) == mask_mods.end())
     return "variant " + name + " takes no mask_mod " + mod_name(p.mod) + " (it supports " + supports() +
            (mask_mods.empty() ? "; chapter 10's steps take one)" : ")");
+  if (p.mod == ModKind::none && needs_mask_mod)
+    return "variant " + name + " runs only a mask_mod (it supports " + supports() + ")";
   if (p.score_mod() && !score_mod)
     return "variant " + name + " takes no score_mod (softcap, alibi; it supports " + supports() +
            "; chapter 10's score_mod step takes them)";

@@ -33,6 +33,7 @@ struct Variant {
   bool causal = true;       // both alignments of is_causal
   bool mask = true;         // boolean and additive attn_mask
   std::vector<ModKind> mask_mods;  // chapter 10's mask_mod rules it takes (Problem::mod), none aside
+  bool needs_mask_mod = false;     // and it runs only problems with one of them
   bool score_mod = false;   // chapter 10's score mods (Problem::softcap, alibi)
   bool writes_lse = false;  // fills AttentionParams::lse
   long long max_heads = 0;  // B * H the grid can hold (a grid's y dimension: 65535); 0: any
