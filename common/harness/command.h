@@ -5,7 +5,9 @@
 #include <cstdio>
 #include <exception>
 #include <new>
+#include <string>
 #include <system_error>
+#include <vector>
 
 #include "errors.h"
 
@@ -47,6 +49,27 @@ int guarded(F&& body) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;
   }
+}
+
+// The variants a command was given by name, in that order, or the whole registry when none was (a
+// registry of variants with info.name: backward's, decoding's); an unknown name is a UsageError that
+// lists the known ones. what: "backward variant".
+template <class Registry, class Find>
+auto select_named(const Registry& registry, Find find, const std::vector<std::string>& names, const std::string& what) {
+  using V = typename Registry::value_type;
+  std::vector<const V*> chosen;
+  if (names.empty())
+    for (const V& v : registry) chosen.push_back(&v);
+  for (const std::string& n : names) {
+    const V* v = find(n);
+    if (!v) {
+      std::string known;
+      for (const V& k : registry) known += (known.empty() ? "" : ", ") + k.info.name;
+      throw UsageError("unknown " + what + " \"" + n + "\" (known: " + known + ")");
+    }
+    chosen.push_back(v);
+  }
+  return chosen;
 }
 
 }  // namespace attn

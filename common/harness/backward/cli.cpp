@@ -28,21 +28,6 @@ void print_list() {
   }
 }
 
-std::vector<const BackwardVariant*> select(const std::vector<std::string>& names) {
-  std::vector<const BackwardVariant*> chosen;
-  for (const BackwardVariant& v : backward_registry())
-    if (names.empty()) chosen.push_back(&v);
-  for (const std::string& n : names) {
-    const BackwardVariant* v = find_backward(n);
-    if (!v) {
-      std::string known;
-      for (const BackwardVariant& b : backward_registry()) known += (known.empty() ? "" : ", ") + b.info.name;
-      throw UsageError("unknown backward variant \"" + n + "\" (known: " + known + ")");
-    }
-    chosen.push_back(v);
-  }
-  return chosen;
-}
 
 // The forward whose O and L the backward reads: named (--forward), "reference", or the fastest.
 const Variant* choose_forward(const std::string& name, const Problem& p, const RunOptions& o) {
@@ -130,7 +115,7 @@ int backward_main(int argc, char** argv, const std::string& chapter) {
     const Problem p = args.problem();
     const RunOptions o = args.options();
     // Everything refused before any work: unknown names, unsupported problems, memory, time.
-    const auto chosen = select(names);
+    const auto chosen = select_named(backward_registry(), find_backward, names, "backward variant");
     if (model) {
       print_models(chosen, p);
       return 0;

@@ -28,22 +28,6 @@ void print_list() {
   }
 }
 
-std::vector<const DecodeVariant*> select(const std::vector<std::string>& names) {
-  std::vector<const DecodeVariant*> chosen;
-  if (names.empty())
-    for (const DecodeVariant& v : decode_registry()) chosen.push_back(&v);
-  for (const std::string& n : names) {
-    const DecodeVariant* v = find_decode(n);
-    if (!v) {
-      std::string known;
-      for (const DecodeVariant& d : decode_registry()) known += (known.empty() ? "" : ", ") + d.info.name;
-      throw UsageError("unknown decoding variant \"" + n + "\" (known: " + known + ")");
-    }
-    chosen.push_back(v);
-  }
-  return chosen;
-}
-
 }  // namespace
 
 void tour_decoding(const Problem& f, const RunOptions& o, Profiler* profiler) {
@@ -163,7 +147,7 @@ int decode_main(int argc, char** argv, const std::string& chapter) {
     o.sample = !full_check;
     p.validate();
     if (!csv.empty()) check_csv_target(csv);
-    const auto chosen = select(names);
+    const auto chosen = select_named(decode_registry(), find_decode, names, "decoding variant");
     // A profile of sequences of one length emulates the first (profile_decode), when the cache is
     // large enough for the emulation to take a while.
     const bool sampled = profiler && !all_sequences && decode_sampled(p) && p.cache_bytes() > 16e6;

@@ -103,9 +103,11 @@ Problem DecodeProblem::forward(int b) const {
 }
 
 namespace {
+// The pool row of sequence b's key j: the kernels' rule (DecodeParams::paged_row) on the host's table.
 size_t row_of(const DecodeProblem& p, const std::vector<int>& table, int b, int j) {
-  const int page = table[static_cast<size_t>(b) * p.max_pages() + j / p.page()];
-  return static_cast<size_t>(page) * p.page() + j % p.page();
+  DecodeParams rule{};
+  rule.block_table = table.data(), rule.max_pages = p.max_pages(), rule.page_size = p.page();
+  return static_cast<size_t>(rule.paged_row(b, j));
 }
 }  // namespace
 
