@@ -46,13 +46,22 @@ ATTN_HOST_DEVICE inline TileRange window_tiles(const attn::AttentionParams& p, i
   if (lo > hi) return {0, 0};
   return {static_cast<int>(lo / Bc), static_cast<int>(hi / Bc - lo / Bc + 1)};
 }
-// Whether every row of the Q tile sees every key of the K/V tile [k0, k0 + Bc): the tile lies past
-// the last row's first key and before the first row's last key, and within Lk. Only the others need
-// the rule.
-ATTN_HOST_DEVICE inline bool window_tile_full(const attn::AttentionParams& p, int q0, int rows, int k0, int Bc) {
+// The visits j in [first, first + count) of a Q tile whose K/V tile every row sees whole, which need
+// no rule: from the first tile past the last row's first key (k0 >= last_row + Lk - Lq - left) to
+// the last before the first row's last key (k0 + Bc - 1 <= q0 + Lk - Lq + right) and within Lk. A
+// range like the visits, computed once per Q tile, so that a tile's test is two comparisons of j.
+ATTN_HOST_DEVICE inline TileRange window_full(const attn::AttentionParams& p, int q0, int rows, int Bc) {
+  const TileRange visits = window_tiles(p, q0, rows, Bc);
+  if (visits.count == 0) return {0, 0};
   const long long offset = static_cast<long long>(p.Lk) - p.Lq, last_row = (q0 + rows < p.Lq ? q0 + rows : p.Lq) - 1;
-  return k0 + Bc <= p.Lk && (p.mod.arg < 0 || k0 >= last_row + offset - p.mod.arg) &&
-         (p.mod.right < 0 || k0 + Bc - 1 <= q0 + offset + p.mod.right);
+  const long long from = p.mod.arg < 0 ? 0 : last_row + offset - p.mod.arg;  // the first full tile's first key, at least
+  const long long lo = from <= 0 ? 0 : (from + Bc - 1) / Bc;
+  long long hi = p.Lk / Bc - 1;  // the last whole tile
+  if (p.mod.right >= 0) {
+    const long long to = q0 + offset + p.mod.right + 1 - Bc;  // its first key, at most
+    hi = to < 0 ? -1 : to / Bc < hi ? to / Bc : hi;
+  }
+  return {static_cast<int>(lo - visits.first), static_cast<int>(hi >= lo ? hi - lo + 1 : 0)};
 }
 // The order of the Q tiles. Their work is equal but where the window is cut by the keys' start (the
 // first rows, when left bounds it: rows i < left - (Lk - Lq); all of them when it does not) or by

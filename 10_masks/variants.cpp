@@ -139,9 +139,8 @@ Variant window_variant() {
     a.Lq = p.Lq, a.Lk = p.Lk, a.mod = p.mask_mod(nullptr);
     long long pairs = 0, partial = 0;
     for (int q0 = 0; q0 < p.Lq; q0 += t.Br) {
-      const ch10::TileRange r = ch10::window_tiles(a, q0, t.Br, t.Bc);
-      pairs += r.count;
-      for (int c = r.first; c < r.first + r.count; ++c) partial += !ch10::window_tile_full(a, q0, t.Br, c * t.Bc, t.Bc);
+      const ch10::TileRange r = ch10::window_tiles(a, q0, t.Br, t.Bc), full = ch10::window_full(a, q0, t.Br, t.Bc);
+      pairs += r.count, partial += r.count - full.count;
     }
     char s[200];
     std::snprintf(s, sizeof s, "Br = %d, Bc = %d: %lld of %lld (Q tile, K/V tile) pairs visited per head, %lld masked; "

@@ -4,13 +4,14 @@
 // its rule on every (query, key) pair and listing them; a window needs no list. A Q tile sees keys
 // from its first row's first to its last row's last: its K/V tiles are one range, two divisions
 // away (masks.h: window_tiles), and a tile needs the rule only where it crosses one of the window's
-// two edges or the end of the keys (window_tile_full). The kernel is chapter 05's lean_loop again,
-// with that Policy: the rule is the Window functor itself, not BookMod's switch over the kinds.
+// two edges or the end of the keys: the others are a range of visits too (window_full), so a tile's
+// test is two comparisons. The kernel is chapter 05's lean_loop again, with that Policy: the rule is
+// the Window functor itself, not BookMod's switch over the kinds.
 // With the window cut by the sequence's start (and end), the Q tiles there have less work, and the
 // blocks are launched from the end where the cut is shorter (window_from_end), so that the lighter
 // tiles close the launch, as chapter 06 launched its causal tiles heaviest first.
 // Cost: nothing is written or read beyond Q, K, V and O; per block, a few integer instructions for the
-// range and the order.
+// two ranges and the order.
 #include "05_flash_v2/lean_loop.cuh"
 #include "06_causal/causal.h"
 #include "kernels/mask_mod.h"
@@ -31,8 +32,9 @@ struct WindowTiles : ch05::EveryTile {
     return window_tiles(p, q0, Br, Bc).count;
   }
   __device__ static int kv_tile(const attn::AttentionParams& p, int q0, int j) { return window_tiles(p, q0, Br, Bc).first + j; }
-  __device__ static bool needs_mask(const attn::AttentionParams& p, int q0, int /*j*/, int k0, int /*Bc*/) {
-    return !window_tile_full(p, q0, Br, k0, Bc);
+  __device__ static bool needs_mask(const attn::AttentionParams& p, int q0, int j, int /*k0*/, int /*Bc*/) {
+    const TileRange full = window_full(p, q0, Br, Bc);
+    return j < full.first || j >= full.first + full.count;
   }
   __device__ static attn::Window mask_mod(const attn::AttentionParams& p) { return {p.mod.arg, p.mod.right, p.Lk - p.Lq}; }
 };

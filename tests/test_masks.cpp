@@ -115,12 +115,14 @@ TEST_CASE("a window's tiles in closed form are those with a visible key, the par
           std::vector<int> all = want.full[static_cast<size_t>(r)], masked;
           all.insert(all.end(), want.partial[static_cast<size_t>(r)].begin(), want.partial[static_cast<size_t>(r)].end());
           std::sort(all.begin(), all.end());
-          const ch10::TileRange range = ch10::window_tiles(a, r * t.Br, t.Br, t.Bc);
+          const ch10::TileRange range = ch10::window_tiles(a, r * t.Br, t.Br, t.Bc), full = ch10::window_full(a, r * t.Br, t.Br, t.Bc);
           std::vector<int> got(static_cast<size_t>(range.count));
           for (int j = 0; j < range.count; ++j) {
             got[static_cast<size_t>(j)] = range.first + j;
-            if (!ch10::window_tile_full(a, r * t.Br, t.Br, (range.first + j) * t.Bc, t.Bc)) masked.push_back(range.first + j);
+            if (j < full.first || j >= full.first + full.count) masked.push_back(range.first + j);
           }
+          CHECK(full.count >= 0);
+          CHECK((full.count == 0 || (full.first >= 0 && full.first + full.count <= range.count)));
           REQUIRE(got == all);
           // The partial tiles, and the last one where Lk leaves it ragged (its keys past Lk).
           std::vector<int> must = want.partial[static_cast<size_t>(r)];
