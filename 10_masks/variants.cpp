@@ -125,6 +125,25 @@ Variant score_mod_variant() {
   return v;
 }
 
+// Step f's (Q tile, K/V tile) pairs of one head, and of those the masked ones: the kernel's closed
+// form (masks.h), which test_masks checks against the host's count of each tile's visible keys.
+struct Visited {
+  long long pairs = 0, masked = 0;
+  bool from_end = false;
+};
+Visited window_visits(const Problem& p) {
+  const ch05::Tiles t = tiles(p);
+  AttentionParams a{};
+  a.Lq = p.Lq, a.Lk = p.Lk, a.mod = p.mask_mod(nullptr);
+  Visited n;
+  for (int q0 = 0; q0 < p.Lq; q0 += t.Br) {
+    const ch10::TileRange r = ch10::window_tiles(a, q0, t.Br, t.Bc), full = ch10::window_full(a, q0, t.Br, t.Bc);
+    n.pairs += r.count, n.masked += r.count - full.count;
+  }
+  n.from_end = ch10::window_from_end(a);
+  return n;
+}
+
 // Step f: the window's tiles in closed form (masks.h), no lists; windows only.
 Variant window_variant() {
   Variant v = masks_variant("window", "FlashAttention-2's window_size: each Q tile's K/V tiles a range in closed form, no lists");
@@ -132,21 +151,13 @@ Variant window_variant() {
   v.needs_mask_mod = true;  // its Policy reads the window's sides
   v.causal = false;  // is_causal is the window (-1, 0), which the command line makes of --causal with --window-size
   v.max_heads = 0;   // heads on the grid's x
-  v.hbm_bytes = [](const Problem& p) { return p.fa2_bytes_visited(listed(p).pairs, tiles(p).Bc); };
+  v.hbm_bytes = [](const Problem& p) { return p.fa2_bytes_visited(window_visits(p).pairs, tiles(p).Bc); };
   v.plan = [](const Problem& p) {
-    const ch05::Tiles t = tiles(p);
-    AttentionParams a{};
-    a.Lq = p.Lq, a.Lk = p.Lk, a.mod = p.mask_mod(nullptr);
-    long long pairs = 0, partial = 0;
-    for (int q0 = 0; q0 < p.Lq; q0 += t.Br) {
-      const ch10::TileRange r = ch10::window_tiles(a, q0, t.Br, t.Bc), full = ch10::window_full(a, q0, t.Br, t.Bc);
-      pairs += r.count, partial += r.count - full.count;
-    }
+    const Visited n = window_visits(p);
     char s[200];
     std::snprintf(s, sizeof s, "Br = %d, Bc = %d: %lld of %lld (Q tile, K/V tile) pairs visited per head, %lld masked; "
-                  "Q tiles launched from the %s", t.Br, t.Bc, pairs,
-                  static_cast<long long>(layout(p).q_tiles) * layout(p).kv_tiles, partial,
-                  ch10::window_from_end(a) ? "last" : "first");
+                  "Q tiles launched from the %s", tiles(p).Br, tiles(p).Bc, n.pairs,
+                  static_cast<long long>(layout(p).q_tiles) * layout(p).kv_tiles, n.masked, n.from_end ? "last" : "first");
     return std::string(s);
   };
   v.run = [](const AttentionParams& p, Stages& st) {
