@@ -77,7 +77,8 @@ Variant mask_tensor_variant() {
   v.run = [](const AttentionParams& p, Stages& st) {
     auto* mask = static_cast<uint8_t*>(p.workspace);
     st.run("the mask written as a tensor", [&] { return ch10::write_mask(p, mask); }, 0, false);
-    st.run("FlashAttention-2 with the tensor as attn_mask", [&] { return ch10::mask_tensor(p, mask); });
+    st.run("FlashAttention-2 with the tensor as attn_mask", [&] { return ch10::mask_tensor(p, mask); }, 0, true,
+           MaskKind::boolean);
   };
   return v;
 }

@@ -58,6 +58,18 @@ def main():
     unknown = [dict(x, args=x["args"].replace("R2, 0x3", "R2, c[0x0][0x230]")) for x in instrs]
     loop = kr.tile_loop(unknown, cold)
     check(loop and loop["inner"] == [(None, 4)] and kr.inner_trips(loop) == "?x4", f"unknown trip count reported as ? (got {loop and loop['inner']})")
+
+    # A compare of an unknown value, combined with a known predicate that decides it alone (lean_loop's
+    # "k0 + Bc <= Lk && !(causal || mask)" with is_causal known): AND with false is false, OR with true
+    # true; otherwise the result stays unknown.
+    def isetp(op, combine, known):
+        state = {"P1": known}
+        kr.execute(state, {"op": op, "args": "P2, PT, R5, c[0x0][0x240], " + combine, "pred": ""})
+        return state.get("P2")
+    check(isetp("ISETP.LE.AND", "!P1", True) is False, "AND with a known false predicate: false")
+    check(isetp("ISETP.LE.OR", "P1", True) is True, "OR with a known true predicate: true")
+    check(isetp("ISETP.LE.AND", "P1", True) is None, "AND with a true predicate: still unknown")
+    check(isetp("ISETP.LE.OR", "!P1", True) is None, "OR with a false predicate: still unknown")
     return check.exit_code()
 
 

@@ -204,7 +204,7 @@ TEST_CASE("every kernel a chapter launches has SASS data: the issue term and reg
   CHECK(missing.empty());
 }
 
-TEST_CASE("a problem's mods pick their kernel's own SASS rows: chapter 10's rules and score mods", "[profile]") {
+TEST_CASE("a problem's mask and mods pick their kernel's own SASS rows: is_causal, attn_mask, chapter 10's rules and score mods", "[profile]") {
   using namespace attn;
   auto kernel_of = [](const char* variant, const Problem& p) {  // the attention's kernel: the last launch
     const Variant* v = find_variant(variant);
@@ -217,21 +217,36 @@ TEST_CASE("a problem's mods pick their kernel's own SASS rows: chapter 10's rule
   REQUIRE(find_sass(rule) != nullptr);
   for (const char* kind : {"sliding_window", "document"}) {
     INFO(kind);
-    const SassKernel* k = find_sass(rule, kind);
+    const SassKernel* k = find_sass(rule, {.mod = kind});
     REQUIRE(k != nullptr);
     CHECK(std::string(k->name) == rule + " mask_mod=" + kind);
     CHECK(k->tile.instructions != find_sass(rule)->tile.instructions);  // the rule's instructions, not AllKeys'
   }
-  CHECK(find_sass(rule, "document")->tile.seen[kSeenLd] > find_sass(rule)->tile.seen[kSeenLd]);  // its two loads
+  CHECK(find_sass(rule, {.mod = "document"})->tile.seen[kSeenLd] > find_sass(rule)->tile.seen[kSeenLd]);  // its two loads
   p.mod = ModKind::none, p.softcap = 30.f;
   const std::string scored = kernel_of("score_mod", p);
-  REQUIRE(find_sass(scored, nullptr, "softcap") != nullptr);
-  CHECK(std::string(find_sass(scored, nullptr, "softcap")->name) == scored + " score_mod=softcap");
-  CHECK(find_sass(scored, "document", "softcap") == find_sass(scored, nullptr, "softcap"));  // full tiles: no rule
+  REQUIRE(find_sass(scored, {.score = "softcap"}) != nullptr);
+  CHECK(std::string(find_sass(scored, {.score = "softcap"})->name) == scored + " score_mod=softcap");
+  CHECK(find_sass(scored, {.mod = "document", .score = "softcap"}) == find_sass(scored, {.score = "softcap"}));  // full tiles: no rule
   // A kernel whose path no mod changes has one row, whatever the problem's mods.
   p.softcap = 0.f;
   const std::string dense = kernel_of("lean_loop", p);
-  CHECK(find_sass(dense, "document", "softcap") == find_sass(dense));
+  CHECK(find_sass(dense, {.mod = "document", .score = "softcap"}) == find_sass(dense));
+  // lean_loop masks every tile of a problem with is_causal or attn_mask: rows of their own, the
+  // mask's with its loads. Chapter 06's balanced masks only the tiles that cross the diagonal: the
+  // common path is the unmasked one, whatever is_causal.
+  Problem causal = p, masked = p;
+  causal.causal = Causal::top_left, masked.mask = MaskKind::boolean;
+  const SassKernel* c = find_sass(dense, sass_path(causal));
+  REQUIRE(c != nullptr);
+  CHECK(std::string(c->name) == dense + " causal=top-left");
+  CHECK(c->tile.instructions > find_sass(dense)->tile.instructions);
+  const SassKernel* m = find_sass(dense, sass_path(masked));
+  REQUIRE(m != nullptr);
+  CHECK(std::string(m->name) == dense + " mask=bool");
+  CHECK(m->tile.seen[kSeenLd] > find_sass(dense)->tile.seen[kSeenLd]);
+  const std::string balanced = kernel_of("balanced", causal);
+  CHECK(find_sass(balanced, sass_path(causal)) == find_sass(balanced));
 }
 
 TEST_CASE("the SASS data knows when a kernel's source changed since it was written", "[profile]") {

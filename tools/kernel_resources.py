@@ -225,22 +225,32 @@ def function_ranges(path, names):
     return out
 
 
+def attn_mask_lines():
+    """The source lines of mask_score that only a problem with attn_mask runs (numeric.cuh: its loads
+    of the mask, after the test for none)."""
+    path = os.path.join(ROOT, "common/kernels/numeric.cuh")
+    lines = open(path).read().splitlines()
+    rng = function_ranges(path, ["mask_score"]).get("mask_score")
+    if not rng:
+        return set()
+    lo, hi = rng
+    start = next((n for n in range(lo, hi + 1) if "MaskKind::none ||" in lines[n - 1]), hi)
+    return {("numeric.cuh", n) for n in range(start + 1, hi + 1)}
+
+
+def causal_lines():
+    """The causal test's source lines (numeric.cuh's causal_score)."""
+    path = os.path.join(ROOT, "common/kernels/numeric.cuh")
+    rng = function_ranges(path, ["causal_score"]).get("causal_score")
+    return {("numeric.cuh", n) for n in range(rng[0] + 1, rng[1] + 1)} if rng else set()
+
+
 def mask_lines():
     """Source lines that a whole K/V tile of a problem without is_causal or attn_mask never executes,
     in every step: the attn_mask part of mask_score and the causal test (numeric.cuh),
     scale_and_mask's -inf for a key past Lk or a row past Lq, and chapter 04's mask_tile. They decide branches only: an
     instruction of theirs that the common path runs anyway (a hoisted or predicated test) is counted."""
-    out = set()
-    path = os.path.join(ROOT, "common/kernels/numeric.cuh")
-    lines = open(path).read().splitlines()
-    rngs = function_ranges(path, ["mask_score", "causal_score"])
-    if "mask_score" in rngs:
-        lo, hi = rngs["mask_score"]
-        start = next((n for n in range(lo, hi + 1) if "MaskKind::none ||" in lines[n - 1]), hi)
-        out |= {("numeric.cuh", n) for n in range(start + 1, hi + 1)}
-    if "causal_score" in rngs:
-        lo, hi = rngs["causal_score"]
-        out |= {("numeric.cuh", n) for n in range(lo + 1, hi + 1)}
+    out = attn_mask_lines() | causal_lines()
     fa2 = os.path.join(ROOT, "05_flash_v2/fa2_tile.cuh")
     lines = open(fa2).read().splitlines()
     for lo, hi in function_ranges(fa2, ["scale_and_mask"]).values():
@@ -252,20 +262,26 @@ def mask_lines():
     return out
 
 
+def masked_tile_lines():
+    """The fast step's masking of a tile: scale_and_mask, and the call of mask_tile (its arguments,
+    (batch, head) by a division, are computed on the masked branch only)."""
+    out = set()
+    fa2 = os.path.join(ROOT, "05_flash_v2/fa2_tile.cuh")
+    for lo, hi in function_ranges(fa2, ["scale_and_mask"]).values():
+        out |= {("fa2_tile.cuh", n) for n in range(lo, hi + 1)}
+    lean = os.path.join(ROOT, "05_flash_v2/lean_loop.cuh")
+    for n, l in enumerate(open(lean).read().splitlines(), 1):
+        if "mask_tile<" in l and not l.strip().startswith("//"):
+            out.add(("lean_loop.cuh", n))
+    return out
+
+
 def cold_lines():
     """Source lines that a whole, unmasked K/V tile of the fast step never executes: scale_and_mask,
     mask_tile's call and chapter 10's rules (masked tiles only), copy_rows' zero-filling branch (the
     last tile only), and mask_lines()."""
-    cold = mask_lines()
+    cold = mask_lines() | masked_tile_lines()
     fa2 = os.path.join(ROOT, "05_flash_v2/fa2_tile.cuh")
-    for lo, hi in function_ranges(fa2, ["scale_and_mask"]).values():
-        cold |= {("fa2_tile.cuh", n) for n in range(lo, hi + 1)}
-    # The call of mask_tile in the fast step: its arguments ((batch, head) by a division) are
-    # computed on the masked branch only.
-    lean = os.path.join(ROOT, "05_flash_v2/lean_loop.cuh")
-    for n, l in enumerate(open(lean).read().splitlines(), 1):
-        if "mask_tile<" in l and not l.strip().startswith("//"):
-            cold.add(("lean_loop.cuh", n))
     # Chapter 10's rules: mask_tile's branch for a Policy with a mask_mod, and every rule (mask_mod.h).
     # (Not mask_lines': for the kernels that write a block mask or a mask tensor the rule is the work.)
     lines = open(fa2).read().splitlines()
@@ -619,6 +635,14 @@ def execute(state, ins):
             a, b, c = _value(state, ops[2]), _value(state, ops[3]), _pred(state, ops[4])
             for p in ops[:2]:
                 _clobber(state, p)
+            if c is not None and (a is None or b is None):
+                # The combining predicate alone may decide both results: AND with false, OR with true.
+                known = {"AND": False, "OR": True}.get(op.split(".")[-1])
+                if known is not None and c == known:
+                    for p in ops[:2]:
+                        if p not in ("PT", "UPT"):
+                            state[p] = known
+                return
             if None in (a, b, c):
                 return
             if ".U32" not in op:
@@ -789,22 +813,41 @@ def tile_loop_head(instrs, blocks, loops):
     return ranked[0][0] if ranked and hmma(ranked[0][1]) else None
 
 
-def mod_kinds():
-    """Chapter 10's mask_mod kinds, [(name, value)], from params.h's enum ModKind (none is 0)."""
+def enum_kinds(enum):
+    """The kinds of one of params.h's enums (ModKind, Causal, MaskKind), [(identifier, value)], none
+    first (0)."""
     text = open(os.path.join(ROOT, "common/kernels/params.h")).read()
-    m = re.search(r"enum class ModKind\s*:\s*\w+\s*\{([^}]*)\}", text)
+    m = re.search(r"enum class %s\s*:\s*\w+\s*\{([^}]*)\}" % enum, text)
     if not m:
-        fail("common/kernels/params.h: enum class ModKind not found", 1)
+        fail("common/kernels/params.h: enum class %s not found" % enum, 1)
     return [(n.strip(), v) for v, n in enumerate(m.group(1).split(",")) if n.strip()]
 
 
-def common_params(smem, mod=0, softcap=0.0, alibi=False):
-    """The kernel parameters of the common path's problem (no is_causal, no attn_mask; chapter 10's
-    mask_mod of kind `mod`, none by default, and score mods) as the SASS reads them, 4-byte words by
-    offset, from smem_table's "params" and "mod" entries: kernel parameters sit from c[0x0][0x210] on
-    in the constant bank (sm_80 and sm_90 with CUDA 12 and 13)."""
+def mod_kinds():
+    """Chapter 10's mask_mod kinds, [(name, value)], from params.h's enum ModKind (none is 0)."""
+    return enum_kinds("ModKind")
+
+
+def kind_names(enum):
+    """What the harness calls each kind of an enum (problem.cpp's causal_name, mask_name: the
+    command line's and a profile's spelling), [(name, value)] without none."""
+    text = open(os.path.join(ROOT, "common/harness/problem.cpp")).read()
+    spelled = dict(re.findall(r"case %s::(\w+): return \"([^\"]+)\";" % enum, text))
+    kinds = enum_kinds(enum)
+    if any(k not in spelled for k, _ in kinds):
+        fail("common/harness/problem.cpp does not name every %s" % enum, 1)
+    return [(spelled[k], v) for k, v in kinds[1:]]
+
+
+def common_params(smem, mod=0, softcap=0.0, alibi=False, causal=0, mask=0):
+    """The kernel parameters of the common path's problem as the SASS reads them, 4-byte words by
+    offset, from smem_table's "params" and "mod" entries (kernel parameters sit from c[0x0][0x210] on
+    in the constant bank: sm_80 and sm_90 with CUDA 12 and 13): is_causal and attn_mask of the given
+    kinds (params.h's values; none by default), chapter 10's mask_mod of kind `mod` (none by
+    default) and score mods."""
     p = smem.get("params")
-    out = {"c[0x0][%#x]" % (0x210 + p[0]): p[1], "c[0x0][%#x]" % (0x210 + p[2]): p[3]} if p else {}
+    out = {"c[0x0][%#x]" % (0x210 + p[0]): p[1] + causal, "c[0x0][%#x]" % (0x210 + p[2]): p[3] + mask} if p else {}
+    out["path"] = set(out)  # is_causal's and attn_mask's words, as LDC names them
     if "mod" in smem:
         kind, flag, cap = smem["mod"]
         words = {}

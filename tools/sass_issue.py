@@ -16,9 +16,12 @@ that no other loop has, by those kinds, then the next; the loops left together, 
 allows the fewest trips (an access the two compilers split or merge differently does not inflate
 it). With each kernel, ptxas's registers per thread, which
 occupancy needs. The common path is that of a problem without is_causal, attn_mask, mask_mod or
-score mods; a kernel whose path depends on chapter 10's mods (step b applies the rule on every
-tile, a switch followed through its jump table; step d a score mod on every score) has a row per
-mod besides, named "<kernel> mask_mod=<kind>" or "<kernel> score_mod=<mods>" (both where both matter).
+score mods; a kernel whose path depends on them has a row per kind besides: "<kernel> causal=<kind>"
+and "<kernel> mask=<kind>" (chapter 05's lean_loop masks every tile of such a problem; with
+attn_mask, its loads), "<kernel> mask_mod=<kind>" (chapter 10's step b applies the rule on every
+tile, a switch followed through its jump table), "<kernel> score_mod=<mods>" (step d changes every
+score), and a mask's kind with score mods where both matter. The kinds' names are the harness's
+(common/harness/problem.cpp).
 
   tools/sass_issue.py --out common/model/sass_sm90.inc   # compile, count, write (needs nvcc and nvdisasm,
                                                          # pip install nvidia-cuda-nvdisasm)
@@ -341,6 +344,7 @@ def main():
     smem = kr.smem_table([])
     params = kr.common_params(smem)
     cold, mask_only = kr.cold_lines(), kr.mask_lines()
+    masking, causal = kr.mask_lines() | kr.masked_tile_lines(), kr.causal_lines() | kr.masked_tile_lines()
     rows, deps = {}, set()
     with tempfile.TemporaryDirectory() as tmp:
         def one(src):
@@ -363,31 +367,56 @@ def main():
             lines = cold if "lean_loop_kernel" in name else mask_only
             data = issue_profile(instrs, lines, params)
             data["registers"] = ptxas.get((m, "sm_90"), {}).get("registers", 0)
-            # A kernel whose common path depends on chapter 10's mods (step b masks every tile with
-            # the problem's rule, step d changes every score) has a row per mod besides:
-            # "<name> mask_mod=<kind>", "<name> score_mod=<mods>", and both where both matter.
+            # A kernel whose path depends on the problem's mask has a row per kind of it besides:
+            # "<name> causal=<kind>" and "<name> mask=<kind>" (lean_loop masks every tile of a causal
+            # problem), "<name> mask_mod=<kind>" (chapter 10's step b applies the rule on every tile),
+            # "<name> score_mod=<mods>" (step d changes every score), and a mask's kind with score
+            # mods where both matter. Only a kernel that reads a kind's parameter word (or the 8 bytes
+            # around it) can depend on it.
             variants = {name: data}
-            # Only a kernel that reads a mod's parameter word (or the 8 bytes around it) can depend on it.
-            words = {"c[0x0][%#x]" % (int(t[7:-1], 16) & ~k) for t in params["mods"] for k in (0, 3, 7)}
-            reads_mods = any(w in x["args"] for x in instrs for w in words)
+
+            def reads(offsets):
+                words = {"c[0x0][%#x]" % (int(t[7:-1], 16) & ~k) for t in offsets for k in (0, 3, 7)}
+                return any(w in x["args"] for x in instrs for w in words)
 
             def differs(v):
                 return any(v[part] != data[part] for part in ("fixed", "tile", "outer", "inner"))
 
-            masks = [(" mask_mod=%s" % k, dict(mod=v)) for k, v in kr.mod_kinds()[1:]]
-            scores = [(" score_mod=" + k, dict(softcap=c, alibi=a)) for k, c, a in SCORE_MODS]
+            masks = []
+            if reads(params["path"]):
+                masks += [(" causal=%s" % k, dict(causal=v)) for k, v in kr.kind_names("Causal")]
+                masks += [(" mask=%s" % k, dict(mask=v)) for k, v in kr.kind_names("MaskKind")]
+            if reads(params.get("mods", ())):
+                masks += [(" mask_mod=%s" % k, dict(mod=v)) for k, v in kr.mod_kinds()[1:]]
+            scores = [(" score_mod=" + k, dict(softcap=c, alibi=a)) for k, c, a in SCORE_MODS] if reads(params.get("mods", ())) else []
+
+            def profile(args):
+                # Inside a masked tile the problem's mask is the path, not code to step around where
+                # a branch is not decided by the parameters (whether a key is past Lk): with
+                # attn_mask, every tile is masked, with its loads and the causal test before them;
+                # with is_causal, the tiles the parameters send to the mask (lean_loop's every tile;
+                # chapter 06's diagonal tiles are decided by the tile's place, so stay off the path).
+                params = kr.common_params(smem, **args)
+                if args.get("mask"):
+                    return issue_profile(instrs, lines - masking, params)
+                v = issue_profile(instrs, lines, params)
+                return issue_profile(instrs, lines - causal, params) if args.get("causal") and differs(v) else v
+
+            def loads(v):  # the global loads on the path (attn_mask's)
+                return sum(part[1][1] for part in [v["fixed"], v["tile"], v["outer"]] + v["inner"])
+
             found = {}
-            for axis in ((masks, scores) if reads_mods else ()):
-                for suffix, args in axis:
-                    v = issue_profile(instrs, lines, kr.common_params(smem, **args))
-                    if differs(v):
-                        found[suffix] = args
-                        variants[name + suffix] = dict(v, registers=data["registers"])
+            for suffix, args in masks + scores:
+                v = profile(args)
+                # A kernel without attn_mask's code (chapter 06 instantiates one per mode) does not
+                # take a mask: its mask rows would be the masked path without the mask.
+                if differs(v) and (not args.get("mask") or loads(v) > loads(data)):
+                    found[suffix] = args
+                    variants[name + suffix] = dict(v, registers=data["registers"])
             for ms, ma in masks:
                 for ss, sa in scores:
                     if ms in found and ss in found:
-                        v = issue_profile(instrs, lines, kr.common_params(smem, **ma, **sa))
-                        variants[name + ms + ss] = dict(v, registers=data["registers"])
+                        variants[name + ms + ss] = dict(profile(dict(ma, **sa)), registers=data["registers"])
             for key, row in variants.items():
                 if key in rows and rows[key] != row:
                     kr.fail("two kernels named %s differ (%s)" % (key, src), 1)

@@ -392,6 +392,7 @@ const Profile& Profiler::run(const Variant& v, const Problem& p, const SamplePla
                 plan.describe(p).c_str());
   }
   std::vector<std::string> stages;
+  std::vector<MaskKind> as_mask;  // [stage]
   std::vector<std::vector<std::string>> kernels;  // [stage][launch]
   std::vector<std::vector<std::vector<simt::Counters>>> runs;  // [problem emulated][stage][launch]
   for (const Problem& e : emulated_problems(p, plan)) {
@@ -408,9 +409,9 @@ const Profile& Profiler::run(const Variant& v, const Problem& p, const SamplePla
     std::vector<const void*> shared;
     if (e.mask != MaskKind::none && !e.mask_per_head) shared.push_back(in.inputs.mask.get());
     std::vector<std::vector<simt::Counters>> counts;
-    stages.clear(), kernels.clear();
+    stages.clear(), kernels.clear(), as_mask.clear();
     for (const Stages::Time& t : r.timing.stages) {
-      stages.push_back(t.stage);
+      stages.push_back(t.stage), as_mask.push_back(t.as_mask);
       counts.emplace_back(), kernels.emplace_back();
       for (const simt::LaunchCounters& l : t.counters)
         counts.back().push_back(scaled(l, t.per_head ? plan.heads : HeadSample{}, shared)), kernels.back().push_back(l.kernel);
@@ -441,7 +442,7 @@ const Profile& Profiler::run(const Variant& v, const Problem& p, const SamplePla
         c.threads_per_block = dry[s][l].counters.threads_per_block, c.smem_bytes = dry[s][l].counters.smem_bytes;
       }
   }
-  return finish(std::move(prof), stages, launches, kernels, details);
+  return finish(std::move(prof), stages, as_mask, launches, kernels, details);
 }
 
 const Profile& Profiler::run(const std::function<Result()>& counted, bool details) {
@@ -454,17 +455,18 @@ const Profile& Profiler::run(const std::function<Result()>& counted, bool detail
   const long long heads = static_cast<long long>(prof.problem.heads());
   prof.plan.heads = {heads, heads};
   std::vector<std::string> stages;
+  std::vector<MaskKind> as_mask;
   std::vector<std::vector<simt::Counters>> launches;
   std::vector<std::vector<std::string>> kernels;
   for (const Stages::Time& t : prof.result.timing.stages) {
-    stages.push_back(t.stage);
+    stages.push_back(t.stage), as_mask.push_back(t.as_mask);
     launches.emplace_back(), kernels.emplace_back();
     for (const simt::LaunchCounters& l : t.counters) launches.back().push_back(l.counters), kernels.back().push_back(l.kernel);
   }
-  return finish(std::move(prof), stages, launches, kernels, details);
+  return finish(std::move(prof), stages, as_mask, launches, kernels, details);
 }
 
-const Profile& Profiler::finish(Profile prof, const std::vector<std::string>& stages,
+const Profile& Profiler::finish(Profile prof, const std::vector<std::string>& stages, const std::vector<MaskKind>& as_mask,
                                 const std::vector<std::vector<simt::Counters>>& launches,
                                 const std::vector<std::vector<std::string>>& kernels, bool details) {
   const Variant& v = *prof.result.variant;
@@ -474,13 +476,13 @@ const Profile& Profiler::finish(Profile prof, const std::vector<std::string>& st
     s.stage = stages[i];
     double launch_longest = -1;
     s.terms.sass_known = true;
-    if (prof.problem.mod != ModKind::none) s.mod = mod_name(prof.problem.mod);
-    s.score = prof.problem.score_name();
+    s.path = sass_path(prof.problem);
+    if (as_mask[i] != MaskKind::none) s.path.mask = mask_name(as_mask[i]), s.path.mod = nullptr;  // the pattern as a tensor
     for (size_t l = 0; l < launches[i].size(); ++l) {
       const simt::Counters& c = launches[i][l];
       s.counters += c;
       s.launches.push_back(c), s.kernels.push_back(kernels[i][l]);
-      const Modelled m = model(c, *gpu_, find_sass(kernels[i][l], s.mod, s.score));
+      const Modelled m = model(c, *gpu_, find_sass(kernels[i][l], s.path));
       s.terms.dram += m.dram, s.terms.l2 += m.l2, s.terms.l1 += m.l1, s.terms.mufu += m.mufu, s.terms.tensor += m.tensor;
       s.terms.issue += m.issue, s.terms.instructions += m.instructions, s.terms.sass_known &= m.sass_known;
       s.terms.latency += m.latency, s.terms.fill_drain += m.fill_drain, s.terms.groups = std::max(s.terms.groups, m.groups);
@@ -530,12 +532,21 @@ double recorded_ms(const std::string& path, const std::string& kind, const Probl
   return ms;
 }
 
+SassPath sass_path(const Problem& p) {
+  SassPath path;
+  if (p.causal != Causal::none) path.causal = causal_name(p.causal);
+  if (p.mask != MaskKind::none) path.mask = mask_name(p.mask);
+  if (p.mod != ModKind::none) path.mod = mod_name(p.mod);
+  path.score = p.score_name();
+  return path;
+}
+
 Remodelled remodel(const StageProfile& s, const gpus::Gpu& g, bool latency, bool fill_drain) {
   Remodelled r;
   for (size_t l = 0; l < s.launches.size(); ++l) {
     simt::Counters c = s.launches[l];
     if (!fill_drain) c.fill_sectors = c.drain_sectors = 0;
-    Modelled m = model(c, g, find_sass(s.kernels[l], s.mod, s.score));
+    Modelled m = model(c, g, find_sass(s.kernels[l], s.path));
     if (!latency) m.latency = 0;
     r.us += m.total();
     if (m.total() > r.longest_us) r.longest_us = m.total(), r.bound = m.bound();

@@ -43,6 +43,10 @@ bool apply_gpu_option(const ProfileOptions& o);
 // none is, today; the Profiler asks this of every GPU it models).
 void require_rates(const gpus::Gpu& g);
 
+// The rows of the SASS data a problem's kernels take (find_sass): its is_causal, attn_mask,
+// mask_mod and score mods by their names.
+SassPath sass_path(const Problem& p);
+
 // One stage's counters, summed over its launches, and its modelled time.
 struct StageProfile {
   std::string stage;
@@ -54,8 +58,7 @@ struct StageProfile {
   // Each launch's counters and kernel, to model the same counts on another GPU (model/model.h).
   std::vector<simt::Counters> launches;
   std::vector<std::string> kernels;
-  const char* mod = nullptr;    // the problem's mask_mod kind (mod_name), null for none: find_sass's row
-  const char* score = nullptr;  // its score mods (Problem::score_name), null for none
+  SassPath path;  // the problem's mask and score mods, which pick the kernels' rows in the SASS data
 };
 // What a profile emulates of a problem (model/sampling.h): every head or a few, every row or a
 // few row groups.
@@ -109,8 +112,8 @@ class Profiler {
   // The inputs and reference of a problem emulated, kept for the next variants (the last few).
   const Prepared& prepared(const Problem& p, const RunOptions& checks);
   // Models and prints the stages' counters (one per launch, each for the whole problem, with its
-  // kernel's name).
-  const Profile& finish(Profile prof, const std::vector<std::string>& stages,
+  // kernel's name; as_mask: Stages::Time's, per stage).
+  const Profile& finish(Profile prof, const std::vector<std::string>& stages, const std::vector<MaskKind>& as_mask,
                         const std::vector<std::vector<simt::Counters>>& launches,
                         const std::vector<std::vector<std::string>>& kernels, bool details);
   ProfileOptions o_;

@@ -34,11 +34,13 @@ void Stages::begin() {
   names_.clear();
   bytes_.clear();
   per_head_.clear();
+  as_mask_.clear();
   counters_.clear();
   take_counters();  // launches before this execution are not its own
   check(cudaEventRecord(event(used_++)), "cudaEventRecord");
 }
-void Stages::run(const std::string& stage, const std::function<cudaError_t()>& launch, double bytes, bool per_head) {
+void Stages::run(const std::string& stage, const std::function<cudaError_t()>& launch, double bytes, bool per_head,
+                 MaskKind as_mask) {
   if (const cudaError_t e = launch(); e != cudaSuccess) {
     const std::string said = simt::last_launch_error();  // what was asked and allowed, or the emulator's diagnostic
     check(e, "launch of \"" + stage + "\"" + (said.empty() ? "" : " (" + said + ")"));
@@ -46,6 +48,7 @@ void Stages::run(const std::string& stage, const std::function<cudaError_t()>& l
   names_.push_back(stage);
   bytes_.push_back(bytes);
   per_head_.push_back(per_head);
+  as_mask_.push_back(as_mask);
   counters_.push_back(take_counters());
   check(cudaEventRecord(event(used_++)), "cudaEventRecord");
 }
@@ -58,7 +61,7 @@ std::vector<Stages::Time> Stages::times() const {
   for (size_t i = 0; i < names_.size(); ++i) {
     float ms = 0;
     check(cudaEventElapsedTime(&ms, events_[i], events_[i + 1]), "cudaEventElapsedTime");
-    t.push_back({names_[i], ms, bytes_[i], counters_[i], per_head_[i]});
+    t.push_back({names_[i], ms, bytes_[i], counters_[i], per_head_[i], as_mask_[i]});
   }
   return t;
 }
@@ -102,8 +105,10 @@ Timing time_variant(const std::function<void()>& prepare, const std::function<vo
   }
   t.median_ms = median(total);
   t.min_ms = total.empty() ? 0 : *std::min_element(total.begin(), total.end());
-  for (size_t i = 0; i < per_stage.size(); ++i)
-    t.stages.push_back({last[i].stage, median(per_stage[i]), last[i].bytes, last[i].counters, last[i].per_head});
+  for (size_t i = 0; i < per_stage.size(); ++i) {
+    t.stages.push_back(last[i]);
+    t.stages.back().ms = median(per_stage[i]);
+  }
   return t;
 }
 
@@ -121,9 +126,10 @@ Timing combine_repetitions(const std::vector<Timing>& each) {
   t.reps = static_cast<int>(total.size());
   t.median_ms = median(total);
   t.min_ms = *std::min_element(total.begin(), total.end());
-  for (size_t i = 0; i < per_stage.size() && i < each.back().stages.size(); ++i)
-    t.stages.push_back({each.back().stages[i].stage, median(per_stage[i]), each.back().stages[i].bytes, {},
-                        each.back().stages[i].per_head});
+  for (size_t i = 0; i < per_stage.size() && i < each.back().stages.size(); ++i) {
+    t.stages.push_back(each.back().stages[i]);
+    t.stages.back().ms = median(per_stage[i]), t.stages.back().counters.clear();
+  }
   return t;
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/params.h"
 #include "simt/counters.h"
 
 namespace attn {
@@ -23,7 +24,10 @@ class Stages {
   // not modelled), so that the breakdown can show each kernel's GB/s. per_head = false: the
   // stage's work is the same whatever B and H (chapter 10's mask written once for every head), so
   // a profile that emulates some of the heads does not scale its counts up to all of them.
-  void run(const std::string& stage, const std::function<cudaError_t()>& launch, double bytes = 0, bool per_head = true);
+  // as_mask: the stage's kernels take the problem's pattern as an attn_mask of this kind, whatever
+  // the problem names (chapter 10's step a): the profile models them on that mask's path.
+  void run(const std::string& stage, const std::function<cudaError_t()>& launch, double bytes = 0, bool per_head = true,
+           MaskKind as_mask = MaskKind::none);
 
   // Used by the harness around one execution of a variant.
   void begin();
@@ -33,6 +37,7 @@ class Stages {
     double ms, bytes;
     std::vector<simt::LaunchCounters> counters;  // its launches', while the counters count (simt/counters.h)
     bool per_head = true;
+    MaskKind as_mask = MaskKind::none;
   };
   std::vector<Time> times() const;  // of the last execution (after end())
 
@@ -42,6 +47,7 @@ class Stages {
   std::vector<std::string> names_;
   std::vector<double> bytes_;
   std::vector<bool> per_head_;
+  std::vector<MaskKind> as_mask_;
   std::vector<std::vector<simt::LaunchCounters>> counters_;
   size_t used_ = 0;
 };

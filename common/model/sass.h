@@ -37,6 +37,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "simt/counters.h"
 
@@ -71,15 +72,36 @@ inline constexpr SassKernel kSassSm90[] = {
 #include "sass_sm90.inc"
 };
 
-// The kernel's data, or nullptr for a kernel the file does not know (a test's own kernel). With
-// chapter 10's mods (harness/problem.h's mod_name and score_name; null for none), the row for a
-// problem with them where the kernel's common path depends on them ("<kernel> mask_mod=<kind>
-// score_mod=<mods>", or one of the two), else the kernel's.
-inline const SassKernel* find_sass(const std::string& kernel, const char* mod = nullptr, const char* score = nullptr) {
-  const std::string m = mod ? std::string(" mask_mod=") + mod : "", s = score ? std::string(" score_mod=") + score : "";
-  for (const std::string& name : {kernel + m + s, kernel + m, kernel + s, kernel})
-    for (const SassKernel& k : kSassSm90)
-      if (name == k.name) return &k;
+// The problem's mask and score mods as the SASS data's rows name them (harness/problem.h's
+// causal_name, mask_name, mod_name and score_name; null for none).
+struct SassPath {
+  const char* causal = nullptr;
+  const char* mask = nullptr;
+  const char* mod = nullptr;
+  const char* score = nullptr;
+};
+
+// The kernel's data, or nullptr for a kernel the file does not know (a test's own kernel). A kernel
+// whose path depends on the problem's mask or score mods has a row for each kind besides
+// (tools/sass_issue.py): "<kernel> causal=<kind>", "<kernel> mask=<kind>", "<kernel>
+// mask_mod=<kind>", "<kernel> score_mod=<mods>", and a mask's kind with score mods where both matter.
+// The row naming the most of the path's kinds is taken (on a tie, the one naming the earlier), else
+// the kernel's.
+inline const SassKernel* find_sass(const std::string& kernel, const SassPath& path = {}) {
+  const std::pair<const char*, const char*> parts[] = {
+      {" causal=", path.causal}, {" mask=", path.mask}, {" mask_mod=", path.mod}, {" score_mod=", path.score}};
+  constexpr int n = sizeof parts / sizeof parts[0];
+  for (int named = n; named >= 0; --named)
+    for (int keep = (1 << n) - 1; keep >= 0; --keep) {  // from the subsets naming the earlier parts
+      if (__builtin_popcount(keep) != named) continue;
+      std::string name = kernel;
+      bool given = true;
+      for (int i = 0; i < n && given; ++i)
+        if (keep >> (n - 1 - i) & 1) given = parts[i].second != nullptr, name += std::string(parts[i].first) + (given ? parts[i].second : "");
+      if (!given) continue;
+      for (const SassKernel& k : kSassSm90)
+        if (name == k.name) return &k;
+    }
   return nullptr;
 }
 
