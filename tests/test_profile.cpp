@@ -249,6 +249,25 @@ TEST_CASE("a problem's mask and mods pick their kernel's own SASS rows: is_causa
   CHECK(find_sass(balanced, sass_path(causal)) == find_sass(balanced));
 }
 
+TEST_CASE("chapter 10's step a is modelled on its mask's path, whatever is_causal the problem names", "[profile]") {
+  using namespace attn;
+  ProfileOptions o;
+  Profiler profiler(o);
+  RunOptions checks;
+  checks.sample = false;
+  Problem p;
+  p.B = 1, p.H = 1, p.Lq = p.Lk = 128, p.d = 64, p.dtype = DType::fp16, p.causal = Causal::top_left;
+  const Variant* v = find_variant("mask_tensor");
+  REQUIRE(v != nullptr);
+  const Profile& pr = profiler.run(*v, p, profiler.plan(*v, p), checks, false);
+  REQUIRE(pr.stages.size() == 2);
+  CHECK(pr.stages[0].path.causal != nullptr);  // the mask's writer evaluates the problem's rule
+  const SassPath& attention = pr.stages[1].path;  // lean_loop over the bytes: is_causal is in them
+  CHECK(attention.causal == nullptr);
+  REQUIRE(attention.mask != nullptr);
+  CHECK(std::string(attention.mask) == "bool");
+}
+
 TEST_CASE("the SASS data knows when a kernel's source changed since it was written", "[profile]") {
   using namespace attn;
   // The C++ hash agrees with tools/sass_issue.py's on every committed source (as CTest

@@ -477,7 +477,8 @@ const Profile& Profiler::finish(Profile prof, const std::vector<std::string>& st
     double launch_longest = -1;
     s.terms.sass_known = true;
     s.path = sass_path(prof.problem);
-    if (as_mask[i] != MaskKind::none) s.path.mask = mask_name(as_mask[i]), s.path.mod = nullptr;  // the pattern as a tensor
+    // The pattern as a tensor: is_causal and the mask_mod are in its bytes, the score mods not.
+    if (as_mask[i] != MaskKind::none) s.path = {.mask = mask_name(as_mask[i]), .score = s.path.score};
     for (size_t l = 0; l < launches[i].size(); ++l) {
       const simt::Counters& c = launches[i][l];
       s.counters += c;
