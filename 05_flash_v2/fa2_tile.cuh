@@ -25,32 +25,22 @@ struct RowState {
 // Scores in base 2 (scale * log2(e)), with is_causal or the mask, and -inf past the last key or
 // for a row past the last query. kAttnMask = false leaves out the attn_mask's code (chapter 06
 // instantiates its kernel per mode, so that a problem without a mask carries none).
-// attn_mask's values are all loaded before the first is used, without a branch (a key past Lk or a
-// row past Lq reads the last one's, unused): loaded and used score by score, or each behind a branch,
-// each load would wait out L2's latency before the next could issue.
 template <int Bc, bool kAttnMask = true>
 __device__ __forceinline__ void scale_and_mask(float (&s)[Bc / 8][4], int row, const attn::AttentionParams& p, int b,
                                                int h, int k0, float scale_log2) {
   const int t = static_cast<int>(threadIdx.x % 4);
-  float bias[Bc / 8][4] = {};
-  if constexpr (kAttnMask) {
-    if (p.mask_kind != attn::MaskKind::none) {
-#pragma unroll
-      for (int nt = 0; nt < Bc / 8; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int i = row + e / 2 * 8, key = k0 + nt * 8 + 2 * t + (e & 1);
-          bias[nt][e] = attn::mask_bias(p, b, h, min(i, p.Lq - 1), min(key, p.Lk - 1), attn::kLog2e);
-        }
-    }
-  }
 #pragma unroll
   for (int nt = 0; nt < Bc / 8; ++nt)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int i = row + e / 2 * 8, key = k0 + nt * 8 + 2 * t + (e & 1);
-      const float x = attn::causal_score(p, i, key, s[nt][e] * scale_log2);
-      s[nt][e] = key >= p.Lk || i >= p.Lq ? -INFINITY : x == -INFINITY ? x : x + bias[nt][e];
+      const float x = s[nt][e] * scale_log2;
+      if (key >= p.Lk || i >= p.Lq)
+        s[nt][e] = -INFINITY;
+      else if constexpr (kAttnMask)
+        s[nt][e] = attn::mask_score(p, b, h, i, key, x, attn::kLog2e);
+      else
+        s[nt][e] = attn::causal_score(p, i, key, x);
     }
 }
 

@@ -672,7 +672,7 @@ def execute(state, ins):
                 val = (min(x, y) if c else max(x, y)) & M32
     except (IndexError, KeyError, ValueError):
         val = None
-    if base in ("LDC", "ULDC") and val is not None and guard and (ops[1] in state.get("mods", ()) or ops[1] in state.get("path", ())):
+    if base in ("LDC", "ULDC") and val is not None and guard and ops[1] in state.get("mods", ()):
         state["from mods " + dest] = True  # common_path keeps it at a loop's head
     if guard is None or val is None:
         _clobber(state, dest, dest_width(op))
@@ -752,9 +752,8 @@ def common_path(instrs, blocks, loops, head, body, cold, params=None, limit=2000
         j = jump_target(state, instrs[x["end"] - 1], label_block)
         b = (j if j in succ else
              x["succ"][0] if t is True and x["succ"][0] in succ else (x["succ"][1] if t is False and x["succ"][1] in succ else succ[0]))
-    # A register loaded with one of chapter 10's mods, is_causal's or attn_mask's kind before the loop
-    # keeps it, unless the loop writes that very register (the erring-high clobber below would lose
-    # it: a warp-uniform kind).
+    # A register loaded with one of chapter 10's mods before the loop keeps it, unless the loop
+    # writes that very register (the erring-high clobber below would lose it: a warp-uniform kind).
     kept = {k[len("from mods "):] for k in state if k.startswith("from mods ")}
     kept = {r: state[r] for r in kept if state.get(r) is not None}
     for blk in body:

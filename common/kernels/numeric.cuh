@@ -75,11 +75,6 @@ __device__ __forceinline__ T load_readonly(const T* p) {
 #endif
 }
 
-// Where attn_mask holds query i and key j of head (b, h).
-__device__ __forceinline__ long long mask_at(const AttentionParams& p, int b, int h, int i, int j) {
-  return b * p.mask_stride_b + h * p.mask_stride_h + static_cast<long long>(i) * p.Lk + j;
-}
-
 // The scaled score s of query i and key j of head (b, h) after is_causal and attn_mask; -inf
 // removes the key. A kernel that works in base-2 exponents passes s already multiplied by
 // log2(e) and additive_scale = log2(e), so that the additive mask is converted the same way.
@@ -87,17 +82,9 @@ __device__ __forceinline__ float mask_score(const AttentionParams& p, int b, int
                                             float additive_scale = 1.f) {
   s = causal_score(p, i, j, s);
   if (p.mask_kind == MaskKind::none || s == -INFINITY) return s;
-  const long long at = mask_at(p, b, h, i, j);
+  const long long at = b * p.mask_stride_b + h * p.mask_stride_h + static_cast<long long>(i) * p.Lk + j;
   if (p.mask_kind == MaskKind::boolean) return load_readonly(static_cast<const uint8_t*>(p.mask) + at) ? s : -INFINITY;
   return s + additive_scale * load_readonly(static_cast<const float*>(p.mask) + at);
-}
-
-// What attn_mask adds to a scaled score, for a problem with one: mask_score's term on its own (0 or
-// -inf for a boolean mask), for a kernel that loads a tile's values before it uses them.
-__device__ __forceinline__ float mask_bias(const AttentionParams& p, int b, int h, int i, int j, float additive_scale = 1.f) {
-  const long long at = mask_at(p, b, h, i, j);
-  if (p.mask_kind == MaskKind::boolean) return load_readonly(static_cast<const uint8_t*>(p.mask) + at) ? 0.f : -INFINITY;
-  return additive_scale * load_readonly(static_cast<const float*>(p.mask) + at);
 }
 
 // log2(e): exp(x) = exp2(x * log2(e)), and exp2 is the GPU's native exponential.

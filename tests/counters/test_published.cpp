@@ -9,8 +9,8 @@
 //     torch's flash backend (FA2) measured 1.05-1.35x faster than lean_loop (results/nvidia-h200/
 //     sdpa.csv), so this residual is the model's and the kernels' gap together.
 // Chapter 05's lean_loop with is_causal, which masks every tile (sdpa.csv, N = 2048): the masked
-// path's SASS row held slower than the unmasked one and within 0.4-1 of the old masked path's
-// measured time, printed, not held within 15 %.
+// path's SASS row held slower than the unmasked one and within 0.4-1 of the measured time, printed,
+// not held within 15 %.
 // And chapter 08's decoding steps at the H200 session's problem (results/nvidia-h200/promise.csv).
 // Every point is printed, model / measured. What is held, on the first set and the best decoding
 // step: every point within 15 % of its measurement (25 % at N = 512, where a block's fill and drain
@@ -121,9 +121,7 @@ TEST_CASE("the model beside measured and published FlashAttention-2 structures",
   // measured it at 1.65-1.96 times its non-causal time at d = 128, 2.39-2.79 at d = 64). The SASS
   // data's row for the masked path (causal=top-left) is what the model sees of that cost: held
   // slower than the unmasked tile's row, and between 0.4 and 1 of the measurement; printed, not
-  // held within 15 %: the H200 ran 5676c2862807's masked path, which tested each score behind a
-  // branch, where today's masks with selects (fa2_tile.cuh's scale_and_mask), fewer instructions
-  // and cycles per tile, so today's kernel models faster than that measurement.
+  // held within 15 %: the model misses part of that path's cost (notes/performance_model.md).
   for (int d : {64, 128}) {
     const Problem p = figure5(2048, d, true);
     const Variant* v = find_variant("lean_loop");
