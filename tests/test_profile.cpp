@@ -45,7 +45,7 @@ TEST_CASE("the issue term: a kernel's SASS data weighted by the emulator's count
   // 4 blocks of 64 threads: 8 warps. Each runs the fixed part (10 instructions; an LDS and a
   // barrier seen) and 5 tiles (100 instructions; 18 LDS and 2 barriers); the copy loop (6
   // instructions; an LDG and an STS) runs 30 times in all.
-  SassKernel k{"k", 64, {10, {}, 0, 0}, {100, {}, 0, 0}, {}, {{6, {}, 0, 0}}};
+  SassKernel k{"k", 64, false, {10, {}, 0, 0}, {100, {}, 0, 0}, {}, {{6, {}, 0, 0}}};
   k.fixed.seen[kSeenLds] = 1, k.fixed.seen[kSeenBar] = 1;
   k.tile.seen[kSeenLds] = 18, k.tile.seen[kSeenBar] = 2;
   k.inner[0].seen[kSeenLd] = 1, k.inner[0].seen[kSeenSts] = 1;
@@ -77,7 +77,7 @@ TEST_CASE("the issue term: a kernel's SASS data weighted by the emulator's count
   // with 2 LDG and 8 SHFL, 1000 trips; an append loop of 30 with an LDG and an STG, 3 trips; a
   // merge loop of 20 with 4 LDS and an STG, 3 trips. Taken together (as before), the STG would say
   // 3 trips of all three loops.
-  SassKernel decode{"decode", 64, {10, {}, 0, 0}, {}, {}, {{40, {}, 0, 0}, {30, {}, 0, 0}, {20, {}, 0, 0}}};
+  SassKernel decode{"decode", 64, false, {10, {}, 0, 0}, {}, {}, {{40, {}, 0, 0}, {30, {}, 0, 0}, {20, {}, 0, 0}}};
   decode.inner[0].seen[kSeenLd] = 2, decode.inner[0].seen[kSeenShfl] = 8;
   decode.inner[1].seen[kSeenLd] = 1, decode.inner[1].seen[kSeenSt] = 1;
   decode.inner[2].seen[kSeenLds] = 4, decode.inner[2].seen[kSeenSt] = 1;
@@ -117,7 +117,7 @@ TEST_CASE("the latency term: one warp's chain from the SASS, hidden only by grou
   // One block of 8 warps on each SM (2 per scheduler), 500 tiles each: a tile is 100 instructions
   // that one warp alone takes 400 cycles to issue (its stalls and waits), with a barrier.
   const gpus::Gpu& g = gpus::kGpus[0];
-  SassKernel k{"k", 64, {10, {}, 10, 10}, {100, {}, 400, 400}, {}, {}};
+  SassKernel k{"k", 64, true, {10, {}, 10, 10}, {100, {}, 400, 400}, {}, {}};
   k.tile.seen[kSeenBar] = 1;
   simt::Counters c;
   c.launches = 1, c.blocks = g.sms, c.threads_per_block = 256;
@@ -142,6 +142,7 @@ TEST_CASE("the latency term: one warp's chain from the SASS, hidden only by grou
   // Without barriers every warp is a group of its own: two per scheduler, each waiting for the
   // other only where it holds the issue slot.
   SassKernel free_running = k;
+  free_running.lockstep = false;
   free_running.tile.seen[kSeenBar] = 0, free_running.tile.seen[kSeenLds] = 2;
   c.barriers = 0, c.shared[simt::kSharedLoad32].requests = warps * 500 * 2;
   const Modelled apart = model(c, g, &free_running);
@@ -149,6 +150,13 @@ TEST_CASE("the latency term: one warp's chain from the SASS, hidden only by grou
   const double chains = warp_cycles(c, free_running) / (clock * 4) * 1e6;
   CHECK(apart.latency == Approx((chains + apart.issue) / 2));
   CHECK(apart.latency < 0.75 * lockstep.latency);
+  // Warps that gave their registers back (a warp-specialized kernel's producers) hide no one's
+  // waits: with 4 of the 8 producers, the 4 others are one group per scheduler, their chains summed.
+  simt::Counters producing = c;
+  producing.producer_warps = 4.0 * g.sms;
+  const Modelled consumers = model(producing, g, &free_running);
+  CHECK(consumers.groups == 4);
+  CHECK(consumers.latency == Approx(chains));
   // A kernel the SASS data does not know has no chain to count.
   CHECK(model(c, g).latency == 0);
 }

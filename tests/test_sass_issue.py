@@ -8,8 +8,10 @@ the blocks outside the loops (fixed), the tile loop found by its own BAR.SYNC (i
 the inner loop unrolled by 4 kept and its remainder (the same source line) left out, and a BRA.DIV
 slow path after the EXIT that must make no loop. The expected counts are worked out by hand from
 the listing, not read from the script. A second kernel nests loops with barriers: the inner one is the
-tile loop, the outer one's own blocks the outer part. Also: --check fails on a data file whose source
-hash is stale.
+tile loop, the outer one's own blocks the outer part. A third, for sm_90a (tests/data/issue_sm90a.sass),
+is warp-specialized as chapter 09's: a consumer tile loop with named barriers and a wgmma group, whose
+cycles wait for the group, and a producer loop, neither an mbarrier try-wait's retry nor a BRA.U.ANY
+making a loop. Also: --check fails on a data file whose source hash is stale.
 """
 import os
 import subprocess
@@ -51,10 +53,11 @@ def main():
           f"inner: one loop, the unrolled body's 9 instructions, 4 LDS (got {r['inner']})")
     check(r["outer"][0] == 0, f"outer: no loop around the tile loop (got {r['outer'][0]})")
     check(si.row_text("k", dict(r, registers=32)) ==
-          '{"k", 32, {8, {0, 1, 1, 0, 0, 0, 0, 0, 0, 1}, 8, 8}, {5, {0, 0, 0, 0, 0, 0, 0, 0, 1, 0}, 5, 5}, '
-          '{0, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 0, 0}, {{9, {0, 0, 0, 0, 0, 4, 0, 0, 0, 0}, 9, 9}}},',
-          "the data file's row: registers, then fixed, tile and outer, then each other loop: instructions, seen kinds in KINDS' "
-          "order and one warp's cycles, global loads from L2 and from DRAM (one per instruction in a listing without control bits)")
+          '{"k", 32, true, {8, {0, 1, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0}, 8, 8}, {5, {0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0}, 5, 5}, '
+          '{0, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 0, 0}, {{9, {0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0}, 9, 9}}},',
+          "the data file's row: registers, lockstep (the tile loop waits at __syncthreads), then fixed, tile and outer, then "
+          "each other loop: instructions, seen kinds in KINDS' order and one warp's cycles, global loads from L2 and from "
+          "DRAM (one per instruction in a listing without control bits)")
     # Control bits (nvdisasm -hex): an LDS that sets scoreboard 0 (stall 1), an FADD that waits on it
     # (stall 4), an HMMA (stall 6): 29 cycles for the shared-memory load, then 4, then 6.
     def ins(op, stall, wbar=7, wait=0):
@@ -79,8 +82,33 @@ def main():
           f"nested: the outer loop's own 7 instructions, an LDG, an STS, a BAR.SYNC (got {n['outer'][0]}, {kinds(n['outer'][1])})")
     check(n["inner"] == [] and n["fixed"][0] == 4 and kinds(n["fixed"][1]) == {"st": 1},
           f"nested: no inner loop; fixed, 4 instructions and the STG (got {n['inner']}, {n['fixed'][0]}, {kinds(n['fixed'][1])})")
-    check(names == ["cp.async", "ld", "st", "atom", "ldsm", "lds", "sts", "mma", "bar", "shfl"],
+    check(names == ["cp.async", "ld", "st", "atom", "ldsm", "lds", "sts", "mma", "bar", "shfl", "wgmma", "tma"],
           "KINDS in the order common/model/sass.h reads them")
+
+    # sm_90a (tests/data/issue_sm90a.sass): a consumer tile loop and a producer loop; neither the
+    # try-wait's retry nor the BRA.U.ANY around UTMALDG makes a loop.
+    ws = kr.parse_sass((ROOT / "tests" / "data" / "issue_sm90a.sass").read_text()).get("_Z8consumerv", [])
+    wb = kr.basic_blocks(ws)
+    heads = sorted(ws[wb[h]["start"]]["addr"] for h in kr.find_loops(wb))
+    check(heads == [0x40, 0x110], f"sm_90a: two loops, the tile loop at 0x40 and the producer's at 0x110 (got {[hex(h) for h in heads]})")
+    w = si.issue_profile(ws, set())
+    # The tile: 0x40-0xf0, its named barrier's BAR.SYNC and BAR.ARV (the emulator counts the warps each
+    # release frees, those that arrived too) and two HGMMA. Its cycles: 2 for the try-wait's block;
+    # then the HGMMA issued at 2 runs 64 cycles (128 columns at one m16n8k16 per 4 clocks on the
+    # sub-partition), the second starts at 66, its result wgmma's latency later, 194, where the DEPBAR
+    # waits; 5 more instructions: 2 + 194 + 5 = 201.
+    check(w["tile"] == (12, [0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 2, 0], 201, 201),
+          f"sm_90a tile: 12 instructions, 2 barriers, 2 HGMMA, 201 cycles waiting for the wgmma group (got {w['tile']})")
+    check(w["inner"] == [(6, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1], 6, 6)],
+          f"sm_90a: the producer's loop, 6 instructions and a UTMALDG (got {w['inner']})")
+    check(w["fixed"][0] == 6 and kinds(w["fixed"][1]) == {"bar": 1},
+          f"sm_90a fixed: 6 instructions and the __syncthreads, not the retry (got {w['fixed']})")
+    check(w["lockstep"] is False, "sm_90a: named barriers that pass a turn do not make the tile loop lockstep")
+    check(r["lockstep"] is True, "a tile loop with __syncthreads is lockstep")
+    maps = "k(CUtensorMap_st, CUtensorMap_st, CUtensorMap_st, attn::AttentionParams)"
+    check((kr.params_base(maps), kr.params_base("k(attn::AttentionParams)")) == (0x400, 0x210),
+          f"AttentionParams after three 128-byte-aligned tensor maps at 0x400, else at 0x210 "
+          f"(got {kr.params_base(maps):#x}, {kr.params_base('k(attn::AttentionParams)'):#x})")
 
     # --check: a data file whose hash no longer matches its source is stale (exit 1), one that
     # matches is not (exit 0) unless a chapter's .cu is missing from it: the real file lists them all.

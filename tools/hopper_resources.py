@@ -97,21 +97,6 @@ def budget_short(row):
     return max(0, need - (1 + consumers) * threads * row["registers"])
 
 
-def hgmma_n(x):
-    """N of an HGMMA.64xNx16 (parse_sass's op stops at the shape's lower-case x: the rest is in args)."""
-    return int(re.match(r"HGMMA\.64x(\d+)x16", x["op"] + x["args"]).group(1))
-
-
-def kernel_loops(instrs, blocks):
-    """kr.find_loops without the back edges of ptxas's out-of-line slow paths: an mbarrier wait's retry
-    (SYNCS.PHASECHK.TRANS64.TRYWAIT) sits after the function's last unconditional EXIT and jumps back to
-    the code after the wait, which would make a loop of everything in between."""
-    last_exit = max((i for i, x in enumerate(instrs) if x["op"] == "EXIT" and x["pred"] in ("", "@PT")), default=len(instrs))
-    inline = [{**b, "succ": [t for t in b["succ"] if not (b["start"] > last_exit and blocks[t]["start"] <= last_exit)]}
-              for b in blocks]
-    return kr.find_loops(inline), inline
-
-
 def tile_loop_ceilings(instrs, d, tma, consumer_warps, kbc):
     """The loop with the most HGMMA (a consumer's K/V tile loop), of two with as many the smaller, one
     iteration per warp along the longest path (kr.common_path with no cold lines: where the evaluator
@@ -121,15 +106,15 @@ def tile_loop_ceilings(instrs, d, tma, consumer_warps, kbc):
     descriptors, or B alone when A is in registers) split over the warpgroup's 4 warps, LDS/STS
     wavefronts, and with TMA the K and V tiles written once per block and tile, split over its
     consumer warps."""
-    blocks = kr.basic_blocks(instrs)
-    loops, flow = kernel_loops(instrs, blocks)
+    blocks = kr.basic_blocks(instrs)  # an mbarrier wait's out-of-line retry is not followed: no loop of it
+    loops = kr.find_loops(blocks)
     def n_hgmma(body):
         return sum(1 for b in body for i in range(blocks[b]["start"], blocks[b]["end"]) if instrs[i]["op"].startswith("HGMMA"))
     ranked = sorted(loops.items(), key=lambda hb: (-n_hgmma(hb[1]), len(hb[1])))
     if not ranked or not n_hgmma(ranked[0][1]):
         return None
     head, body = ranked[0]
-    walk = kr.common_path(instrs, flow, loops, head, body, set())
+    walk = kr.common_path(instrs, blocks, loops, head, body, set())
     if walk is None:
         return None
     loop = [instrs[i] for b, n in walk[0].items() for _ in range(n) for i in range(blocks[b]["start"], blocks[b]["end"])]
@@ -139,11 +124,11 @@ def tile_loop_ceilings(instrs, d, tma, consumer_warps, kbc):
     top = max(int(r) for x in loop for r in re.findall(r"\bR(\d+)\b", x["args"]))
     # One warp's HGMMA.64xNx16 is its quarter of the warpgroup's 64 x N x 16 product: N / 8 m16n8k16
     # HMMA of work, one of which per clock per SM is the 989 TFLOP/s peak.
-    work = sum(hgmma_n(x) // 8 for x in hg)
+    work = sum(kr.hgmma_n(x) // 8 for x in hg)
     shared = 0.0
     for x in hg:
         a_in_regs = re.match(r"\S*\s+R\d+, R\d+,", x["args"]) is not None
-        shared += ((0 if a_in_regs else 64 * 16 * 2) + hgmma_n(x) * 16 * 2) / 4.0
+        shared += ((0 if a_in_regs else 64 * 16 * 2) + kr.hgmma_n(x) * 16 * 2) / 4.0
     shared += 128 * sum(0 if x["never"] else kr.wavefronts(x["op"]) for x in loop)
     if tma:
         shared += 2 * kbc * d * 2 / consumer_warps

@@ -384,8 +384,15 @@ def basic_blocks(instrs):
         last, nxt = instrs[e - 1], ([b + 1] if b + 1 < len(starts) else [])
         always = last["pred"] in ("", "@PT")
         target = re.search(r"`\((\.L_x_\d+)\)", last["args"])
-        if last["never"] or not last["op"].startswith(ENDS_BLOCK) or last["op"].startswith("BRA.DIV"):
-            succ = nxt  # BRA.DIV leaves for a warp collective's slow path only when the warp has diverged
+        retry = any(instrs[i]["op"].startswith("SYNCS.PHASECHK") and last["pred"] == "@!" + instrs[i]["args"].split(",")[0].strip()
+                    for i in range(s, e - 1))
+        if last["never"] or not last["op"].startswith(ENDS_BLOCK) or last["op"].startswith(("BRA.DIV", "BRA.U.ANY")) or retry:
+            # BRA.DIV leaves for a warp collective's slow path only when the warp has diverged; BRA.U.ANY
+            # closes a loop that runs a uniform instruction (UTMALDG) once per distinct value among the
+            # lanes: once, for the uniform values the kernels give it; the branch after an mbarrier's
+            # try-wait leaves for the retry (a spin, out of line) only if the wait timed out before the
+            # phase completed: the try-wait itself suspends the warp until then, or for a time limit.
+            succ = nxt
         elif last["targets"] and all(t in label_block for t in last["targets"]):
             succ = list(dict.fromkeys(label_block[t] for t in last["targets"])) + ([] if always else nxt)
         elif last["op"].startswith("BRA") and target and target.group(1) in label_block:
@@ -803,11 +810,17 @@ def common_path(instrs, blocks, loops, head, body, cold, params=None, limit=2000
     return times, {h: (None if h in undecided else n) for h, n in trips.items()}
 
 
+def hgmma_n(x):
+    """N of an HGMMA.64xNx16, sm_90a's wgmma (parse_sass's op stops at the shape's lower-case x: the
+    rest is in args)."""
+    return int(re.match(r"HGMMA\.64x(\d+)x16", x["op"] + x["args"]).group(1))
+
+
 def tile_loop_head(instrs, blocks, loops):
-    """The header of the K/V tile loop: the loop with the most HMMA (of two with as many, the smaller),
-    or None for a kernel without mma.sync in a loop."""
+    """The header of the K/V tile loop: the loop with the most HMMA or HGMMA (of two with as many, the
+    smaller), or None for a kernel without mma.sync or wgmma in a loop."""
     def hmma(body):
-        return sum(1 for b in body for i in range(blocks[b]["start"], blocks[b]["end"]) if instrs[i]["op"].startswith("HMMA"))
+        return sum(1 for b in body for i in range(blocks[b]["start"], blocks[b]["end"]) if instrs[i]["op"].startswith(("HMMA", "HGMMA")))
 
     ranked = sorted(loops.items(), key=lambda hb: (-hmma(hb[1]), len(hb[1])))
     return ranked[0][0] if ranked and hmma(ranked[0][1]) else None
@@ -839,14 +852,24 @@ def kind_names(enum):
     return [(spelled[k], v) for k, v in kinds[1:]]
 
 
-def common_params(smem, mod=0, softcap=0.0, alibi=False, causal=0, mask=0):
+PARAMS = 0x210  # where kernel parameters start in the constant bank: sm_80 and sm_90 with CUDA 12 and 13
+
+
+def params_base(kernel):
+    """Where the kernel's attn::AttentionParams starts, by its demangled name: at PARAMS, or after the
+    CUtensorMaps chapter 09's kernels take first (cuda.h: 128 bytes each, alignas(128), which the
+    constant bank's addresses keep: the first at 0x280)."""
+    maps = kernel.count("CUtensorMap")
+    return (PARAMS + 127) // 128 * 128 + 128 * maps if maps else PARAMS
+
+
+def common_params(smem, mod=0, softcap=0.0, alibi=False, causal=0, mask=0, base=PARAMS):
     """The kernel parameters of the common path's problem as the SASS reads them, 4-byte words by
-    offset, from smem_table's "params" and "mod" entries (kernel parameters sit from c[0x0][0x210] on
-    in the constant bank: sm_80 and sm_90 with CUDA 12 and 13): is_causal and attn_mask of the given
-    kinds (params.h's values; none by default), chapter 10's mask_mod of kind `mod` (none by
-    default) and score mods."""
+    offset, from smem_table's "params" and "mod" entries (the AttentionParams from c[0x0][base] on,
+    params_base): is_causal and attn_mask of the given kinds (params.h's values; none by default),
+    chapter 10's mask_mod of kind `mod` (none by default) and score mods."""
     p = smem.get("params")
-    out = {"c[0x0][%#x]" % (0x210 + p[0]): p[1] + causal, "c[0x0][%#x]" % (0x210 + p[2]): p[3] + mask} if p else {}
+    out = {"c[0x0][%#x]" % (base + p[0]): p[1] + causal, "c[0x0][%#x]" % (base + p[2]): p[3] + mask} if p else {}
     out["path"] = set(out)  # is_causal's and attn_mask's words, as LDC names them
     if "mod" in smem:
         kind, flag, cap = smem["mod"]
@@ -854,8 +877,8 @@ def common_params(smem, mod=0, softcap=0.0, alibi=False, causal=0, mask=0):
         for off, byte in ((kind, mod), (flag, int(alibi))):
             words[off & ~3] = words.get(off & ~3, 0) | byte << 8 * (off & 3)
         words[cap] = struct.unpack("<I", struct.pack("<f", softcap))[0]
-        out.update({"c[0x0][%#x]" % (0x210 + off): v for off, v in words.items()})
-        out["mods"] = {"c[0x0][%#x]" % (0x210 + off) for off in (kind, flag, cap)}  # as LDC names them
+        out.update({"c[0x0][%#x]" % (base + off): v for off, v in words.items()})
+        out["mods"] = {"c[0x0][%#x]" % (base + off) for off in (kind, flag, cap)}  # as LDC names them
     return out
 
 

@@ -4,7 +4,8 @@
 The emulator counts the instructions a profiler would see move data or synchronise: global and
 shared-memory requests (ld, st, atom, cp.async, ldmatrix), mma.sync, barriers, shuffles and votes.
 It does not see the FP32, integer, conversion and branch instructions around them, which a GPU must
-issue too, at 4 per clock per SM. This tool compiles every chapter's kernels (but chapter 09's) for sm_90,
+issue too, at 4 per clock per SM. This tool compiles every chapter's kernels for sm_90 (chapter 09's for
+sm_90a, whose wgmma (HGMMA) and TMA (UTMALDG) are seen kinds too),
 cuts nvdisasm's listing into basic blocks, finds the loops by their back edges and splits each
 kernel in parts (issue_profile): the blocks outside the loops, one iteration of the tile loop, one
 iteration of the loops around it, and one iteration of each other loop, each with its instructions
@@ -45,17 +46,20 @@ import kernel_resources as kr  # noqa: E402
 
 ROOT = kr.ROOT
 DEFAULT = os.path.join(ROOT, "common", "model", "sass_sm90.inc")
-# Every chapter's kernels but chapter 09's, which are sm_90a's (wgmma, setmaxnreg): this sm_90 build
-# cannot read them.
+# Every chapter's kernels, for sm_90; chapter 09's for sm_90a (wgmma, TMA, setmaxnreg: only the
+# architecture-specific target has them).
 SOURCES = "[0-9][0-9]_*/*.cu"
-NOT_SM90 = "09_"
+SM90A = "09_"
 # The kinds of SASS instruction the emulator also counts, one for one (simt/counters.h), and their
 # opcodes, first match wins: global loads and stores (generic LD/ST too), atomics, cp.async (LDGSTS,
 # counted once, on its global side), shared-memory loads, stores and ldmatrix, HMMA (mma.sync),
-# BAR.SYNC (__syncthreads), SHFL and VOTE. common/model/sass.h takes the same kinds from the counters.
+# BAR.SYNC and BAR.ARV (__syncthreads, and the named barriers' bar.sync and bar.arrive: the emulator
+# counts each warp a barrier releases, those that only arrived too), SHFL and VOTE; on sm_90a, HGMMA
+# (each warp's part of a wgmma) and UTMALDG (a TMA box). common/model/sass.h takes the same kinds
+# from the counters.
 KINDS = [("cp.async", ("LDGSTS",)), ("ld", ("LDG", "LD.")), ("st", ("STG", "ST.")), ("atom", ("ATOMG", "ATOMS", "ATOM.", "RED.")),
-         ("ldsm", ("LDSM",)), ("lds", ("LDS",)), ("sts", ("STS",)), ("mma", ("HMMA",)), ("bar", ("BAR.SYNC",)),
-         ("shfl", ("SHFL", "VOTE."))]
+         ("ldsm", ("LDSM",)), ("lds", ("LDS",)), ("sts", ("STS",)), ("mma", ("HMMA",)), ("bar", ("BAR.SYNC", "BAR.ARV")),
+         ("shfl", ("SHFL", "VOTE.")), ("wgmma", ("HGMMA",)), ("tma", ("UTMALDG",))]
 
 
 def kind(x):
@@ -90,14 +94,43 @@ def latency(op, global_latency=L2_LATENCY):
     return OTHER_LATENCY
 
 
+# wgmma (sm_90a's HGMMA) returns through no scoreboard: WARPGROUP.DEPBAR.LE gsb0, n waits until at
+# most n of the warpgroup's committed groups (each closed by an HGMMA marked gsb0) are still running.
+# A warp's part of an m64nNk16 HGMMA is N/8 m16n8k16 products on its sub-partition's tensor core,
+# which does one per 4 clocks (one per clock per SM is the dense peak, gpus.h): N/2 cycles of that
+# core, one HGMMA after the other. Its result is ready no sooner than wgmma's latency after it
+# starts: 128 cycles (Luo et al., arXiv:2402.13499, dense wgmma on an H800; ../shared/design table).
+WGMMA_LATENCY = 128
+
+
+def hgmma_cycles(x):
+    """The cycles of its sub-partition's tensor core one warp's part of an HGMMA.64xNx16 takes (above)."""
+    return kr.hgmma_n(x) // 2
+
+
 def block_cycles(instrs, start, end, global_latency=L2_LATENCY):
     """The cycles one warp takes to issue instructions [start, end) alone: each waits for the
     scoreboards its control bits name (kernel_resources.control), then stalls as many cycles as the
-    compiler encoded before the next may issue. Scoreboards start clear (a result from an earlier block
-    has arrived). Without control bits (no -hex), one cycle each."""
+    compiler encoded before the next may issue; a WARPGROUP.DEPBAR waits for the wgmma groups it
+    names (above). Scoreboards start clear (a result from an earlier block has arrived), and so does
+    the tensor core. Without control bits (no -hex), one cycle each."""
     t, ready = 0, [0] * 8
+    core, running, group = 0, [], 0  # the tensor core free from; committed groups' ends; the open group's
     for i in range(start, end):
-        c = instrs[i].get("ctl")
+        x = instrs[i]
+        if x["op"].startswith("HGMMA") and not x["never"]:
+            begin = max(t, core)
+            core = begin + hgmma_cycles(x)
+            group = max(group, begin + WGMMA_LATENCY, core)
+            if "gsb0" in x["args"]:
+                running, group = running + [group], 0
+        elif x["op"].startswith("WARPGROUP.DEPBAR") and not x["never"]:
+            n = re.search(r"gsb0, (0x[0-9a-f]+|\d+)", x["args"])
+            keep = int(n.group(1), 0) if n else 0
+            if len(running) > keep:
+                t = max([t] + running[:len(running) - keep])
+                running = running[len(running) - keep:]
+        c = x.get("ctl")
         if c is None:
             t += 1
             continue
@@ -146,7 +179,8 @@ def issue_profile(instrs, cold, params=None):
         the innermost loops (of an unrolled loop and the remainder loops the compiler made of it,
         whose back edges come from one source line, the unrolled body, which the remainder does not
         outrun), each on its common path; then the loops between them and the tile loop, their own
-        blocks (mask code apart). In the order of their first instruction."""
+        blocks (mask code apart). In the order of their first instruction.
+    Also lockstep: the tile loop, or a loop around it, waits at __syncthreads."""
     blocks = kr.basic_blocks(instrs)
     loops = kr.find_loops(blocks)
     none = (0, [0] * len(KINDS), 0, 0)
@@ -167,6 +201,7 @@ def issue_profile(instrs, cold, params=None):
     if head is not None:
         walk = kr.common_path(instrs, blocks, loops, head, loops[head], cold, params)
         tile_blocks = loops[head]
+        walked = set(walk[0]) if walk else tile_blocks
         out["tile"] = mix(instrs, blocks, walk[0] if walk else {b: 1 for b in tile_blocks})
         described.append("tile %d/%d%s" % (out["tile"][0], sum(out["tile"][1]), "" if walk else " (every block once)"))
     else:
@@ -175,6 +210,7 @@ def issue_profile(instrs, cold, params=None):
         if deepest:
             head = deepest[0]
             tile_blocks = loops[head] - inner_of(head)
+            walked = warm(tile_blocks)
             out["tile"] = mix(instrs, blocks, {b: 1 for b in warm(tile_blocks)})
             described.append("tile %d/%d" % (out["tile"][0], sum(out["tile"][1])))
     groups, between, outer = {}, {}, set()
@@ -206,7 +242,12 @@ def issue_profile(instrs, cold, params=None):
     if outer:
         described.append("outer %d/%d" % (out["outer"][0], sum(out["outer"][1])))
     out["fixed"] = mix(instrs, blocks, {b: 1 for b in warm(kr.reachable(blocks) - set().union(*loops.values(), set()))})
-    out["loops"] = " ".join(described)
+    # Its warps meet every tile when the tile loop, or a loop around it, waits at __syncthreads
+    # (barrier 0, the whole block); chapter 09's named barriers pass turns between warpgroups instead.
+    looped = (walked if tile_blocks else set()) | warm(outer)
+    out["lockstep"] = any(instrs[i]["op"].startswith("BAR.SYNC") and not instrs[i]["never"] and instrs[i]["args"] == "0x0"
+                          for b in looped for i in range(blocks[b]["start"], blocks[b]["end"]))
+    out["loops"] = " ".join(described) + (" lockstep" if out["lockstep"] else "")
     return out
 
 
@@ -240,8 +281,11 @@ def dependencies(nvcc, src):
 
 
 def sources():
-    return sorted(f for f in (os.path.relpath(g, ROOT) for g in glob.glob(os.path.join(ROOT, SOURCES)))
-                  if not f.startswith(NOT_SM90))
+    return sorted(os.path.relpath(g, ROOT) for g in glob.glob(os.path.join(ROOT, SOURCES)))
+
+
+def arch(src):
+    return "sm_90a" if os.path.relpath(src, ROOT).startswith(SM90A) else "sm_90"
 
 
 PARTS = ["fixed", "tile", "outer"]
@@ -259,18 +303,21 @@ def row_text(name, r):
         kr.fail("%s has %d loops besides its tile loop; common/model/sass.h and this tool take %d: raise both"
                 % (name, len(r["inner"]), MAX_LOOPS), 1)
     parts = ", ".join(part_text(r[p]) for p in PARTS)
-    return '{"%s", %d, %s, {%s}},' % (name, r["registers"], parts, ", ".join(part_text(p) for p in r["inner"]))
+    return '{"%s", %d, %s, %s, {%s}},' % (name, r["registers"], "true" if r["lockstep"] else "false", parts,
+                                          ", ".join(part_text(p) for p in r["inner"]))
 
 
 def write(out, rows, deps, version, nvdisasm_version):
-    lines = ["// %s: what each kernel issues per instruction the emulator sees, from the sm_90 SASS." % os.path.relpath(out, ROOT),
+    lines = ["// %s: what each kernel issues per instruction the emulator sees, from the sm_90 SASS (sm_90a for"
+             " chapter 09)." % os.path.relpath(out, ROOT),
              "// Written by tools/sass_issue.py (its docstring says how) from %s and nvdisasm %s." % (version, nvdisasm_version),
              "// Do not edit: regenerate with tools/sass_issue.py --out %s after changing a source below;" % os.path.relpath(out, ROOT),
              "// CTest sass_data_fresh fails until then. A compiler's report: nothing here ran on a GPU.",
              "//"]
     listed = [(f, file_hash(os.path.join(ROOT, f))) for f in sorted(deps)]
     lines += ["// source %s %s" % fh for fh in listed]
-    lines += ["//", "// {kernel, registers, %s, {inner, ...}}: each {instructions, {seen: %s}}" % (", ".join(PARTS), ", ".join(k for k, _ in KINDS))]
+    lines += ["//", "// {kernel, registers, lockstep, %s, {inner, ...}}: each {instructions, {seen: %s}, cycles, cycles from DRAM}"
+              % (", ".join(PARTS), ", ".join(k for k, _ in KINDS))]
     lines += [row_text(name, rows[name]) for name in sorted(rows)]
     open(out, "w").write("\n".join(lines) + "\n")
     write_sources(out, listed)
@@ -342,7 +389,6 @@ def main():
     version = next((l for l in subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout.splitlines() if "release" in l), "nvcc")
     nd_version = next((l for l in subprocess.run([nvdisasm, "--version"], capture_output=True, text=True).stdout.splitlines() if "release" in l), "?")
     smem = kr.smem_table([])
-    params = kr.common_params(smem)
     cold, mask_only = kr.cold_lines(), kr.mask_lines()
     masking, causal = kr.mask_lines() | kr.masked_tile_lines(), kr.causal_lines() | kr.masked_tile_lines()
     rows, deps = {}, set()
@@ -350,7 +396,7 @@ def main():
         def one(src):
             where = os.path.join(tmp, re.sub(r"\W", "_", os.path.relpath(src, ROOT)))  # two files may share a name
             os.makedirs(where)
-            cubin, log = kr.compile_one(nvcc, src, "sm_90", where)
+            cubin, log = kr.compile_one(nvcc, src, arch(src), where)
             r = subprocess.run([nvdisasm, "-c", "-gi", "-hex", cubin], capture_output=True, text=True)
             if r.returncode != 0:
                 kr.fail("nvdisasm failed on %s: %s" % (cubin, r.stderr[-1000:]), 1)
@@ -365,8 +411,10 @@ def main():
         for m, instrs in sass.items():
             name = names[m]
             lines = cold if "lean_loop_kernel" in name else mask_only
+            base = kr.params_base(name)
+            params = kr.common_params(smem, base=base)
             data = issue_profile(instrs, lines, params)
-            data["registers"] = ptxas.get((m, "sm_90"), {}).get("registers", 0)
+            data["registers"] = ptxas.get((m, arch(src)), {}).get("registers", 0)
             # A kernel whose path depends on the problem's mask has a row per kind of it besides:
             # "<name> causal=<kind>" and "<name> mask=<kind>" (lean_loop masks every tile of a causal
             # problem), "<name> mask_mod=<kind>" (chapter 10's step b applies the rule on every tile),
@@ -394,9 +442,12 @@ def main():
                 # Inside a masked tile the problem's mask is the path, not code to step around where
                 # a branch is not decided by the parameters (whether a key is past Lk): with
                 # attn_mask, every tile is masked, with its loads and the causal test before them;
-                # with is_causal, the tiles the parameters send to the mask (lean_loop's every tile;
-                # chapter 06's diagonal tiles are decided by the tile's place, so stay off the path).
-                params = kr.common_params(smem, **args)
+                # with is_causal, the tiles the parameters send to the mask (lean_loop's every tile,
+                # chapter 09's steps b to f; chapter 06's diagonal tiles are decided by the tile's
+                # place, so stay off the path). Chapter 09's step g tests the diagonal only where
+                # is_causal is given, which this rule cannot tell from a mask of every tile: its
+                # causal rows are the masked tile's, the few it masks and the many it does not.
+                params = kr.common_params(smem, base=base, **args)
                 if args.get("mask"):
                     return issue_profile(instrs, lines - masking, params)
                 v = issue_profile(instrs, lines, params)

@@ -22,7 +22,8 @@
 // holding fewer than 4 warps leaves some of them idle: those three terms are divided by
 // min(1, warps resident / 4) as well.
 //
-// The instructions issued come from the compiler's sm_90 SASS, counted by control flow and weighted
+// The instructions issued come from the compiler's sm_90 SASS (sm_90a for chapter 09's kernels: wgmma,
+// TMA, setmaxnreg), counted by control flow and weighted
 // by what the emulator counted (sass.h); a kernel the SASS data does not know has no issue term, and
 // its occupancy ignores registers.
 //
@@ -37,8 +38,11 @@
 // the sum of their chains. Blocks are independent of each other, and so are the warps of a kernel
 // whose loops have no barrier.
 //
-// groups: when the kernel synchronises its block inside its loops, each block the SM holds at once
-// is one group on each scheduler it has warps on; else every warp the SM holds is one. With one
+// groups: when the kernel synchronises its block inside its loops (__syncthreads, SassKernel::
+// lockstep), each block the SM holds at once is one group on each scheduler it has warps on; else
+// every warp the SM holds is one, but a producer's (a warp that gave its registers back with
+// setmaxnreg.dec: it only issues copies and hides no other warp's waits). Chapter 09's named
+// barriers pass turns between two warpgroups rather than gather the block: not lockstep. With one
 // group per scheduler, the time is the sum of the chains. With G groups on a scheduler, a group
 // waits for the others only where they hold what it needs: the issue slot (one cycle per
 // instruction but an HMMA) and the tensor pipe (or the MUFUs, the busier), `held`. While one
@@ -144,8 +148,11 @@ inline Modelled model(const simt::Counters& c, const gpus::Gpu& g, const SassKer
   if (k) {
     // A block in lockstep is one group on each scheduler it has warps on.
     const double warps_per_block = std::ceil(c.threads_per_block / 32);
-    const bool lockstep = k->tile.seen[kSeenBar] > 0 || k->outer.seen[kSeenBar] > 0;
-    m.groups = lockstep ? std::min(per_sm, m.blocks_per_sm) * std::min<double>(warps_per_block, g.warp_schedulers) : warps;
+    const bool lockstep = k->lockstep;
+    // A producer warp (it gave its registers back) only issues copies: it hides no other warp's waits.
+    const double producers = std::min(warps_per_block - 1, c.producer_warps / blocks);
+    m.groups = lockstep ? std::min(per_sm, m.blocks_per_sm) * std::min<double>(warps_per_block, g.warp_schedulers)
+                        : std::min(per_sm, m.blocks_per_sm) * (warps_per_block - producers);
     const double schedulers_used = std::min<double>(m.groups, g.warp_schedulers);
     const double per_scheduler = std::max(1.0, m.groups / g.warp_schedulers);
     // A global load waits for L2, or for DRAM: the bytes the launch reads from DRAM over the bytes
@@ -154,7 +161,7 @@ inline Modelled model(const simt::Counters& c, const gpus::Gpu& g, const SassKer
                                 c.global[simt::kTmaLoad].sectors);
     const double from_dram = loaded > 0 ? std::min(1.0, 32 * c.dram_read_sectors / loaded) : 0;
     const double chains = warp_cycles(c, *k, from_dram) / (clock * schedulers_used) * 1e6;  // one group per scheduler
-    const double held = (m.instructions - c.mma) / (g.warp_schedulers * clock * schedulers) * 1e6 + std::max(m.tensor, m.mufu);
+    const double held = (m.instructions - c.mma - c.wgmma) / (g.warp_schedulers * clock * schedulers) * 1e6 + std::max(m.tensor, m.mufu);
     if (lockstep) {
       const double fill_s = 32 * c.fill_sectors * (from_dram / g.dram_tb_s + (1 - from_dram) / g.l2_tb_s);
       m.fill_drain = (fill_s + 32 * c.drain_sectors / g.l2_tb_s) / (1e12 * m.share) * 1e6;

@@ -1,8 +1,10 @@
 // published.h: what others measured, for a modelled table to stand beside. FlashAttention-2's
 // forward on an H100 SXM5, fp16, as the FlashAttention-3 paper reports it (Shah et al., 2024,
 // Figure 5: B·N = 16k tokens, H·d = 2048, N = 512 ... 16k, d = 64 and 128, causal and not).
-// Measured by that paper's authors on their GPU, not by this project, and read off its figure.
+// Measured by that paper's authors on their GPU, not by this project, and read off its figure; and
+// FlashAttention-3's own bars, ablation and FlashInfer's decoding, below.
 #pragma once
+#include <cstddef>
 
 namespace attn {
 
@@ -64,16 +66,25 @@ inline constexpr PublishedDecode kFlashInferDecodeH100[] = {{8192, 0.62}, {32768
 inline constexpr const char* kFlashAttention2H100Source =
     "FlashAttention-3 paper (Shah et al., 2024), Figure 5: measured by its authors, not here";
 
-// FlashAttention-2's published rate for a problem of the paper's shapes (Lq = Lk = N, B·N = 16k,
-// H·d = 2048, fp16, no attn_mask, top-left causal or none), or nullptr.
-inline const PublishedRate* flash_attention2_h100(int B, int H, int Lq, int Lk, int d, bool fp16, bool causal,
-                                                  bool top_left, bool mask) {
+// A table's published rate for a problem of the paper's shapes (Lq = Lk = N, B·N = 16k, H·d = 2048,
+// fp16, no attn_mask, top-left causal or none), or nullptr.
+template <std::size_t n>
+inline const PublishedRate* figure5_rate(const PublishedRate (&table)[n], int B, int H, int Lq, int Lk, int d, bool fp16,
+                                         bool causal, bool top_left, bool mask) {
   if (!fp16 || mask || Lq != Lk || static_cast<long long>(B) * Lq != 16384 || static_cast<long long>(H) * d != 2048 ||
       (causal && !top_left))
     return nullptr;
-  for (const PublishedRate& r : kFlashAttention2H100)
+  for (const PublishedRate& r : table)
     if (r.N == Lq && r.d == d && r.causal == causal) return &r;
   return nullptr;
+}
+inline const PublishedRate* flash_attention2_h100(int B, int H, int Lq, int Lk, int d, bool fp16, bool causal,
+                                                  bool top_left, bool mask) {
+  return figure5_rate(kFlashAttention2H100, B, H, Lq, Lk, d, fp16, causal, top_left, mask);
+}
+inline const PublishedRate* flash_attention3_h100(int B, int H, int Lq, int Lk, int d, bool fp16, bool causal,
+                                                  bool top_left, bool mask) {
+  return figure5_rate(kFlashAttention3H100, B, H, Lq, Lk, d, fp16, causal, top_left, mask);
 }
 
 }  // namespace attn

@@ -1,9 +1,9 @@
-// sass.h: what the compiler made of each kernel for sm_90, as the model needs it: the registers a
+// sass.h: what the compiler made of each kernel for sm_90 (chapter 09's for sm_90a), as the model needs it: the registers a
 // thread holds (occupancy), the instructions a warp issues beside those the emulator sees, and the
 // cycles one warp alone takes to issue them.
 //
 // The emulator counts the instructions that move data or synchronise (simt/counters.h): global
-// and shared-memory requests, mma.sync, barriers, shuffles, votes. The FP32, integer, conversion
+// and shared-memory requests, mma.sync and wgmma, TMA boxes, barriers, shuffles, votes. The FP32, integer, conversion
 // and branch instructions around them take issue slots too: 4 per clock per SM, one per scheduler.
 // tools/sass_issue.py counts them in each kernel's sm_90 SASS by control flow and writes
 // sass_sm90.inc: parts, each its instructions per warp and the seen instructions of each kind in
@@ -45,15 +45,16 @@ namespace attn {
 
 // The kinds of instruction both the emulator and the SASS see, in sass_issue.py's KINDS order.
 enum SeenKind { kSeenCpAsync, kSeenLd, kSeenSt, kSeenAtom, kSeenLdmatrix, kSeenLds, kSeenSts, kSeenMma, kSeenBar,
-                kSeenShfl, kSeenKinds };
+                kSeenShfl, kSeenWgmma, kSeenTma, kSeenKinds };
 
 struct SassPart {
   double instructions;
   double seen[kSeenKinds];
   // The cycles one warp alone takes to issue them: the stalls the compiler encoded in each
   // instruction's control bits, and the waits for the variable-latency results it names
-  // (tools/sass_issue.py, block_cycles), with every global load hitting L2 (cycles) and with every
-  // one served by DRAM (cycles_dram).
+  // (tools/sass_issue.py, block_cycles) and for the wgmma groups a WARPGROUP.DEPBAR names (each
+  // HGMMA on its sub-partition's tensor core at the peak's rate, no sooner than wgmma's latency),
+  // with every global load hitting L2 (cycles) and with every one served by DRAM (cycles_dram).
   double cycles;
   double cycles_dram;
 };
@@ -63,6 +64,7 @@ inline constexpr int kSassLoops = 20;  // inner parts a kernel may have (sass_is
 struct SassKernel {
   const char* name;  // demangled, as the emulator names a launch's kernel
   int registers;     // per thread (ptxas)
+  bool lockstep;     // its tile loop, or a loop around it, waits at __syncthreads: its warps meet every tile
   SassPart fixed, tile;           // per warp: outside the loops; one tile iteration
   SassPart outer;                 // one trip of the loops around the tile loop (their own blocks)
   SassPart inner[kSassLoops];     // one trip of each other loop; unused ones all zero
@@ -120,6 +122,8 @@ inline void seen_instructions(const simt::Counters& c, double (&out)[kSeenKinds]
   out[kSeenMma] = c.mma;
   out[kSeenBar] = c.barriers;
   out[kSeenShfl] = c.shuffles + c.votes;
+  out[kSeenWgmma] = c.wgmma;
+  out[kSeenTma] = c.global[simt::kTmaLoad].requests;
 }
 
 // How many times a part runs to account for what is left (kind by kind), at most: the fewest any
@@ -131,7 +135,7 @@ inline double trips(const double (&left)[kSeenKinds], const SassPart& part) {
   return std::max(0.0, n);
 }
 
-inline constexpr bool kSeenExplicit[kSeenKinds] = {true, false, false, false, true, false, false, true, false, true};
+inline constexpr bool kSeenExplicit[kSeenKinds] = {true, false, false, false, true, false, false, true, false, true, true, true};
 
 inline void take(double (&left)[kSeenKinds], double trips, const SassPart& part) {
   for (int i = 0; i < kSeenKinds; ++i) left[i] = std::max(0.0, left[i] - trips * part.seen[i]);

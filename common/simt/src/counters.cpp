@@ -38,6 +38,7 @@ struct Raw {
   uint64_t fill_sectors, drain_sectors;
   uint64_t mma, mma_flop, mufu, barriers, shuffles, votes, syncwarps;
   uint64_t wgmma, wgmma_flop;
+  uint64_t producer_warps;
 };
 
 // The distinct sectors a block loads: open addressing, emptied after each block.
@@ -464,6 +465,7 @@ void launch_end(bool ok) {
     r.mma += x.mma, r.mma_flop += x.mma_flop, r.mufu += x.mufu, r.barriers += x.barriers;
     r.shuffles += x.shuffles, r.votes += x.votes, r.syncwarps += x.syncwarps;
     r.wgmma += x.wgmma, r.wgmma_flop += x.wgmma_flop;
+    r.producer_warps += x.producer_warps;
   }
   Counters c;
   c.launches = 1;
@@ -493,6 +495,7 @@ void launch_end(bool ok) {
   c.shuffles = static_cast<double>(r.shuffles), c.votes = static_cast<double>(r.votes);
   c.syncwarps = static_cast<double>(r.syncwarps);
   c.wgmma = static_cast<double>(r.wgmma), c.wgmma_flop = static_cast<double>(r.wgmma_flop);
+  c.producer_warps = static_cast<double>(r.producer_warps);
   g_done.push_back({g_kernel, c, std::move(touched)});
 }
 
@@ -551,6 +554,11 @@ void barrier_release(int warps) {
 void named_barrier_release(int warps) {
   Hot& h = t_hot;
   if (h.counting) h.worker->raw.barriers += static_cast<uint64_t>(warps);
+}
+
+void registers_released() {
+  Hot& h = t_hot;
+  if (h.counting) h.worker->raw.producer_warps += 1;
 }
 
 void warp_exited(unsigned warp) {

@@ -2,6 +2,7 @@
 // requires of the calls is: whole warpgroups, the same calls in the same order in each of their
 // 4 warps, and each call moving the count the way its name says.
 #include "block_runner.h"
+#include "simt/cpu/counters_hooks.h"
 
 namespace simt::detail {
 
@@ -26,6 +27,7 @@ void BlockRunner::register_change(unsigned warp, bool inc, unsigned regs, const 
          made[k].line, k + 1);
   }
   w.regs = regs;
+  if (!inc) counters::registers_released();
   // The SM's 64K registers: an .inc beyond them waits forever on a GPU (only checked once every
   // warpgroup has set its count: the compiler's is unknown here).
   unsigned long long held = 0;

@@ -88,7 +88,10 @@ struct Counters {
   // floating-point operations of those parts (2 x 16 rows x N x 16 each).
   double wgmma = 0, wgmma_flop = 0;
   double mufu = 0;               // exponentials, logarithms, sines... per lane (the special-function unit)
-  double barriers = 0;           // __syncthreads, per warp
+  double barriers = 0;           // __syncthreads and named barriers, per warp they release
+  // Warps that gave registers back (setmaxnreg.dec): a warp-specialized kernel's producers, which
+  // issue copies and compute nothing (chapter 09's first warpgroup).
+  double producer_warps = 0;
   double shuffles = 0, votes = 0, syncwarps = 0;  // warp-level
 
   Counters& operator+=(const Counters& o) {
@@ -106,7 +109,7 @@ struct Counters {
     block_load_sectors += o.block_load_sectors;
     fill_sectors += o.fill_sectors, drain_sectors += o.drain_sectors;
     mma += o.mma, mma_flop += o.mma_flop, mufu += o.mufu, barriers += o.barriers;
-    wgmma += o.wgmma, wgmma_flop += o.wgmma_flop;
+    wgmma += o.wgmma, wgmma_flop += o.wgmma_flop, producer_warps += o.producer_warps;
     shuffles += o.shuffles, votes += o.votes, syncwarps += o.syncwarps;
     return *this;
   }
@@ -119,7 +122,7 @@ struct Counters {
     dram_read_sectors *= f, dram_write_sectors *= f, block_load_sectors *= f;
     fill_sectors *= f, drain_sectors *= f;
     mma *= f, mma_flop *= f, mufu *= f, barriers *= f, shuffles *= f, votes *= f, syncwarps *= f;
-    wgmma *= f, wgmma_flop *= f;
+    wgmma *= f, wgmma_flop *= f, producer_warps *= f;
     return *this;
   }
   // Totals over the kinds.
@@ -144,7 +147,7 @@ struct Counters {
 };
 
 // A field added to Counters must be added to += and *= too.
-static_assert(sizeof(Counters) == 92 * sizeof(double), "Counters changed: update operator+= and operator*=");
+static_assert(sizeof(Counters) == 93 * sizeof(double), "Counters changed: update operator+= and operator*=");
 
 // The DRAM sectors of one cudaMalloc allocation that a launch touched.
 struct AllocationSectors {

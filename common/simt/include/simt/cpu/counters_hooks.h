@@ -40,6 +40,8 @@ void barrier_release(int warps);
 // A named barrier (simt/named_barrier.cuh) released `warps` warps: counted as barriers, nothing
 // flushed (the warps that only arrived have run on).
 void named_barrier_release(int warps);
+// A warp gave registers back (setmaxnreg.dec): a warp-specialized kernel's producer.
+void registers_released();
 void collective_arrive(unsigned linear);
 void warp_exited(unsigned warp);  // every thread of the warp has returned
 // whole_warp: every lane that has not returned took part (their accesses so far are final).
@@ -61,6 +63,7 @@ inline void block_end() {}
 inline void barrier_arrive(unsigned) {}
 inline void barrier_release(int) {}
 inline void named_barrier_release(int) {}
+inline void registers_released() {}
 inline void collective_arrive(unsigned) {}
 inline void warp_exited(unsigned) {}
 inline void collective_done(const char*, unsigned, bool) {}
