@@ -358,6 +358,20 @@ TEST_CASE("profile prints each stage's counters and modelled time, and appends m
   std::remove(times.c_str());
 }
 
+TEST_CASE("profile at a Figure 5 shape prints FlashAttention-2's and FlashAttention-3's published rates beside their structures' steps", "[profile]") {
+  // B·N = 16k, H·d = 2048 (N = 512, d = 64): the FlashAttention-3 paper's shapes, where it published
+  // both (common/model/published.h): 282 and 333 TFLOP/s.
+  std::string out;
+  INFO(out);
+  REQUIRE(flashsteps("profile -v lean_loop -v causal_skip -b 32 -H 32 -n 512 -d 64 --emulated-heads 1", out) == 0);
+  CHECK_THAT(out, Contains("reference: FlashAttention-2, H100 SXM5"));
+  CHECK_THAT(out, Contains("   282 "));
+  CHECK_THAT(out, Contains("lean_loop's modelled time over FlashAttention-2's measured one"));
+  CHECK_THAT(out, Contains("reference: FlashAttention-3, H100 SXM5"));
+  CHECK_THAT(out, Contains("   333 "));
+  CHECK_THAT(out, Contains("causal_skip's modelled time over FlashAttention-3's measured one"));
+}
+
 TEST_CASE("profile of a problem too large to emulate whole says what it emulated", "[profile]") {
   std::string out;
   REQUIRE(flashsteps("profile -v exp2 -b 2 -H 3 -n 64 --emulated-heads 2", out) == 0);

@@ -621,25 +621,28 @@ void Profiler::print_summary() const {
                 (pr.bound + (stale ? "*" : "")).c_str(), occupancy, per(base.us, pr.us));
   }
   const Problem& p = base.problem;
-  if (const PublishedRate* fa2 = flash_attention2_h100(p.B, p.H, p.Lq, p.Lk, p.d, p.dtype == DType::fp16,
-                                                       p.causal != Causal::none, p.causal == Causal::top_left,
-                                                       p.mask != MaskKind::none)) {
-    const double us = p.flops() / (fa2->tflops * 1e6);
-    std::printf("%-43s", "reference: FlashAttention-2, H100 SXM5");
+  // A published rate at the problem's shape, and the residual of the fastest step with the same
+  // structure (`chapters`: their numbers' prefixes) on the same GPU.
+  const auto reference = [&](const PublishedRate* rate, const char* who, std::initializer_list<const char*> chapters) {
+    const Profile* like = nullptr;
+    for (const Profile& pr : profiles_)
+      for (const char* c : chapters)
+        if (pr.result.variant->chapter.rfind(c, 0) == 0 && (!like || pr.us < like->us)) like = &pr;
+    if (!rate) return;
+    const double us = p.flops() / (rate->tflops * 1e6);
+    std::printf("%-43s", (std::string("reference: ") + who + ", H100 SXM5").c_str());
     if (with_times) std::printf(" %12s %9s", "", "");
-    std::printf(" %12.2f %8.0f %6.1f%%  published: %s\n", us, fa2->tflops, 100 * fa2->tflops / gpus::find_gpu("h100")->tensor_tflops,
-                kFlashAttention2H100Source);
-    // The residual, for the fastest step with FA2's structure (chapters 05 and 06) on the same GPU.
-    const Profile* fa2_like = nullptr;
-    for (const Profile& pr : profiles_) {
-      const std::string& c = pr.result.variant->chapter;
-      if ((c.rfind("05", 0) == 0 || c.rfind("06", 0) == 0) && (!fa2_like || pr.us < fa2_like->us)) fa2_like = &pr;
-    }
-    if (fa2_like && std::string(gpu_->key) == "h100")
-      std::printf("%-43s model / published: %.2f (%s's modelled time over FlashAttention-2's measured one; "
+    std::printf(" %12.2f %8.0f %6.1f%%  published: %s\n", us, rate->tflops,
+                100 * rate->tflops / gpus::find_gpu("h100")->tensor_tflops, kFigure5Source);
+    if (like && std::string(gpu_->key) == "h100")
+      std::printf("%-43s model / published: %.2f (%s's modelled time over %s's measured one; "
                   "tests/counters/test_published.cpp scores the model)\n",
-                  "", us / fa2_like->us, fa2_like->result.variant->name.c_str());
-  }
+                  "", us / like->us, like->result.variant->name.c_str(), who);
+  };
+  const bool fp16 = p.dtype == DType::fp16, causal = p.causal != Causal::none, top_left = p.causal == Causal::top_left,
+             mask = p.mask != MaskKind::none;
+  reference(flash_attention2_h100(p.B, p.H, p.Lq, p.Lk, p.d, fp16, causal, top_left, mask), "FlashAttention-2", {"05", "06"});
+  reference(flash_attention3_h100(p.B, p.H, p.Lq, p.Lk, p.d, fp16, causal, top_left, mask), "FlashAttention-3", {"09"});
   if (with_times)
     std::printf("emulator ms: the CPU's time to emulate the kernels, which ranks them by their cost on a CPU; modelled "
                 "us: an %s's time from the counters, and what bounds it\n",

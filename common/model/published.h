@@ -63,7 +63,7 @@ struct PublishedDecode {
   double share_of_3_35_tb_s;
 };
 inline constexpr PublishedDecode kFlashInferDecodeH100[] = {{8192, 0.62}, {32768, 0.84}};
-inline constexpr const char* kFlashAttention2H100Source =
+inline constexpr const char* kFigure5Source =
     "FlashAttention-3 paper (Shah et al., 2024), Figure 5: measured by its authors, not here";
 
 // A table's published rate for a problem of the paper's shapes (Lq = Lk = N, B·N = 16k, H·d = 2048,
