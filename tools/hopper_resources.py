@@ -108,12 +108,10 @@ def tile_loop_ceilings(instrs, d, tma, consumer_warps, kbc):
     consumer warps."""
     blocks = kr.basic_blocks(instrs)  # an mbarrier wait's out-of-line retry is not followed: no loop of it
     loops = kr.find_loops(blocks)
-    def n_hgmma(body):
-        return sum(1 for b in body for i in range(blocks[b]["start"], blocks[b]["end"]) if instrs[i]["op"].startswith("HGMMA"))
-    ranked = sorted(loops.items(), key=lambda hb: (-n_hgmma(hb[1]), len(hb[1])))
-    if not ranked or not n_hgmma(ranked[0][1]):
+    head = kr.tile_loop_head(instrs, blocks, loops)
+    if head is None:
         return None
-    head, body = ranked[0]
+    body = loops[head]
     walk = kr.common_path(instrs, blocks, loops, head, body, set())
     if walk is None:
         return None

@@ -624,11 +624,11 @@ void Profiler::print_summary() const {
   // A published rate at the problem's shape, and the residual of the fastest step with the same
   // structure (`chapters`: their numbers' prefixes) on the same GPU.
   const auto reference = [&](const PublishedRate* rate, const char* who, std::initializer_list<const char*> chapters) {
+    if (!rate) return;
     const Profile* like = nullptr;
     for (const Profile& pr : profiles_)
       for (const char* c : chapters)
         if (pr.result.variant->chapter.rfind(c, 0) == 0 && (!like || pr.us < like->us)) like = &pr;
-    if (!rate) return;
     const double us = p.flops() / (rate->tflops * 1e6);
     std::printf("%-43s", (std::string("reference: ") + who + ", H100 SXM5").c_str());
     if (with_times) std::printf(" %12s %9s", "", "");

@@ -46,6 +46,21 @@ Problem figure5(int N, int d, bool causal) {
   return p;
 }
 
+// One emulated head stands for all (model/sampling.h), every emulated row checked.
+struct OneHead {
+  Profiler profiler{[] {
+    ProfileOptions o;
+    o.emulated_heads = 1;
+    return o;
+  }()};
+  RunOptions checks = [] {
+    RunOptions r;
+    r.sample = false;
+    return r;
+  }();
+  const Profile& run(const Variant& v, const Problem& p) { return profiler.run(v, p, profiler.plan(v, p), checks, false); }
+};
+
 double flop(const Problem& p) {
   const double pairs = p.causal == Causal::none ? double(p.Lq) * p.Lk : double(p.Lq) * (p.Lq + 1) / 2;
   return 4.0 * p.B * p.H * p.d * pairs;
@@ -54,11 +69,7 @@ double flop(const Problem& p) {
 }  // namespace
 
 TEST_CASE("the model beside measured and published FlashAttention-2 structures", "[published]") {
-  ProfileOptions o;
-  o.emulated_heads = 1;
-  Profiler profiler(o);
-  RunOptions checks;
-  checks.sample = false;
+  OneHead one;
   REQUIRE(gpus::find_gpu("h100"));
   REQUIRE(gpus::find_gpu("h200"));
   const gpus::Gpu &h100 = *gpus::find_gpu("h100"), &h200 = *gpus::find_gpu("h200");
@@ -75,7 +86,7 @@ TEST_CASE("the model beside measured and published FlashAttention-2 structures",
         const Problem p = figure5(N, d, causal);
         const Variant* v = find_variant(causal ? "balanced" : "lean_loop");
         REQUIRE(v != nullptr);
-        const Profile& pr = profiler.run(*v, p, profiler.plan(*v, p), checks, false);
+        const Profile& pr = one.run(*v, p);
         REQUIRE(pr.result.verdict.pass);
         const double h200_us = remodel(pr, h200).us, h200_roofline_us = remodel(pr, h200, false).us;
         const double h100_us = remodel(pr, h100).us;
@@ -127,7 +138,7 @@ TEST_CASE("the model beside measured and published FlashAttention-2 structures",
     const Problem p = figure5(2048, d, true);
     const Variant* v = find_variant("lean_loop");
     REQUIRE(v != nullptr);
-    const Profile& pr = profiler.run(*v, p, profiler.plan(*v, p), checks, false);
+    const Profile& pr = one.run(*v, p);
     REQUIRE(pr.result.verdict.pass);
     Profile unmasked = pr;
     for (StageProfile& s : unmasked.stages) s.path.causal = nullptr;
@@ -152,7 +163,7 @@ TEST_CASE("the model beside measured and published FlashAttention-2 structures",
     dp.B = 1, dp.Hq = 32, dp.Hkv = 8, dp.d = 128, dp.Lq = 1, dp.dtype = DType::fp16, dp.cache_lens = {32768};
     RunOptions sampled;
     sampled.sample = true;
-    const Profile& pr = profile_decode(profiler, v, dp, true, sampled, false);
+    const Profile& pr = profile_decode(one.profiler, v, dp, true, sampled, false);
     REQUIRE(pr.result.verdict.pass);
     Problem as_run;  // the measured row's shape: one query row against 32769 keys per head
     as_run.B = 1, as_run.H = 32, as_run.Lq = 1, as_run.Lk = 32769, as_run.d = 128, as_run.dtype = DType::fp16;
@@ -193,11 +204,7 @@ TEST_CASE("the model beside measured and published FlashAttention-2 structures",
 // TMA loads are no fill in the model (too fast at N = 512 and 2048, d = 128), and its causal row
 // is the masked tile's, which step g runs on the diagonal only (too slow at N = 8192, d = 64).
 TEST_CASE("the model beside chapter 09 measured and FlashAttention-3 published", "[published]") {
-  ProfileOptions o;
-  o.emulated_heads = 1;
-  Profiler profiler(o);
-  RunOptions checks;
-  checks.sample = false;
+  OneHead one;
   const gpus::Gpu &h100 = *gpus::find_gpu("h100"), &h200 = *gpus::find_gpu("h200");
   const std::string dir = std::string(FLASHSTEPS_SOURCE_DIR) + "/results/nvidia-h200/";
   std::ostringstream t;
@@ -211,7 +218,7 @@ TEST_CASE("the model beside chapter 09 measured and FlashAttention-3 published",
     for (bool causal : {false, true})
       for (int N : {512, 2048, 8192}) {
         const Problem p = figure5(N, d, causal);
-        const Profile& pr = profiler.run(*g, p, profiler.plan(*g, p), checks, false);
+        const Profile& pr = one.run(*g, p);
         REQUIRE(pr.result.verdict.pass);
         const double us = remodel(pr, h200).us, roofline_us = remodel(pr, h200, false).us;
         const double model_h100 = flop(p) / remodel(pr, h100).us / 1e6;
@@ -240,7 +247,7 @@ TEST_CASE("the model beside chapter 09 measured and FlashAttention-3 published",
     std::map<std::string, std::array<double, 2>> at;  // variant: measured, modelled (ms)
     for (const Variant& v : registry()) {
       if (v.chapter != "09_hopper") continue;
-      const Profile& pr = profiler.run(v, p, profiler.plan(v, p), checks, false);
+      const Profile& pr = one.run(v, p);
       REQUIRE(pr.result.verdict.pass);
       const double ms = recorded_ms(dir + "promise.csv", "measured", p, v);
       REQUIRE(ms > 0);
