@@ -45,7 +45,7 @@ TEST_CASE("the issue term: a kernel's SASS data weighted by the emulator's count
   // 4 blocks of 64 threads: 8 warps. Each runs the fixed part (10 instructions; an LDS and a
   // barrier seen) and 5 tiles (100 instructions; 18 LDS and 2 barriers); the copy loop (6
   // instructions; an LDG and an STS) runs 30 times in all.
-  SassKernel k{"k", 64, false, {10, {}, 0, 0}, {100, {}, 0, 0}, {}, {{6, {}, 0, 0}}};
+  SassKernel k{"k", 64, false, {10, {}, 0, 0}, {100, {}, 0, 0}, {}, {}, {{6, {}, 0, 0}}};
   k.fixed.seen[kSeenLds] = 1, k.fixed.seen[kSeenBar] = 1;
   k.tile.seen[kSeenLds] = 18, k.tile.seen[kSeenBar] = 2;
   k.inner[0].seen[kSeenLd] = 1, k.inner[0].seen[kSeenSts] = 1;
@@ -77,7 +77,7 @@ TEST_CASE("the issue term: a kernel's SASS data weighted by the emulator's count
   // with 2 LDG and 8 SHFL, 1000 trips; an append loop of 30 with an LDG and an STG, 3 trips; a
   // merge loop of 20 with 4 LDS and an STG, 3 trips. Taken together (as before), the STG would say
   // 3 trips of all three loops.
-  SassKernel decode{"decode", 64, false, {10, {}, 0, 0}, {}, {}, {{40, {}, 0, 0}, {30, {}, 0, 0}, {20, {}, 0, 0}}};
+  SassKernel decode{"decode", 64, false, {10, {}, 0, 0}, {}, {}, {}, {{40, {}, 0, 0}, {30, {}, 0, 0}, {20, {}, 0, 0}}};
   decode.inner[0].seen[kSeenLd] = 2, decode.inner[0].seen[kSeenShfl] = 8;
   decode.inner[1].seen[kSeenLd] = 1, decode.inner[1].seen[kSeenSt] = 1;
   decode.inner[2].seen[kSeenLds] = 4, decode.inner[2].seen[kSeenSt] = 1;
@@ -117,7 +117,7 @@ TEST_CASE("the latency term: one warp's chain from the SASS, hidden only by grou
   // One block of 8 warps on each SM (2 per scheduler), 500 tiles each: a tile is 100 instructions
   // that one warp alone takes 400 cycles to issue (its stalls and waits), with a barrier.
   const gpus::Gpu& g = gpus::kGpus[0];
-  SassKernel k{"k", 64, true, {10, {}, 10, 10}, {100, {}, 400, 400}, {}, {}};
+  SassKernel k{"k", 64, true, {10, {}, 10, 10}, {100, {}, 400, 400}, {}, {}, {}};
   k.tile.seen[kSeenBar] = 1;
   simt::Counters c;
   c.launches = 1, c.blocks = g.sms, c.threads_per_block = 256;
@@ -157,6 +157,44 @@ TEST_CASE("the latency term: one warp's chain from the SASS, hidden only by grou
   const Modelled consumers = model(producing, g, &free_running);
   CHECK(consumers.groups == 4);
   CHECK(consumers.latency == Approx(chains));
+  // A warp-specialized block (12 warps: 4 producers, 8 consumers, two per scheduler): the producer's
+  // part (the block's start and its branch: 20 instructions, 30 cycles, 3 TMA boxes) runs once per
+  // block, the fixed part once per consumer warp. The boxes a block asks for before its first wgmma
+  // (Counters::fill_sectors: 3 of 64 sectors) are its fill, crossing L2 for every SM at once, and
+  // both groups of a scheduler wait for it: twice the fill in their chains.
+  SassKernel specialized = free_running;
+  specialized.producer = {20, {}, 30, 30};
+  specialized.producer.seen[kSeenTma] = 3;
+  simt::Counters ws;
+  ws.launches = 1, ws.blocks = g.sms, ws.threads_per_block = 384, ws.producer_warps = 4.0 * g.sms;
+  ws.shared[simt::kSharedLoad32].requests = 8.0 * g.sms * 500 * 2;
+  ws.global[simt::kTmaLoad].requests = 3.0 * g.sms, ws.global[simt::kTmaLoad].sectors = 3.0 * g.sms * 64;
+  ws.fill_sectors = 3.0 * g.sms * 64;
+  const PartTrips t = part_trips(ws, specialized);
+  CHECK(t.producer == g.sms);
+  CHECK(t.fixed == 8.0 * g.sms);
+  CHECK(t.tile == Approx(8.0 * g.sms * 500));
+  CHECK(over_launch(specialized, t, &SassPart::cycles) == Approx(8.0 * g.sms * (10 + 500 * 400) + g.sms * 30));
+  // The groups' chains are the consumers': the producer waits for them, not they for it.
+  CHECK(warp_cycles(ws, specialized) == Approx(8.0 * g.sms * (10 + 500 * 400)));
+  SassKernel copy_loop = specialized;
+  copy_loop.inner[0] = {6, {}, 50, 50};
+  copy_loop.inner[0].seen[kSeenTma] = 1;
+  copy_loop.producer.seen[kSeenTma] = 0;  // the 3 boxes in a loop on the producer's branch instead
+  copy_loop.producer_loops = 1;
+  CHECK(part_trips(ws, copy_loop).inner[0] == Approx(3.0 * g.sms));
+  CHECK(warp_cycles(ws, copy_loop) == Approx(8.0 * g.sms * (10 + 500 * 400)));
+  copy_loop.producer_loops = 0;  // a consumers' loop: in their chains
+  CHECK(warp_cycles(ws, copy_loop) == Approx(8.0 * g.sms * (10 + 500 * 400) + 3.0 * g.sms * 50));
+  const Modelled ms = model(ws, g, &specialized);
+  CHECK(ms.groups == 8);
+  CHECK(ms.fill_drain == Approx(32 * 3.0 * g.sms * 64 / (g.l2_tb_s * 1e12) * 1e6));
+  const double waits = warp_cycles(ws, specialized) / (clock * 4) * 1e6 + 2 * ms.fill_drain;
+  CHECK(ms.latency == Approx((waits + std::min(ms.issue, waits)) / 2));
+  // A block whose loop no barrier gathers and that loads nothing by TMA has no phases to fill.
+  simt::Counters no_tma = ws;
+  no_tma.global[simt::kTmaLoad] = {};
+  CHECK(model(no_tma, g, &specialized).fill_drain == 0);
   // A kernel the SASS data does not know has no chain to count.
   CHECK(model(c, g).latency == 0);
 }

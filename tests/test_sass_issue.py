@@ -54,10 +54,11 @@ def main():
     check(r["outer"][0] == 0, f"outer: no loop around the tile loop (got {r['outer'][0]})")
     check(si.row_text("k", dict(r, registers=32)) ==
           '{"k", 32, true, {8, {0, 1, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0}, 8, 8}, {5, {0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0}, 5, 5}, '
-          '{0, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 0, 0}, {{9, {0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0}, 9, 9}}},',
-          "the data file's row: registers, lockstep (the tile loop waits at __syncthreads), then fixed, tile and outer, then "
+          '{0, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 0, 0}, {0, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 0, 0}, '
+          '{{9, {0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0}, 9, 9}}, 0x0},',
+          "the data file's row: registers, lockstep (the tile loop waits at __syncthreads), then fixed, tile, outer and producer, then "
           "each other loop: instructions, seen kinds in KINDS' order and one warp's cycles, global loads from L2 and from "
-          "DRAM (one per instruction in a listing without control bits)")
+          "DRAM (one per instruction in a listing without control bits), and the producer's loops as a bit mask")
     # Control bits (nvdisasm -hex): an LDS that sets scoreboard 0 (stall 1), an FADD that waits on it
     # (stall 4), an HMMA (stall 6): 29 cycles for the shared-memory load, then 4, then 6.
     def ins(op, stall, wbar=7, wait=0):
@@ -90,9 +91,9 @@ def main():
     ws = kr.parse_sass((ROOT / "tests" / "data" / "issue_sm90a.sass").read_text()).get("_Z8consumerv", [])
     wb = kr.basic_blocks(ws)
     heads = sorted(ws[wb[h]["start"]]["addr"] for h in kr.find_loops(wb))
-    check(heads == [0x40, 0x110], f"sm_90a: two loops, the tile loop at 0x40 and the producer's at 0x110 (got {[hex(h) for h in heads]})")
+    check(heads == [0x50, 0x130], f"sm_90a: two loops, the tile loop at 0x50 and the producer's at 0x130 (got {[hex(h) for h in heads]})")
     w = si.issue_profile(ws, set())
-    # The tile: 0x40-0xf0, its named barrier's BAR.SYNC and BAR.ARV (the emulator counts the warps each
+    # The tile: 0x50-0x100, its named barrier's BAR.SYNC and BAR.ARV (the emulator counts the warps each
     # release frees, those that arrived too) and two HGMMA. Its cycles: 2 for the try-wait's block;
     # then the HGMMA issued at 2 runs 64 cycles (128 columns at one m16n8k16 per 4 clocks on the
     # sub-partition), the second starts at 66, its result wgmma's latency later, 194, where the DEPBAR
@@ -101,8 +102,15 @@ def main():
           f"sm_90a tile: 12 instructions, 2 barriers, 2 HGMMA, 201 cycles waiting for the wgmma group (got {w['tile']})")
     check(w["inner"] == [(6, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1], 6, 6)],
           f"sm_90a: the producer's loop, 6 instructions and a UTMALDG (got {w['inner']})")
+    # Each role's fixed part: the block's start (4 instructions, the __syncthreads) and its own
+    # branch's fixed blocks (its USETMAXREG and EXIT), not the other's nor the retry.
     check(w["fixed"][0] == 6 and kinds(w["fixed"][1]) == {"bar": 1},
-          f"sm_90a fixed: 6 instructions and the __syncthreads, not the retry (got {w['fixed']})")
+          f"sm_90a consumers' fixed part: 6 instructions and the __syncthreads, not the retry (got {w['fixed']})")
+    check(w["producer"][0] == 6 and kinds(w["producer"][1]) == {"bar": 1},
+          f"sm_90a producer's part: the start, USETMAXREG.DEALLOC and its EXIT (got {w['producer']})")
+    check(r["producer"] == (0, [0] * len(names), 0, 0), f"a kernel without USETMAXREG has no producer part (got {r['producer']})")
+    check(w["producer_loops"] == [0] and r["producer_loops"] == [],
+          f"the loop on the producer's branch is the producer's (got {w['producer_loops']}; {r['producer_loops']} without USETMAXREG)")
     check(w["lockstep"] is False, "sm_90a: named barriers that pass a turn do not make the tile loop lockstep")
     check(r["lockstep"] is True, "a tile loop with __syncthreads is lockstep")
     maps = "k(CUtensorMap_st, CUtensorMap_st, CUtensorMap_st, attn::AttentionParams)"

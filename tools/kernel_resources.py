@@ -245,6 +245,14 @@ def causal_lines():
     return {("numeric.cuh", n) for n in range(rng[0] + 1, rng[1] + 1)} if rng else set()
 
 
+def diagonal_lines():
+    """Chapter 06's test of a tile's place against the diagonal (causal.h's crosses_diagonal): a
+    kernel that runs it masks only the tiles the diagonal crosses."""
+    path = os.path.join(ROOT, "06_causal/causal.h")
+    rng = function_ranges(path, ["crosses_diagonal"]).get("crosses_diagonal")
+    return {("causal.h", n) for n in range(rng[0] + 1, rng[1] + 1)} if rng else set()
+
+
 def mask_lines():
     """Source lines that a whole K/V tile of a problem without is_causal or attn_mask never executes,
     in every step: the attn_mask part of mask_score and the causal test (numeric.cuh),
@@ -403,10 +411,10 @@ def basic_blocks(instrs):
     return out
 
 
-def reachable(blocks):
-    """The blocks some path from the entry reaches (not ptxas's final `BRA` to itself, nor a warp
-    collective's slow path after the EXIT, which only a BRA.DIV leads to)."""
-    reached, stack = set(), [0] if blocks else []
+def reachable(blocks, start=0):
+    """The blocks some path from the entry (or from block `start`) reaches (not ptxas's final `BRA`
+    to itself, nor a warp collective's slow path after the EXIT, which only a BRA.DIV leads to)."""
+    reached, stack = set(), [start] if blocks else []
     while stack:
         b = stack.pop()
         if b not in reached:

@@ -7,10 +7,11 @@ It does not see the FP32, integer, conversion and branch instructions around the
 issue too, at 4 per clock per SM. This tool compiles every chapter's kernels for sm_90 (chapter 09's for
 sm_90a, whose wgmma (HGMMA) and TMA (UTMALDG) are seen kinds too),
 cuts nvdisasm's listing into basic blocks, finds the loops by their back edges and splits each
-kernel in parts (issue_profile): the blocks outside the loops, one iteration of the tile loop, one
-iteration of the loops around it, and one iteration of each other loop, each with its instructions
-and the seen instructions of each kind in it. common/model/sass.h weights them by the emulator's
-counts: every warp runs the first part once, the tile loop as often as the emulator's barriers say
+kernel in parts (issue_profile): the blocks outside the loops (a warp-specialized kernel's consumers'
+and, apart, its producer's), one iteration of the tile loop, one iteration of the loops around it,
+and one iteration of each other loop, each with its instructions and the seen instructions of each
+kind in it. common/model/sass.h weights them by the emulator's counts: every warp runs the first part
+once (a producer's part: once per block), the tile loop as often as the emulator's barriers say
 (or its seen instructions), each other loop as often as the seen instructions left over say, loop
 by loop: first a loop with an explicit kind (an intrinsic: cp.async, ldmatrix, mma.sync, shuffles)
 that no other loop has, by those kinds, then the next; the loops left together, by the kind that
@@ -19,7 +20,8 @@ it). With each kernel, ptxas's registers per thread, which
 occupancy needs. The common path is that of a problem without is_causal, attn_mask, mask_mod or
 score mods; a kernel whose path depends on them has a row per kind besides: "<kernel> causal=<kind>"
 and "<kernel> mask=<kind>" (chapter 05's lean_loop masks every tile of such a problem; with
-attn_mask, its loads), "<kernel> mask_mod=<kind>" (chapter 10's step b applies the rule on every
+attn_mask, its loads; a kernel that tests each tile's place against the diagonal, chapter 06's and
+chapter 09's step g, masks few tiles of a causal one and has no causal row), "<kernel> mask_mod=<kind>" (chapter 10's step b applies the rule on every
 tile, a switch followed through its jump table), "<kernel> score_mod=<mods>" (step d changes every
 score), and a mask's kind with score mods where both matter. The kinds' names are the harness's
 (common/harness/problem.cpp).
@@ -60,6 +62,7 @@ SM90A = "09_"
 KINDS = [("cp.async", ("LDGSTS",)), ("ld", ("LDG", "LD.")), ("st", ("STG", "ST.")), ("atom", ("ATOMG", "ATOMS", "ATOM.", "RED.")),
          ("ldsm", ("LDSM",)), ("lds", ("LDS",)), ("sts", ("STS",)), ("mma", ("HMMA",)), ("bar", ("BAR.SYNC", "BAR.ARV")),
          ("shfl", ("SHFL", "VOTE.")), ("wgmma", ("HGMMA",)), ("tma", ("UTMALDG",))]
+LD = [k for k, _ in KINDS].index("ld")
 
 
 def kind(x):
@@ -162,7 +165,7 @@ def mix(instrs, blocks, times):
 
 
 def issue_profile(instrs, cold, params=None):
-    """One kernel's issue data, per warp, in four parts, each (instructions, [seen of each kind]), the
+    """One kernel's issue data, per warp, in five parts, each (instructions, [seen of each kind]), the
     last a list of them;
     common/model/model.h's issue term (sass.h) weights them by the emulator's counts:
       fixed: every block the entry reaches outside the loops, once, but mask code (blocks whose
@@ -180,6 +183,10 @@ def issue_profile(instrs, cold, params=None):
         whose back edges come from one source line, the unrolled body, which the remainder does not
         outrun), each on its common path; then the loops between them and the tile loop, their own
         blocks (mask code apart). In the order of their first instruction.
+      producer: a warp-specialized kernel's producer (USETMAXREG.DEALLOC; its consumers take
+        registers, TRY_ALLOC): the blocks of the block's start and of its own branch outside the
+        loops; fixed is then the consumers' (every block of `fixed` but the producer's own). And
+        producer_loops: the indices in `inner` of the loops on the producer's own branch.
     Also lockstep: the tile loop, or a loop around it, waits at __syncthreads."""
     blocks = kr.basic_blocks(instrs)
     loops = kr.find_loops(blocks)
@@ -236,12 +243,31 @@ def issue_profile(instrs, cold, params=None):
     for h, own in between.items():
         if warm(own):
             parts.append((h, mix(instrs, blocks, {b: 1 for b in warm(own)})))
-    out["inner"] = [part for _, part in sorted(parts)]
+    parts.sort()
+    out["inner"] = [part for _, part in parts]
     described += ["%d/%d" % (p[0], sum(p[1])) for p in out["inner"]]
     out["outer"] = mix(instrs, blocks, {b: 1 for b in warm(outer)})
     if outer:
         described.append("outer %d/%d" % (out["outer"][0], sum(out["outer"][1])))
-    out["fixed"] = mix(instrs, blocks, {b: 1 for b in warm(kr.reachable(blocks) - set().union(*loops.values(), set()))})
+    fixed = warm(kr.reachable(blocks) - set().union(*loops.values(), set()))
+    # Warp specialization (chapter 09's steps d onwards): after the block's start, the producer's
+    # warps give registers back (USETMAXREG.DEALLOC) and the consumers' take more (TRY_ALLOC), each
+    # role on its own branch. The producer's part: the start (the blocks from which both branches are
+    # reached) and its own branch's; the consumers' (fixed): every fixed block but the producer's own.
+    def first(op):
+        return next((b for b in sorted(kr.reachable(blocks)) for i in range(blocks[b]["start"], blocks[b]["end"])
+                     if instrs[i]["op"].startswith(op) and not instrs[i]["never"]), None)
+
+    out["producer"], out["producer_loops"] = none, []
+    dealloc, alloc = first("USETMAXREG.DEALLOC"), first("USETMAXREG.TRY_ALLOC")
+    if dealloc is not None and alloc is not None:
+        producer, consumer = kr.reachable(blocks, dealloc), kr.reachable(blocks, alloc)
+        start = {b for b in fixed if {dealloc, alloc} <= kr.reachable(blocks, b)}
+        out["producer"] = mix(instrs, blocks, {b: 1 for b in start | (fixed & producer - consumer)})
+        fixed -= producer - consumer
+        out["producer_loops"] = [j for j, (h, _) in enumerate(parts) if h in producer - consumer]
+        described.append("producer %d/%d, loops %s" % (out["producer"][0], sum(out["producer"][1]), out["producer_loops"]))
+    out["fixed"] = mix(instrs, blocks, {b: 1 for b in fixed})
     # Its warps meet every tile when the tile loop, or a loop around it, waits at __syncthreads
     # (barrier 0, the whole block); chapter 09's named barriers pass turns between warpgroups instead.
     looped = (walked if tile_blocks else set()) | warm(outer)
@@ -288,7 +314,7 @@ def arch(src):
     return "sm_90a" if os.path.relpath(src, ROOT).startswith(SM90A) else "sm_90"
 
 
-PARTS = ["fixed", "tile", "outer"]
+PARTS = ["fixed", "tile", "outer", "producer"]
 # Chapter 10's score mods as rows name them (harness/problem.h's score_name) and a problem with them.
 SCORE_MODS = [("softcap", 30.0, False), ("alibi", 0.0, True), ("softcap+alibi", 30.0, True)]
 MAX_LOOPS = 20  # common/model/sass.h's kSassLoops: the inner parts a kernel may have
@@ -303,8 +329,9 @@ def row_text(name, r):
         kr.fail("%s has %d loops besides its tile loop; common/model/sass.h and this tool take %d: raise both"
                 % (name, len(r["inner"]), MAX_LOOPS), 1)
     parts = ", ".join(part_text(r[p]) for p in PARTS)
-    return '{"%s", %d, %s, %s, {%s}},' % (name, r["registers"], "true" if r["lockstep"] else "false", parts,
-                                          ", ".join(part_text(p) for p in r["inner"]))
+    mask = sum(1 << j for j in r.get("producer_loops", []))
+    return '{"%s", %d, %s, %s, {%s}, %#x},' % (name, r["registers"], "true" if r["lockstep"] else "false", parts,
+                                               ", ".join(part_text(p) for p in r["inner"]), mask)
 
 
 def write(out, rows, deps, version, nvdisasm_version):
@@ -316,8 +343,8 @@ def write(out, rows, deps, version, nvdisasm_version):
              "//"]
     listed = [(f, file_hash(os.path.join(ROOT, f))) for f in sorted(deps)]
     lines += ["// source %s %s" % fh for fh in listed]
-    lines += ["//", "// {kernel, registers, lockstep, %s, {inner, ...}}: each {instructions, {seen: %s}, cycles, cycles from DRAM}"
-              % (", ".join(PARTS), ", ".join(k for k, _ in KINDS))]
+    lines += ["//", "// {kernel, registers, lockstep, %s, {inner, ...}, producer's loops (bit j: inner j)}: each part {instructions,"
+              " {seen: %s}, cycles, cycles from DRAM}" % (", ".join(PARTS), ", ".join(k for k, _ in KINDS))]
     lines += [row_text(name, rows[name]) for name in sorted(rows)]
     open(out, "w").write("\n".join(lines) + "\n")
     write_sources(out, listed)
@@ -390,7 +417,8 @@ def main():
     nd_version = next((l for l in subprocess.run([nvdisasm, "--version"], capture_output=True, text=True).stdout.splitlines() if "release" in l), "?")
     smem = kr.smem_table([])
     cold, mask_only = kr.cold_lines(), kr.mask_lines()
-    masking, causal = kr.mask_lines() | kr.masked_tile_lines(), kr.causal_lines() | kr.masked_tile_lines()
+    masked_tile, diagonal = kr.masked_tile_lines(), kr.diagonal_lines()
+    masking, causal = mask_only | masked_tile, kr.causal_lines() | masked_tile
     rows, deps = {}, set()
     with tempfile.TemporaryDirectory() as tmp:
         def one(src):
@@ -410,7 +438,11 @@ def main():
         deps |= dep | {os.path.relpath(src, ROOT)}
         for m, instrs in sass.items():
             name = names[m]
-            lines = cold if "lean_loop_kernel" in name else mask_only
+            # A kernel that tests each tile's place against the diagonal (ch06::crosses_diagonal:
+            # chapter 06, chapter 09's step g) masks only the few tiles it crosses: the masked
+            # tile's code stays off its path, as it does off chapter 05's fastest step's.
+            by_place = any(x["chain"] & diagonal for x in instrs)
+            lines = cold if "lean_loop_kernel" in name else mask_only | masked_tile if by_place else mask_only
             base = kr.params_base(name)
             params = kr.common_params(smem, base=base)
             data = issue_profile(instrs, lines, params)
@@ -428,7 +460,7 @@ def main():
                 return any(w in x["args"] for x in instrs for w in words)
 
             def differs(v):
-                return any(v[part] != data[part] for part in ("fixed", "tile", "outer", "inner"))
+                return any(v[part] != data[part] for part in PARTS + ["inner"])
 
             masks = []
             if reads(params["path"]):
@@ -443,18 +475,15 @@ def main():
                 # a branch is not decided by the parameters (whether a key is past Lk): with
                 # attn_mask, every tile is masked, with its loads and the causal test before them;
                 # with is_causal, the tiles the parameters send to the mask (lean_loop's every tile,
-                # chapter 09's steps b to f; chapter 06's diagonal tiles are decided by the tile's
-                # place, so stay off the path). Chapter 09's step g tests the diagonal only where
-                # is_causal is given, which this rule cannot tell from a mask of every tile: its
-                # causal rows are the masked tile's, the few it masks and the many it does not.
+                # chapter 09's steps b to f), but not those a kernel sends by their place (above).
                 params = kr.common_params(smem, base=base, **args)
                 if args.get("mask"):
                     return issue_profile(instrs, lines - masking, params)
                 v = issue_profile(instrs, lines, params)
-                return issue_profile(instrs, lines - causal, params) if args.get("causal") and differs(v) else v
+                return issue_profile(instrs, lines - causal, params) if args.get("causal") and differs(v) and not by_place else v
 
             def loads(v):  # the global loads on the path (attn_mask's)
-                return sum(part[1][1] for part in [v["fixed"], v["tile"], v["outer"]] + v["inner"])
+                return sum(part[1][LD] for part in [v[p] for p in PARTS] + v["inner"])
 
             found = {}
             for suffix, args in masks + scores:

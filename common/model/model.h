@@ -62,7 +62,11 @@
 // with one block per SM; with several, as if their phases drifted apart (the optimistic end).
 // Only kernels whose loops synchronise the block have such phases: a kernel whose loops have no
 // barrier (chapter 08's key loops) streams its loads before its one barrier, overlapped as it goes.
-// Blocks of unequal work (chapter 06's causal tiles) drift apart and hide more of it.
+// Blocks of unequal work (chapter 06's causal tiles) drift apart and hide more of it. A block that
+// loads by TMA (chapter 09's steps c onwards) has phases too, though no barrier gathers it in its
+// loop: its first products wait for Q and the first K/V tile (the TMA unit serves boxes in the
+// order asked: Counters::fill_sectors), and it ends with O's stores. A warp-specialized block's two consumer groups on
+// a scheduler wait for that fill at once: a wait of each group, not shared between them.
 //
 // The model is still a max of floors, each unit at its peak. It does not count DRAM traffic beyond
 // one read of each sector per launch (a footprint larger than L2 is flagged), and it stands for
@@ -162,11 +166,17 @@ inline Modelled model(const simt::Counters& c, const gpus::Gpu& g, const SassKer
     const double from_dram = loaded > 0 ? std::min(1.0, 32 * c.dram_read_sectors / loaded) : 0;
     const double chains = warp_cycles(c, *k, from_dram) / (clock * schedulers_used) * 1e6;  // one group per scheduler
     const double held = (m.instructions - c.mma - c.wgmma) / (g.warp_schedulers * clock * schedulers) * 1e6 + std::max(m.tensor, m.mufu);
-    if (lockstep) {
+    // A block that loads by TMA fills with what its first wgmma waits for (Counters::fill_sectors)
+    // and drains with its stores (O: none in its loops).
+    const bool by_tma = c.global[simt::kTmaLoad].requests > 0;
+    const double drain = by_tma ? c.global[simt::kGlobalStore].sectors : c.drain_sectors;
+    if (lockstep || by_tma) {
       const double fill_s = 32 * c.fill_sectors * (from_dram / g.dram_tb_s + (1 - from_dram) / g.l2_tb_s);
-      m.fill_drain = (fill_s + 32 * c.drain_sectors / g.l2_tb_s) / (1e12 * m.share) * 1e6;
+      m.fill_drain = (fill_s + 32 * drain / g.l2_tb_s) / (1e12 * m.share) * 1e6;
     }
-    const double waits = chains + m.fill_drain;  // the groups' chains, fill and drain included
+    // Every group of a block waits for its fill together: a scheduler whose groups come from fewer
+    // blocks than they are (a warp-specialized block's two consumers) waits it once per group.
+    const double waits = chains + m.fill_drain * std::max(1.0, per_scheduler / std::min(per_sm, m.blocks_per_sm));
     m.latency = (waits + (per_scheduler - 1) * std::min(held, waits)) / per_scheduler;
   }
   m.launch = g.launch_us * c.launches;

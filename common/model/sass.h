@@ -10,6 +10,9 @@
 // them. A launch's instructions issued are then
 //
 //   warps x fixed           the blocks outside every loop, once per warp
+//   + blocks x producer     a warp-specialized kernel's (chapter 09's steps d onwards): the block's
+//                           start and its producer's branch, whose one copying thread's warp goes
+//                           on (the others return); `fixed` is then its consumers', per consumer warp
 //   + tiles x tile          the tile loop: tiles = the emulator's barriers beyond the fixed part's,
 //                           per barrier of an iteration (it counts every warp's); without one, the
 //                           fewest that any kind seen in an iteration allows
@@ -67,7 +70,11 @@ struct SassKernel {
   bool lockstep;     // its tile loop, or a loop around it, waits at __syncthreads: its warps meet every tile
   SassPart fixed, tile;           // per warp: outside the loops; one tile iteration
   SassPart outer;                 // one trip of the loops around the tile loop (their own blocks)
+  // A warp-specialized kernel's producer (chapter 09's steps d onwards): the block's start and the
+  // producer's own fixed blocks, run by the one thread that copies; `fixed` is then the consumers'.
+  SassPart producer;
   SassPart inner[kSassLoops];     // one trip of each other loop; unused ones all zero
+  unsigned producer_loops;        // bit j: inner[j] is on the producer's branch
 };
 
 inline constexpr SassKernel kSassSm90[] = {
@@ -144,7 +151,7 @@ inline void take(double (&left)[kSeenKinds], double trips, const SassPart& part)
 // How many times each part runs in a launch (see above): fixed once per warp, the tile part per
 // tile, each other loop its trips, the loops around the tile loop theirs.
 struct PartTrips {
-  double fixed = 0, tile = 0, outer = 0;
+  double fixed = 0, tile = 0, outer = 0, producer = 0;
   double inner[kSassLoops] = {};
 };
 
@@ -185,9 +192,16 @@ inline void loop_trips(double (&left)[kSeenKinds], const SassPart (&loops)[kSass
 inline PartTrips part_trips(const simt::Counters& c, const SassKernel& k) {
   PartTrips t;
   t.fixed = c.blocks * std::ceil(c.threads_per_block / 32);  // warps
+  if (k.producer.instructions > 0 && c.producer_warps > 0) {
+    // The producer's part once per block (its one copying thread's warp: the others return at
+    // once), the consumers' fixed part once per consumer warp.
+    t.producer = c.blocks;
+    t.fixed -= c.producer_warps;
+  }
   double left[kSeenKinds];
   seen_instructions(c, left);
   take(left, t.fixed, k.fixed);
+  take(left, t.producer, k.producer);
   t.tile = k.tile.seen[kSeenBar] > 0 ? left[kSeenBar] / k.tile.seen[kSeenBar] : trips(left, k.tile);
   take(left, t.tile, k.tile);
   loop_trips(left, k.inner, t.inner);
@@ -199,10 +213,13 @@ inline PartTrips part_trips(const simt::Counters& c, const SassKernel& k) {
   return t;
 }
 
-// A field of the parts (instructions, cycles) summed over a launch's trips of them.
-inline double over_launch(const SassKernel& k, const PartTrips& t, double SassPart::*field) {
+// A field of the parts (instructions, cycles) summed over a launch's trips of them; without the
+// producer's parts (its start and branch, its loops) when `producer` is false.
+inline double over_launch(const SassKernel& k, const PartTrips& t, double SassPart::*field, bool producer = true) {
   double sum = t.fixed * k.fixed.*field + t.tile * k.tile.*field + t.outer * k.outer.*field;
-  for (int j = 0; j < kSassLoops; ++j) sum += t.inner[j] * k.inner[j].*field;
+  if (producer) sum += t.producer * k.producer.*field;
+  for (int j = 0; j < kSassLoops; ++j)
+    if (producer || !(k.producer_loops >> j & 1)) sum += t.inner[j] * k.inner[j].*field;
   return sum;
 }
 
@@ -212,11 +229,13 @@ inline double issued_instructions(const simt::Counters& c, const SassKernel& k) 
 }
 
 // The cycles its warps take, summed, each warp as if it ran alone on its scheduler (SassPart::cycles),
-// when a share `from_dram` of its global loads is served by DRAM and the rest by L2.
+// when a share `from_dram` of its global loads is served by DRAM and the rest by L2. A
+// warp-specialized kernel's producer is left out: it waits for its consumers, not they for it
+// (model.h: it is no group).
 inline double warp_cycles(const simt::Counters& c, const SassKernel& k, double from_dram = 0) {
   const PartTrips t = part_trips(c, k);
-  const double l2 = over_launch(k, t, &SassPart::cycles);
-  return l2 + from_dram * (over_launch(k, t, &SassPart::cycles_dram) - l2);
+  const double l2 = over_launch(k, t, &SassPart::cycles, false);
+  return l2 + from_dram * (over_launch(k, t, &SassPart::cycles_dram, false) - l2);
 }
 
 }  // namespace attn

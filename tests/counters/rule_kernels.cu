@@ -119,19 +119,26 @@ __global__ void unswizzled_k_tile_kernel(const uint16_t* K, float* out) {
 }
 
 // One warpgroup: thread 0 loads a 64 x 64 fp16 box (128-byte swizzle) with TMA; then 4 wgmma
-// (k-steps of 16) multiply it by itself, A and B both the box, K-major, n = 64.
-__global__ void tma_wgmma_kernel(const __grid_constant__ CUtensorMap map, float* out) {
+// (k-steps of 16) multiply it by itself, A and B both the box, K-major, n = 64. ahead > 0: thread 0
+// asks for a second box (on a second mbarrier) right after the first, which every thread waits for
+// after the products (ahead = 1, as a ring's next tile) or before them (ahead = 2).
+__global__ void tma_wgmma_kernel(const __grid_constant__ CUtensorMap map, float* out, int ahead) {
   unsigned char* smem = simt::dynamic_smem<unsigned char>();
   uint64_t* bar = reinterpret_cast<uint64_t*>(smem);
   unsigned char* tile = smem + 1024;
-  if (threadIdx.x == 0) simt::mbarrier_init(bar, 1);
+  if (threadIdx.x == 0) simt::mbarrier_init(bar, 1), simt::mbarrier_init(bar + 1, 1);
   simt::fence_mbarrier_init();
   __syncthreads();
   if (threadIdx.x == 0) {
     simt::mbarrier_arrive_expect_tx(bar, 64 * 64 * 2);
     simt::tma_load_2d(tile, &map, 0, 0, bar);
+    if (ahead > 0) {
+      simt::mbarrier_arrive_expect_tx(bar + 1, 64 * 64 * 2);
+      simt::tma_load_2d(tile + 64 * 64 * 2, &map, 0, 0, bar + 1);
+    }
   }
   simt::mbarrier_wait_parity(bar, 0);
+  if (ahead == 2) simt::mbarrier_wait_parity(bar + 1, 0);
   simt::WgmmaAccumulator<64> acc;
   simt::wgmma_fence();
   for (int s = 0; s < 4; ++s) {
@@ -140,6 +147,7 @@ __global__ void tma_wgmma_kernel(const __grid_constant__ CUtensorMap map, float*
   }
   simt::wgmma_commit();
   simt::wgmma_wait<0>(acc);
+  if (ahead == 1) simt::mbarrier_wait_parity(bar + 1, 0);
   out[threadIdx.x] = acc[0];
 }
 
@@ -178,14 +186,14 @@ cudaError_t unswizzled_k_tile(const uint16_t* K, float* out) {
   return simt::launch(unswizzled_k_tile_kernel, dim3(1), dim3(128), kBc * kD * sizeof(uint16_t), K, out);
 }
 
-cudaError_t tma_wgmma(const uint16_t* tensor, float* out) {
+cudaError_t tma_wgmma(const uint16_t* tensor, float* out, int ahead) {
   const cuuint64_t dims[2] = {64, 64}, strides[1] = {64 * 2};
   const cuuint32_t box[2] = {64, 64};
   CUtensorMap map;
   const cudaError_t e = simt::make_tensor_map(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, tensor, dims, strides, box,
                                               CU_TENSOR_MAP_SWIZZLE_128B);
   if (e != cudaSuccess) return e;
-  return simt::launch(tma_wgmma_kernel, dim3(1), dim3(128), 1024 + 64 * 64 * 2, map, out);
+  return simt::launch(tma_wgmma_kernel, dim3(1), dim3(128), 1024 + 2 * 64 * 64 * 2, map, out, ahead);
 }
 
 }  // namespace rules

@@ -43,6 +43,6 @@ cudaError_t unswizzled_k_tile(const uint16_t* K, float* out);
 // A 64 x 64 fp16 tensor (row-major, 128-byte rows) loaded as one TMA box with the 128-byte swizzle,
 // then multiplied by itself with 4 wgmma m64n64k16 of one warpgroup (A and B from shared memory);
 // out[t] = thread t's first accumulator element.
-cudaError_t tma_wgmma(const uint16_t* tensor, float* out);
+cudaError_t tma_wgmma(const uint16_t* tensor, float* out, int ahead = 0);
 
 }  // namespace rules

@@ -215,6 +215,16 @@ TEST_CASE("a TMA box is one request of its rows' sectors; wgmma counts its tenso
   const simt::SharedOps& ops = c.shared[simt::kWgmmaOperands];
   CHECK(ops.requests == 16);
   CHECK(ops.wavefronts == 4 * 32);
+  // The block's fill (model.h): the TMA sectors asked for when the mbarrier phases its threads
+  // waited for before the first wgmma completed. A box asked for after the one the products need,
+  // and waited for after them, is not in it (the TMA unit serves boxes in order); waited for
+  // before them, it is.
+  CHECK(c.fill_sectors == 64 * 128 / 32);
+  const simt::Counters next = count([&] { return rules::tma_wgmma(tensor.get(), out.get(), 1); });
+  CHECK(next.global[simt::kTmaLoad].sectors == 2 * 64 * 128 / 32);
+  CHECK(next.fill_sectors == 64 * 128 / 32);
+  const simt::Counters both = count([&] { return rules::tma_wgmma(tensor.get(), out.get(), 2); });
+  CHECK(both.fill_sectors == 2 * 64 * 128 / 32);
 }
 
 TEST_CASE("counting changes nothing in what the kernel computes, and costs nothing when off", "[counters]") {

@@ -92,6 +92,13 @@ struct Worker {
   // The block's fill and drain (Counters::fill_sectors): the barriers passed by the epoch being
   // grouped, the most any grouped access had passed, and the sectors at none and at that most.
   uint64_t barriers_now = 0, barriers_last = 0, fill = 0, drain = 0;
+  // A block that loads by TMA fills with what its first wgmma waits for: the TMA sectors it had
+  // asked for when the last mbarrier phase its threads waited for before that wgmma completed
+  // (the TMA unit serves its boxes in order). tma_sectors: asked for so far; completed_at: at each
+  // mbarrier's last phase completion.
+  bool computed = false;
+  uint64_t tma_fill = 0, tma_sectors = 0;
+  std::vector<std::pair<const void*, uint64_t>> completed_at;
   // scratch of the grouping
   struct Key {
     uintptr_t pc;
@@ -519,7 +526,9 @@ void block_begin(uint3 idx, int threads, const void* smem, size_t smem_bytes) {
   if (w.streams.size() < static_cast<size_t>(threads)) w.streams.resize(static_cast<size_t>(threads));
   for (int i = 0; i < threads; ++i) w.streams[static_cast<size_t>(i)].clear();
   w.epoch.assign(static_cast<size_t>(threads), 0);
-  w.barriers_now = w.barriers_last = w.fill = w.drain = 0;
+  w.barriers_now = w.barriers_last = w.fill = w.drain = w.tma_fill = w.tma_sectors = 0;
+  w.computed = false;
+  w.completed_at.clear();
   h.streams = w.streams.data();
 }
 
@@ -532,6 +541,7 @@ void block_end() {
     w.raw.block_load_sectors += w.block_sectors.size();
     w.block_sectors.clear();
     if (w.barriers_last > 0) w.raw.fill_sectors += w.fill, w.raw.drain_sectors += w.drain;
+    w.raw.fill_sectors += w.tma_fill;
   }
   h.counting = h.sampled = false;
 }
@@ -554,6 +564,25 @@ void barrier_release(int warps) {
 void named_barrier_release(int warps) {
   Hot& h = t_hot;
   if (h.counting) h.worker->raw.barriers += static_cast<uint64_t>(warps);
+}
+
+void mbarrier_completed(const void* bar) {
+  Hot& h = t_hot;
+  if (!h.sampled || h.worker->computed) return;
+  Worker& w = *h.worker;
+  for (auto& [b, at] : w.completed_at)
+    if (b == bar) {
+      at = w.tma_sectors;
+      return;
+    }
+  w.completed_at.emplace_back(bar, w.tma_sectors);
+}
+void mbarrier_waited(const void* bar) {
+  Hot& h = t_hot;
+  if (!h.sampled || h.worker->computed) return;
+  Worker& w = *h.worker;
+  for (const auto& [b, at] : w.completed_at)
+    if (b == bar) w.tma_fill = std::max(w.tma_fill, at);
 }
 
 void registers_released() {
@@ -616,7 +645,9 @@ void tma_row(const void* src, unsigned bytes) {
   uint64_t* c = h.worker->raw.g[kTmaLoad];
   // Sectors counted per row: two rows share none unless narrower than a sector or off its boundary
   // (chapter 09's are 128-byte rows), where this would count a shared sector twice.
-  c[2] += bytes, c[3] += ((s + bytes - 1) >> 5) - (s >> 5) + 1;
+  const uint64_t sectors = ((s + bytes - 1) >> 5) - (s >> 5) + 1;
+  c[2] += bytes, c[3] += sectors;
+  h.worker->tma_sectors += sectors;
 }
 void tma_box(unsigned bytes) {
   Hot& h = t_hot;
@@ -634,6 +665,7 @@ void wgmma(int n, bool a_shared) {
   Raw& r = h.worker->raw;
   r.wgmma += 1, r.wgmma_flop += 2ull * 16 * static_cast<uint64_t>(n) * 16;
   if (!h.sampled) return;
+  h.worker->computed = true;
   const uint64_t bytes = (a_shared ? 16 * 16 * 2 : 0) + static_cast<uint64_t>(n) * 16 * 2 / 4;
   r.s[kWgmmaOperands][0] += 1, r.s[kWgmmaOperands][1] += (bytes + 127) / 128, r.s[kWgmmaOperands][2] += (bytes + 127) / 128;
 }

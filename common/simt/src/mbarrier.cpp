@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "block_runner.h"
+#include "simt/cpu/counters_hooks.h"
 
 namespace simt::detail {
 
@@ -72,6 +73,7 @@ Mbarrier& BlockRunner::mbarrier_at(void* bar, const char* what, const char* file
 void BlockRunner::mbarrier_advance(const void* bar, Mbarrier& m) {
   if (m.pending != 0 || m.tx != 0) return;
   ++m.phase;
+  counters::mbarrier_completed(bar);
   m.pending = m.count;
   m.expected = m.completed = 0;
   for (int i = 0; i < n_; ++i) {
@@ -117,6 +119,7 @@ void BlockRunner::mbarrier_wait_parity(void* bar, unsigned parity, const char* f
     block(f, State::at_mbarrier);
     f.t.mbarrier = nullptr;
   }
+  counters::mbarrier_waited(bar);
   land_staged(mbarrier_at(bar, "mbarrier_wait_parity", file, line));
 }
 

@@ -42,6 +42,9 @@ void barrier_release(int warps);
 void named_barrier_release(int warps);
 // A warp gave registers back (setmaxnreg.dec): a warp-specialized kernel's producer.
 void registers_released();
+// A phase of the mbarrier at bar completed; a thread's wait for a phase of it returned.
+void mbarrier_completed(const void* bar);
+void mbarrier_waited(const void* bar);
 void collective_arrive(unsigned linear);
 void warp_exited(unsigned warp);  // every thread of the warp has returned
 // whole_warp: every lane that has not returned took part (their accesses so far are final).
@@ -64,6 +67,8 @@ inline void barrier_arrive(unsigned) {}
 inline void barrier_release(int) {}
 inline void named_barrier_release(int) {}
 inline void registers_released() {}
+inline void mbarrier_completed(const void*) {}
+inline void mbarrier_waited(const void*) {}
 inline void collective_arrive(unsigned) {}
 inline void warp_exited(unsigned) {}
 inline void collective_done(const char*, unsigned, bool) {}
