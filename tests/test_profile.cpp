@@ -45,7 +45,7 @@ TEST_CASE("the issue term: a kernel's SASS data weighted by the emulator's count
   // 4 blocks of 64 threads: 8 warps. Each runs the fixed part (10 instructions; an LDS and a
   // barrier seen) and 5 tiles (100 instructions; 18 LDS and 2 barriers); the copy loop (6
   // instructions; an LDG and an STS) runs 30 times in all.
-  SassKernel k{"k", 64, false, {10, {}, 0, 0}, {100, {}, 0, 0}, {}, {}, {{6, {}, 0, 0}}};
+  SassKernel k{"k", 64, false, {10, {}, 0, 0}, {100, {}, 0, 0}, {}, {}, {}, {{6, {}, 0, 0}}};
   k.fixed.seen[kSeenLds] = 1, k.fixed.seen[kSeenBar] = 1;
   k.tile.seen[kSeenLds] = 18, k.tile.seen[kSeenBar] = 2;
   k.inner[0].seen[kSeenLd] = 1, k.inner[0].seen[kSeenSts] = 1;
@@ -77,7 +77,7 @@ TEST_CASE("the issue term: a kernel's SASS data weighted by the emulator's count
   // with 2 LDG and 8 SHFL, 1000 trips; an append loop of 30 with an LDG and an STG, 3 trips; a
   // merge loop of 20 with 4 LDS and an STG, 3 trips. Taken together (as before), the STG would say
   // 3 trips of all three loops.
-  SassKernel decode{"decode", 64, false, {10, {}, 0, 0}, {}, {}, {}, {{40, {}, 0, 0}, {30, {}, 0, 0}, {20, {}, 0, 0}}};
+  SassKernel decode{"decode", 64, false, {10, {}, 0, 0}, {}, {}, {}, {}, {{40, {}, 0, 0}, {30, {}, 0, 0}, {20, {}, 0, 0}}};
   decode.inner[0].seen[kSeenLd] = 2, decode.inner[0].seen[kSeenShfl] = 8;
   decode.inner[1].seen[kSeenLd] = 1, decode.inner[1].seen[kSeenSt] = 1;
   decode.inner[2].seen[kSeenLds] = 4, decode.inner[2].seen[kSeenSt] = 1;
@@ -117,7 +117,7 @@ TEST_CASE("the latency term: one warp's chain from the SASS, hidden only by grou
   // One block of 8 warps on each SM (2 per scheduler), 500 tiles each: a tile is 100 instructions
   // that one warp alone takes 400 cycles to issue (its stalls and waits), with a barrier.
   const gpus::Gpu& g = gpus::kGpus[0];
-  SassKernel k{"k", 64, true, {10, {}, 10, 10}, {100, {}, 400, 400}, {}, {}, {}};
+  SassKernel k{"k", 64, true, {10, {}, 10, 10}, {100, {}, 400, 400}, {}, {}, {}, {}};
   k.tile.seen[kSeenBar] = 1;
   simt::Counters c;
   c.launches = 1, c.blocks = g.sms, c.threads_per_block = 256;
@@ -157,46 +157,102 @@ TEST_CASE("the latency term: one warp's chain from the SASS, hidden only by grou
   const Modelled consumers = model(producing, g, &free_running);
   CHECK(consumers.groups == 4);
   CHECK(consumers.latency == Approx(chains));
-  // A warp-specialized block (12 warps: 4 producers, 8 consumers, two per scheduler): the producer's
-  // part (the block's start and its branch: 20 instructions, 30 cycles, 3 TMA boxes) runs once per
-  // block, the fixed part once per consumer warp. The boxes a block asks for before its first wgmma
-  // (Counters::fill_sectors: 3 of 64 sectors) are its fill, crossing L2 for every SM at once, and
-  // both groups of a scheduler wait for it: twice the fill in their chains.
+  // A warp-specialized block (12 warps: 4 producers, 8 consumers, two per scheduler): the start
+  // (4 instructions, 4 cycles) runs once per warp; the producer's own blocks (20 instructions, 30
+  // cycles, 3 TMA boxes) once per block, by its one copying thread's warp; the consumers' own (10,
+  // 10) once per consumer warp. The block's fill (Counters::fill_sectors: here 2 boxes of 64
+  // sectors, what its first products waited for) and its stores (O: 1000 sectors) cross L2 for every
+  // SM at once, and both groups of a scheduler wait for them: twice fill and drain in their chains.
   SassKernel specialized = free_running;
+  specialized.fixed = {4, {}, 4, 4};
   specialized.producer = {20, {}, 30, 30};
   specialized.producer.seen[kSeenTma] = 3;
+  specialized.consumers = {10, {}, 10, 10};
   simt::Counters ws;
   ws.launches = 1, ws.blocks = g.sms, ws.threads_per_block = 384, ws.producer_warps = 4.0 * g.sms;
   ws.shared[simt::kSharedLoad32].requests = 8.0 * g.sms * 500 * 2;
   ws.global[simt::kTmaLoad].requests = 3.0 * g.sms, ws.global[simt::kTmaLoad].sectors = 3.0 * g.sms * 64;
-  ws.fill_sectors = 3.0 * g.sms * 64;
+  ws.global[simt::kGlobalStore].sectors = 1000.0 * g.sms;
+  ws.fill_sectors = 2.0 * g.sms * 64;
+  ws.drain_sectors = 99999.0 * g.sms;  // after the block's one __syncthreads: its loads too, not its drain
   const PartTrips t = part_trips(ws, specialized);
+  CHECK(t.fixed == 12.0 * g.sms);
   CHECK(t.producer == g.sms);
-  CHECK(t.fixed == 8.0 * g.sms);
+  CHECK(t.consumers == 8.0 * g.sms);
   CHECK(t.tile == Approx(8.0 * g.sms * 500));
-  CHECK(over_launch(specialized, t, &SassPart::cycles) == Approx(8.0 * g.sms * (10 + 500 * 400) + g.sms * 30));
-  // The groups' chains are the consumers': the producer waits for them, not they for it.
-  CHECK(warp_cycles(ws, specialized) == Approx(8.0 * g.sms * (10 + 500 * 400)));
+  CHECK(over_launch(specialized, t, &SassPart::cycles) == Approx(g.sms * (12.0 * 4 + 30 + 8.0 * 10 + 8.0 * 500 * 400)));
+  // The groups' chains are the consumers' (the start is every warp's): the producer waits for them,
+  // not they for it.
+  const double consumer_cycles = g.sms * (12.0 * 4 + 8.0 * 10 + 8.0 * 500 * 400);
+  CHECK(warp_cycles(ws, specialized) == Approx(consumer_cycles));
   SassKernel copy_loop = specialized;
   copy_loop.inner[0] = {6, {}, 50, 50};
   copy_loop.inner[0].seen[kSeenTma] = 1;
   copy_loop.producer.seen[kSeenTma] = 0;  // the 3 boxes in a loop on the producer's branch instead
   copy_loop.producer_loops = 1;
   CHECK(part_trips(ws, copy_loop).inner[0] == Approx(3.0 * g.sms));
-  CHECK(warp_cycles(ws, copy_loop) == Approx(8.0 * g.sms * (10 + 500 * 400)));
+  CHECK(warp_cycles(ws, copy_loop) == Approx(consumer_cycles));
   copy_loop.producer_loops = 0;  // a consumers' loop: in their chains
-  CHECK(warp_cycles(ws, copy_loop) == Approx(8.0 * g.sms * (10 + 500 * 400) + 3.0 * g.sms * 50));
+  CHECK(warp_cycles(ws, copy_loop) == Approx(consumer_cycles + 3.0 * g.sms * 50));
   const Modelled ms = model(ws, g, &specialized);
   CHECK(ms.groups == 8);
-  CHECK(ms.fill_drain == Approx(32 * 3.0 * g.sms * 64 / (g.l2_tb_s * 1e12) * 1e6));
-  const double waits = warp_cycles(ws, specialized) / (clock * 4) * 1e6 + 2 * ms.fill_drain;
+  CHECK(ms.fill_drain == Approx(32 * (2.0 * 64 + 1000) * g.sms / (g.l2_tb_s * 1e12) * 1e6));
+  const double waits = consumer_cycles / (clock * 4) * 1e6 + 2 * ms.fill_drain;
   CHECK(ms.latency == Approx((waits + std::min(ms.issue, waits)) / 2));
+  CHECK(model(ws, g, &specialized, false).fill_drain == 0);  // the model without fill and drain
   // A block whose loop no barrier gathers and that loads nothing by TMA has no phases to fill.
   simt::Counters no_tma = ws;
   no_tma.global[simt::kTmaLoad] = {};
   CHECK(model(no_tma, g, &specialized).fill_drain == 0);
+  // A lockstep block is one group per scheduler: its fill and drain (here 5000 sectors each way)
+  // join its chains once, however many blocks the SM holds.
+  simt::Counters filled = c;
+  filled.barriers = warps * 500, filled.fill_sectors = filled.drain_sectors = 5000.0 * g.sms;
+  const Modelled in_step = model(filled, g, &k);
+  CHECK(in_step.fill_drain == Approx(32 * 10000.0 * g.sms / (g.l2_tb_s * 1e12) * 1e6));
+  CHECK(in_step.latency == Approx(warp_cycles(filled, k) / (clock * 4) * 1e6 + in_step.fill_drain));
   // A kernel the SASS data does not know has no chain to count.
   CHECK(model(c, g).latency == 0);
+}
+
+TEST_CASE("chapter 09's SASS rows: each role its parts and step g's unmasked tile", "[profile]") {
+  using namespace attn;
+  const auto named = [](const std::string& name, const char* kernel) {  // its row for a plain problem, d = 128
+    return name.find(kernel) != std::string::npos && name.find(", 128>") != std::string::npos && name.back() == ')';
+  };
+  int seen = 0;
+  for (const SassKernel& k : kSassSm90) {
+    const std::string name = k.name;
+    // Steps d onwards: the producer's own blocks (its TMA boxes before its loop) and loop apart.
+    if (named(name, "causal_skip_kernel") || named(name, "warp_specialized_kernel")) {
+      INFO(name);
+      CHECK(k.producer.instructions > 0);
+      CHECK(k.producer.seen[kSeenTma] > 0);
+      CHECK(k.consumers.instructions > k.producer.instructions);
+      CHECK(k.producer_loops != 0);
+      ++seen;
+    }
+    if (named(name, "tma_ring_kernel")) {
+      CHECK(k.producer.instructions == 0);  // step c: no roles
+      CHECK(k.producer_loops == 0);
+      ++seen;
+    }
+    // Step g masks only the tiles the diagonal crosses (ch06::crosses_diagonal): no causal row.
+    if (name.find("causal_skip_kernel") != std::string::npos) CHECK(name.find(" causal=") == std::string::npos);
+  }
+  CHECK(seen == 3 * 2);  // fp16 and bf16
+  // Its tile is the unmasked one, shorter than step f's, which masks every tile.
+  for (const char* t : {"__half", "__nv_bfloat16"}) {
+    const std::string args = std::string("<") + t + ", 128>(CUtensorMap_st, CUtensorMap_st, CUtensorMap_st, attn::AttentionParams)";
+    const SassKernel* g = find_sass("void ch09::(anonymous namespace)::causal_skip_kernel" + args);
+    const SassKernel* f = find_sass("void ch09::(anonymous namespace)::intra_overlap_kernel" + args);
+    REQUIRE(g);
+    REQUIRE(f);
+    CHECK(g->tile.instructions < f->tile.instructions);
+    SassPath causal;
+    causal.causal = "top-left";
+    CHECK(find_sass(g->name, causal) == g);
+  }
 }
 
 TEST_CASE("the tensor term: wgmma at the tensor cores' whole peak, mma.sync at its fraction of it", "[profile]") {

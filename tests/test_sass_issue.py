@@ -55,8 +55,8 @@ def main():
     check(si.row_text("k", dict(r, registers=32)) ==
           '{"k", 32, true, {8, {0, 1, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0}, 8, 8}, {5, {0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0}, 5, 5}, '
           '{0, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 0, 0}, {0, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 0, 0}, '
-          '{{9, {0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0}, 9, 9}}, 0x0},',
-          "the data file's row: registers, lockstep (the tile loop waits at __syncthreads), then fixed, tile, outer and producer, then "
+          '{0, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 0, 0}, {{9, {0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0}, 9, 9}}, 0x0},',
+          "the data file's row: registers, lockstep (the tile loop waits at __syncthreads), then fixed, tile, outer, the producer's and the consumers', then "
           "each other loop: instructions, seen kinds in KINDS' order and one warp's cycles, global loads from L2 and from "
           "DRAM (one per instruction in a listing without control bits), and the producer's loops as a bit mask")
     # Control bits (nvdisasm -hex): an LDS that sets scoreboard 0 (stall 1), an FADD that waits on it
@@ -102,13 +102,15 @@ def main():
           f"sm_90a tile: 12 instructions, 2 barriers, 2 HGMMA, 201 cycles waiting for the wgmma group (got {w['tile']})")
     check(w["inner"] == [(6, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1], 6, 6)],
           f"sm_90a: the producer's loop, 6 instructions and a UTMALDG (got {w['inner']})")
-    # Each role's fixed part: the block's start (4 instructions, the __syncthreads) and its own
-    # branch's fixed blocks (its USETMAXREG and EXIT), not the other's nor the retry.
-    check(w["fixed"][0] == 6 and kinds(w["fixed"][1]) == {"bar": 1},
-          f"sm_90a consumers' fixed part: 6 instructions and the __syncthreads, not the retry (got {w['fixed']})")
-    check(w["producer"][0] == 6 and kinds(w["producer"][1]) == {"bar": 1},
-          f"sm_90a producer's part: the start, USETMAXREG.DEALLOC and its EXIT (got {w['producer']})")
-    check(r["producer"] == (0, [0] * len(names), 0, 0), f"a kernel without USETMAXREG has no producer part (got {r['producer']})")
+    # The block's start (4 instructions, the __syncthreads), every warp's; each role's own fixed
+    # blocks (its USETMAXREG and its EXIT), not the other's nor the retry.
+    check(w["fixed"][0] == 4 and kinds(w["fixed"][1]) == {"bar": 1},
+          f"sm_90a fixed: the start, 4 instructions and the __syncthreads, not the retry (got {w['fixed']})")
+    check(w["consumers"][0] == 2 and w["producer"][0] == 2 and not kinds(w["consumers"][1]) and not kinds(w["producer"][1]),
+          f"sm_90a: each role its USETMAXREG and EXIT (got consumers {w['consumers']}, producer {w['producer']})")
+    none = (0, [0] * len(names), 0, 0)
+    check(r["producer"] == none and r["consumers"] == none,
+          f"a kernel without USETMAXREG has no role parts (got {r['producer']}, {r['consumers']})")
     check(w["producer_loops"] == [0] and r["producer_loops"] == [],
           f"the loop on the producer's branch is the producer's (got {w['producer_loops']}; {r['producer_loops']} without USETMAXREG)")
     check(w["lockstep"] is False, "sm_90a: named barriers that pass a turn do not make the tile loop lockstep")

@@ -7,11 +7,12 @@ It does not see the FP32, integer, conversion and branch instructions around the
 issue too, at 4 per clock per SM. This tool compiles every chapter's kernels for sm_90 (chapter 09's for
 sm_90a, whose wgmma (HGMMA) and TMA (UTMALDG) are seen kinds too),
 cuts nvdisasm's listing into basic blocks, finds the loops by their back edges and splits each
-kernel in parts (issue_profile): the blocks outside the loops (a warp-specialized kernel's consumers'
-and, apart, its producer's), one iteration of the tile loop, one iteration of the loops around it,
-and one iteration of each other loop, each with its instructions and the seen instructions of each
-kind in it. common/model/sass.h weights them by the emulator's counts: every warp runs the first part
-once (a producer's part: once per block), the tile loop as often as the emulator's barriers say
+kernel in parts (issue_profile): the blocks outside the loops (a warp-specialized kernel's start,
+its producer's own and its consumers' own apart), one iteration of the tile loop, one iteration of
+the loops around it, and one iteration of each other loop, each with its instructions and the seen
+instructions of each kind in it. common/model/sass.h weights them by the emulator's counts: every
+warp runs the first part once (the producer's own blocks: once per block, by its one copying thread;
+the consumers' own: once per consumer warp), the tile loop as often as the emulator's barriers say
 (or its seen instructions), each other loop as often as the seen instructions left over say, loop
 by loop: first a loop with an explicit kind (an intrinsic: cp.async, ldmatrix, mma.sync, shuffles)
 that no other loop has, by those kinds, then the next; the loops left together, by the kind that
@@ -20,8 +21,8 @@ it). With each kernel, ptxas's registers per thread, which
 occupancy needs. The common path is that of a problem without is_causal, attn_mask, mask_mod or
 score mods; a kernel whose path depends on them has a row per kind besides: "<kernel> causal=<kind>"
 and "<kernel> mask=<kind>" (chapter 05's lean_loop masks every tile of such a problem; with
-attn_mask, its loads; a kernel that tests each tile's place against the diagonal, chapter 06's and
-chapter 09's step g, masks few tiles of a causal one and has no causal row), "<kernel> mask_mod=<kind>" (chapter 10's step b applies the rule on every
+attn_mask, its loads; chapter 09's step g tests each tile's place against the diagonal, masks few
+tiles of a causal one and has no causal row), "<kernel> mask_mod=<kind>" (chapter 10's step b applies the rule on every
 tile, a switch followed through its jump table), "<kernel> score_mod=<mods>" (step d changes every
 score), and a mask's kind with score mods where both matter. The kinds' names are the harness's
 (common/harness/problem.cpp).
@@ -165,8 +166,8 @@ def mix(instrs, blocks, times):
 
 
 def issue_profile(instrs, cold, params=None):
-    """One kernel's issue data, per warp, in five parts, each (instructions, [seen of each kind]), the
-    last a list of them;
+    """One kernel's issue data, per warp, in parts, each (instructions, [seen of each kind], cycles,
+    cycles from DRAM), `inner` a list of them;
     common/model/model.h's issue term (sass.h) weights them by the emulator's counts:
       fixed: every block the entry reaches outside the loops, once, but mask code (blocks whose
         instructions come mostly from `cold` source lines);
@@ -183,10 +184,11 @@ def issue_profile(instrs, cold, params=None):
         whose back edges come from one source line, the unrolled body, which the remainder does not
         outrun), each on its common path; then the loops between them and the tile loop, their own
         blocks (mask code apart). In the order of their first instruction.
-      producer: a warp-specialized kernel's producer (USETMAXREG.DEALLOC; its consumers take
-        registers, TRY_ALLOC): the blocks of the block's start and of its own branch outside the
-        loops; fixed is then the consumers' (every block of `fixed` but the producer's own). And
-        producer_loops: the indices in `inner` of the loops on the producer's own branch.
+      producer, consumers: a warp-specialized kernel's roles (its producer's warps give registers
+        back, USETMAXREG.DEALLOC; its consumers' take more, TRY_ALLOC): the blocks outside the loops
+        on the producer's own branch, and those on the consumers'; `fixed` is then the block's
+        start, which every warp runs. And producer_loops: the indices in `inner` of the loops on
+        the producer's own branch.
     Also lockstep: the tile loop, or a loop around it, waits at __syncthreads."""
     blocks = kr.basic_blocks(instrs)
     loops = kr.find_loops(blocks)
@@ -250,23 +252,27 @@ def issue_profile(instrs, cold, params=None):
     if outer:
         described.append("outer %d/%d" % (out["outer"][0], sum(out["outer"][1])))
     fixed = warm(kr.reachable(blocks) - set().union(*loops.values(), set()))
-    # Warp specialization (chapter 09's steps d onwards): after the block's start, the producer's
-    # warps give registers back (USETMAXREG.DEALLOC) and the consumers' take more (TRY_ALLOC), each
-    # role on its own branch. The producer's part: the start (the blocks from which both branches are
-    # reached) and its own branch's; the consumers' (fixed): every fixed block but the producer's own.
+    # Warp specialization (chapter 09's steps d onwards): after the block's start, which every warp
+    # runs, the producer's warps give registers back (USETMAXREG.DEALLOC) and the consumers' take
+    # more (TRY_ALLOC), each role on its own branch. `fixed` keeps the start (the blocks from which
+    # both branches are reached); `producer` holds the fixed blocks of the producer's own branch,
+    # `consumers` the others.
     def first(op):
         return next((b for b in sorted(kr.reachable(blocks)) for i in range(blocks[b]["start"], blocks[b]["end"])
                      if instrs[i]["op"].startswith(op) and not instrs[i]["never"]), None)
 
-    out["producer"], out["producer_loops"] = none, []
+    out["producer"], out["consumers"], out["producer_loops"] = none, none, []
     dealloc, alloc = first("USETMAXREG.DEALLOC"), first("USETMAXREG.TRY_ALLOC")
     if dealloc is not None and alloc is not None:
         producer, consumer = kr.reachable(blocks, dealloc), kr.reachable(blocks, alloc)
         start = {b for b in fixed if {dealloc, alloc} <= kr.reachable(blocks, b)}
-        out["producer"] = mix(instrs, blocks, {b: 1 for b in start | (fixed & producer - consumer)})
-        fixed -= producer - consumer
+        own = fixed & producer - consumer
+        out["producer"] = mix(instrs, blocks, {b: 1 for b in own})
+        out["consumers"] = mix(instrs, blocks, {b: 1 for b in fixed - start - own})
+        fixed = start
         out["producer_loops"] = [j for j, (h, _) in enumerate(parts) if h in producer - consumer]
-        described.append("producer %d/%d, loops %s" % (out["producer"][0], sum(out["producer"][1]), out["producer_loops"]))
+        described.append("start %d, producer %d/%d, loops %s, consumers %d" % (
+            len(start), out["producer"][0], sum(out["producer"][1]), out["producer_loops"], out["consumers"][0]))
     out["fixed"] = mix(instrs, blocks, {b: 1 for b in fixed})
     # Its warps meet every tile when the tile loop, or a loop around it, waits at __syncthreads
     # (barrier 0, the whole block); chapter 09's named barriers pass turns between warpgroups instead.
@@ -314,7 +320,7 @@ def arch(src):
     return "sm_90a" if os.path.relpath(src, ROOT).startswith(SM90A) else "sm_90"
 
 
-PARTS = ["fixed", "tile", "outer", "producer"]
+PARTS = ["fixed", "tile", "outer", "producer", "consumers"]
 # Chapter 10's score mods as rows name them (harness/problem.h's score_name) and a problem with them.
 SCORE_MODS = [("softcap", 30.0, False), ("alibi", 0.0, True), ("softcap+alibi", 30.0, True)]
 MAX_LOOPS = 20  # common/model/sass.h's kSassLoops: the inner parts a kernel may have
@@ -416,6 +422,9 @@ def main():
     version = next((l for l in subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout.splitlines() if "release" in l), "nvcc")
     nd_version = next((l for l in subprocess.run([nvdisasm, "--version"], capture_output=True, text=True).stdout.splitlines() if "release" in l), "?")
     smem = kr.smem_table([])
+    if "params" not in smem or "mod" not in smem:  # without them every row would be the common path's
+        kr.fail("could not read AttentionParams' offsets: a C++ compiler and the CUDA headers are needed "
+                "(c++ or g++ on PATH; CUDA_HOME or /usr/local/cuda)")
     cold, mask_only = kr.cold_lines(), kr.mask_lines()
     masked_tile, diagonal = kr.masked_tile_lines(), kr.diagonal_lines()
     masking, causal = mask_only | masked_tile, kr.causal_lines() | masked_tile
@@ -438,9 +447,10 @@ def main():
         deps |= dep | {os.path.relpath(src, ROOT)}
         for m, instrs in sass.items():
             name = names[m]
-            # A kernel that tests each tile's place against the diagonal (ch06::crosses_diagonal:
-            # chapter 06, chapter 09's step g) masks only the few tiles it crosses: the masked
-            # tile's code stays off its path, as it does off chapter 05's fastest step's.
+            # A kernel that tests each tile's place against the diagonal (ch06::crosses_diagonal;
+            # chapter 06's kernels are lean_loop's, walked so already: chapter 09's step g) masks
+            # only the few tiles it crosses: the masked tile's code stays off its path, as it does
+            # off chapter 05's fastest step's.
             by_place = any(x["chain"] & diagonal for x in instrs)
             lines = cold if "lean_loop_kernel" in name else mask_only | masked_tile if by_place else mask_only
             base = kr.params_base(name)
@@ -462,13 +472,13 @@ def main():
             def differs(v):
                 return any(v[part] != data[part] for part in PARTS + ["inner"])
 
-            masks = []
+            masks, modded = [], reads(params["mods"])
             if reads(params["path"]):
                 masks += [(" causal=%s" % k, dict(causal=v)) for k, v in kr.kind_names("Causal")]
                 masks += [(" mask=%s" % k, dict(mask=v)) for k, v in kr.kind_names("MaskKind")]
-            if reads(params.get("mods", ())):
+            if modded:
                 masks += [(" mask_mod=%s" % k, dict(mod=v)) for k, v in kr.mod_kinds()[1:]]
-            scores = [(" score_mod=" + k, dict(softcap=c, alibi=a)) for k, c, a in SCORE_MODS] if reads(params.get("mods", ())) else []
+            scores = [(" score_mod=" + k, dict(softcap=c, alibi=a)) for k, c, a in SCORE_MODS] if modded else []
 
             def profile(args):
                 # Inside a masked tile the problem's mask is the path, not code to step around where

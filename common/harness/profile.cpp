@@ -545,9 +545,7 @@ SassPath sass_path(const Problem& p) {
 Remodelled remodel(const StageProfile& s, const gpus::Gpu& g, bool latency, bool fill_drain) {
   Remodelled r;
   for (size_t l = 0; l < s.launches.size(); ++l) {
-    simt::Counters c = s.launches[l];
-    if (!fill_drain) c.fill_sectors = c.drain_sectors = 0;
-    Modelled m = model(c, g, find_sass(s.kernels[l], s.path));
+    Modelled m = model(s.launches[l], g, find_sass(s.kernels[l], s.path), fill_drain);
     if (!latency) m.latency = 0;
     r.us += m.total();
     if (m.total() > r.longest_us) r.longest_us = m.total(), r.bound = m.bound();

@@ -65,8 +65,9 @@
 // Blocks of unequal work (chapter 06's causal tiles) drift apart and hide more of it. A block that
 // loads by TMA (chapter 09's steps c onwards) has phases too, though no barrier gathers it in its
 // loop: its first products wait for Q and the first K/V tile (the TMA unit serves boxes in the
-// order asked: Counters::fill_sectors), and it ends with O's stores. A warp-specialized block's two consumer groups on
-// a scheduler wait for that fill at once: a wait of each group, not shared between them.
+// order asked: Counters::fill_sectors), and it ends with O's stores. A warp-specialized block's two
+// consumer groups on a scheduler wait for its fill and drain at once (no other block on the SM has
+// work for them): a wait of each group, not one they share.
 //
 // The model is still a max of floors, each unit at its peak. It does not count DRAM traffic beyond
 // one read of each sector per launch (a footprint larger than L2 is flagged), and it stands for
@@ -86,7 +87,7 @@ namespace attn {
 struct Modelled {
   double dram = 0, l2 = 0, l1 = 0, issue = 0, mufu = 0, tensor = 0;  // each at the share of the GPU the grid keeps busy
   double latency = 0;        // the warps' own chains over the groups that hide each other's, and fill and drain (above)
-  double fill_drain = 0;     // in it: the traffic before a block's first barrier and after its last, before hiding (above)
+  double fill_drain = 0;     // in it: the blocks' fill and drain traffic (above), before hiding
   double launch = 0;
   double share = 0;          // busy: blocks / (SMs x ceil(blocks / SMs))
   double blocks_per_sm = 0;  // occupancy, from threads, registers (when known) and dynamic shared memory
@@ -129,7 +130,8 @@ inline double blocks_per_sm(double threads_per_block, double smem_bytes, int reg
 }
 
 // c: the counters of one launch; k: its kernel's SASS data (sass.h), or nullptr.
-inline Modelled model(const simt::Counters& c, const gpus::Gpu& g, const SassKernel* k = nullptr) {
+// fill_drain = false: without fill and drain (to show what they add).
+inline Modelled model(const simt::Counters& c, const gpus::Gpu& g, const SassKernel* k = nullptr, bool fill_drain = true) {
   Modelled m;
   const double blocks = std::max(1.0, c.blocks), per_sm = std::ceil(blocks / g.sms);
   m.share = blocks / (g.sms * per_sm);
@@ -170,12 +172,13 @@ inline Modelled model(const simt::Counters& c, const gpus::Gpu& g, const SassKer
     // and drains with its stores (O: none in its loops).
     const bool by_tma = c.global[simt::kTmaLoad].requests > 0;
     const double drain = by_tma ? c.global[simt::kGlobalStore].sectors : c.drain_sectors;
-    if (lockstep || by_tma) {
+    if (fill_drain && (lockstep || by_tma)) {
       const double fill_s = 32 * c.fill_sectors * (from_dram / g.dram_tb_s + (1 - from_dram) / g.l2_tb_s);
       m.fill_drain = (fill_s + 32 * drain / g.l2_tb_s) / (1e12 * m.share) * 1e6;
     }
-    // Every group of a block waits for its fill together: a scheduler whose groups come from fewer
-    // blocks than they are (a warp-specialized block's two consumers) waits it once per group.
+    // Every group of a block waits for its fill and drain together: a scheduler whose groups come
+    // from fewer blocks than they are (a warp-specialized block's two consumers) waits them once
+    // per group; a lockstep block is one group per scheduler, so once.
     const double waits = chains + m.fill_drain * std::max(1.0, per_scheduler / std::min(per_sm, m.blocks_per_sm));
     m.latency = (waits + (per_scheduler - 1) * std::min(held, waits)) / per_scheduler;
   }

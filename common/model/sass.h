@@ -9,11 +9,12 @@
 // sass_sm90.inc: parts, each its instructions per warp and the seen instructions of each kind in
 // them. A launch's instructions issued are then
 //
-//   warps x fixed           the blocks outside every loop, once per warp
-//   + blocks x producer     a warp-specialized kernel's (chapter 09's steps d onwards): the block's
-//                           start and its producer's branch, whose one copying thread's warp goes
-//                           on (the others return); `fixed` is then its consumers', per consumer warp
-//   + tiles x tile          the tile loop: tiles = the emulator's barriers beyond the fixed part's,
+//   warps x fixed           the blocks outside every loop, once per warp (a warp-specialized
+//                           kernel's, chapter 09's steps d onwards: the block's start)
+//   + blocks x producer     its producer's own blocks outside the loops, once per block: only the
+//                           warp of its one copying thread goes on past the start
+//   + consumer warps x consumers   its consumers' own
+//   + tiles x tile          the tile loop: tiles = the emulator's barriers beyond those parts',
 //                           per barrier of an iteration (it counts every warp's); without one, the
 //                           fewest that any kind seen in an iteration allows
 //   + sum trips x inner     the other loops, each its own part (a decoding kernel's key loop runs
@@ -70,9 +71,10 @@ struct SassKernel {
   bool lockstep;     // its tile loop, or a loop around it, waits at __syncthreads: its warps meet every tile
   SassPart fixed, tile;           // per warp: outside the loops; one tile iteration
   SassPart outer;                 // one trip of the loops around the tile loop (their own blocks)
-  // A warp-specialized kernel's producer (chapter 09's steps d onwards): the block's start and the
-  // producer's own fixed blocks, run by the one thread that copies; `fixed` is then the consumers'.
-  SassPart producer;
+  // A warp-specialized kernel's roles (chapter 09's steps d onwards): the blocks outside the loops on
+  // the producer's own branch (run by the one thread that copies) and on the consumers'; `fixed` is
+  // then the block's start.
+  SassPart producer, consumers;
   SassPart inner[kSassLoops];     // one trip of each other loop; unused ones all zero
   unsigned producer_loops;        // bit j: inner[j] is on the producer's branch
 };
@@ -148,10 +150,11 @@ inline void take(double (&left)[kSeenKinds], double trips, const SassPart& part)
   for (int i = 0; i < kSeenKinds; ++i) left[i] = std::max(0.0, left[i] - trips * part.seen[i]);
 }
 
-// How many times each part runs in a launch (see above): fixed once per warp, the tile part per
-// tile, each other loop its trips, the loops around the tile loop theirs.
+// How many times each part runs in a launch (see above): fixed once per warp, a producer's once per
+// block, the consumers' once per consumer warp, the tile part per tile, each other loop its trips,
+// the loops around the tile loop theirs.
 struct PartTrips {
-  double fixed = 0, tile = 0, outer = 0, producer = 0;
+  double fixed = 0, tile = 0, outer = 0, producer = 0, consumers = 0;
   double inner[kSassLoops] = {};
 };
 
@@ -192,16 +195,17 @@ inline void loop_trips(double (&left)[kSeenKinds], const SassPart (&loops)[kSass
 inline PartTrips part_trips(const simt::Counters& c, const SassKernel& k) {
   PartTrips t;
   t.fixed = c.blocks * std::ceil(c.threads_per_block / 32);  // warps
-  if (k.producer.instructions > 0 && c.producer_warps > 0) {
-    // The producer's part once per block (its one copying thread's warp: the others return at
-    // once), the consumers' fixed part once per consumer warp.
-    t.producer = c.blocks;
-    t.fixed -= c.producer_warps;
+  if (k.producer.instructions > 0 || k.consumers.instructions > 0) {
+    // Each block keeps one consumer warp at least (as model.h's groups do).
+    const double producers = std::min(c.producer_warps, t.fixed - c.blocks);
+    t.producer = producers > 0 ? c.blocks : 0;
+    t.consumers = t.fixed - producers;
   }
   double left[kSeenKinds];
   seen_instructions(c, left);
   take(left, t.fixed, k.fixed);
   take(left, t.producer, k.producer);
+  take(left, t.consumers, k.consumers);
   t.tile = k.tile.seen[kSeenBar] > 0 ? left[kSeenBar] / k.tile.seen[kSeenBar] : trips(left, k.tile);
   take(left, t.tile, k.tile);
   loop_trips(left, k.inner, t.inner);
@@ -216,7 +220,7 @@ inline PartTrips part_trips(const simt::Counters& c, const SassKernel& k) {
 // A field of the parts (instructions, cycles) summed over a launch's trips of them; without the
 // producer's parts (its start and branch, its loops) when `producer` is false.
 inline double over_launch(const SassKernel& k, const PartTrips& t, double SassPart::*field, bool producer = true) {
-  double sum = t.fixed * k.fixed.*field + t.tile * k.tile.*field + t.outer * k.outer.*field;
+  double sum = t.fixed * k.fixed.*field + t.tile * k.tile.*field + t.outer * k.outer.*field + t.consumers * k.consumers.*field;
   if (producer) sum += t.producer * k.producer.*field;
   for (int j = 0; j < kSassLoops; ++j)
     if (producer || !(k.producer_loops >> j & 1)) sum += t.inner[j] * k.inner[j].*field;

@@ -200,9 +200,9 @@ TEST_CASE("the model beside measured and published FlashAttention-2 structures",
 // where a floor binds: tma_ring's L2), and the order the H200 measured between step
 // c and the warp-specialized steps (c first at d = 64, where a block of step c leaves room for 3 on
 // an SM; d to g first at d = 128). Printed, not held: the target of 15 % (25 % at N = 512)
-// and a geometric mean of |ln(model / measured)| of 0.10, which step g misses: its first tiles'
-// TMA loads are no fill in the model (too fast at N = 512 and 2048, d = 128), and its causal row
-// is the masked tile's, which step g runs on the diagonal only (too slow at N = 8192, d = 64).
+// and a geometric mean of |ln(model / measured)| of 0.10, which step g misses, under at every point:
+// its unmasked tile (the scale in the exponent) shortens the consumers' chains by more than it
+// shortened the H200's times (notes/performance_model.md, "Chapter 09's SASS").
 TEST_CASE("the model beside chapter 09 measured and FlashAttention-3 published", "[published]") {
   OneHead one;
   const gpus::Gpu &h100 = *gpus::find_gpu("h100"), &h200 = *gpus::find_gpu("h200");

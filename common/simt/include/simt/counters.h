@@ -82,9 +82,11 @@ struct Counters {
   // Global sectors a block moves before its first __syncthreads (fill: the loads it starts with)
   // and after its last (drain: the stores it ends with), in blocks with at least one barrier: the
   // traffic that cannot overlap the block's own loop (model.h's fill and drain). A block that loads
-  // by TMA (chapter 09) passes its __syncthreads before any load: its fill is what its first wgmma
-  // waits for, the TMA sectors it had asked for when the mbarrier phases its threads waited for
-  // before that wgmma completed (Q and the first K/V tile: the TMA unit serves boxes in order).
+  // by TMA (chapter 09) passes its __syncthreads before any load: its fill also holds what its first
+  // wgmma waits for, the TMA sectors it had asked for when the mbarrier phases its threads waited
+  // for before that wgmma completed (Q and the first K/V tile: the TMA unit serves boxes in order;
+  // a block that issues no wgmma, everything it waited for). The model takes such a block's drain
+  // from its stores, not from drain_sectors (which counts its loads after the barrier too).
   double fill_sectors = 0, drain_sectors = 0;
   double mma = 0, mma_flop = 0;  // mma.sync executions (warp-level) and their floating-point operations
   // wgmma: each warp's part of a warpgroup's instruction (a warp issues it: 4 per wgmma), and the
