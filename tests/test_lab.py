@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""test_lab.py: a lab profiles kernels of its own (common/lab/lab.h, labs/sgemm).
+
+  python3 tests/test_lab.py build-counters/bin/lab_sgemm   # exit 0 pass, 1 fail, 77 skipped
+
+The SGEMM lab's counts at n = 4096, extrapolated from its emulated sizes, against counts worked out
+by hand; its issue term from the SASS its build compiled for each GPU's architecture, and none on a
+GPU it was not built for (the book's own SASS data does not know its kernels); bad input refused
+with exit status 2; and an edited copy of its kernels compiled by tools/lab_sass.py gets other
+instruction counts than the original. Skipped (77) when the build had no nvdisasm: the lab then has
+no SASS to check.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from checks import Checks
+
+ROOT = Path(__file__).resolve().parent.parent
+N = 4096
+GPUS = {"A100 SXM4 80GB": "sm_80", "RTX A6000": "sm_86", "GeForce RTX 4090": "sm_89"}
+
+
+def run(lab, *args):
+    return subprocess.run([lab, *args], capture_output=True, text=True, timeout=600)
+
+
+def rows(text):
+    """{(kernel section, GPU name): (SASS label, issue us, time us, bound)} from the lab's tables."""
+    out, section = {}, None
+    for line in text.splitlines():
+        m = re.match(r"(\w+) at n = \d+:", line)
+        if m:
+            section = m.group(1)
+        m = re.match(r"\s{4}(.+?)\s{2,}(sm_\d+|no SASS)\s+(\S+)\s+\S+\s+\S+\s+\S+\s+\S+\s+(\S+)\s+\S+\s+(\S+)\s+\S+\s+(\w+)", line)
+        if m and section:
+            out[(section, m.group(1).strip())] = (m.group(2), float(m.group(4)), float(m.group(5)), m.group(6))
+    return out
+
+
+def counted(text, section, what):
+    """A count of a kernel's "counted:" line."""
+    block = text.split(section + " at n = ", 1)[1]
+    m = re.search(r"([0-9.e+]+) " + what, block)
+    return float(m.group(1)) if m else None
+
+
+def main():
+    if len(sys.argv) != 2 or not os.path.isfile(sys.argv[1]):
+        print("usage: test_lab.py path/to/lab_sgemm")
+        return 2
+    lab = sys.argv[1]
+    check = Checks("lab")
+    start = time.time()
+    r = run(lab)
+    seconds = time.time() - start
+    if "no SASS for" in r.stderr:
+        print(r.stderr.strip() + "\nskipped: this build had no SASS for the lab (pip install nvidia-cuda-nvdisasm, rebuild)")
+        return 77
+    check(r.returncode == 0, f"lab_sgemm runs, its outputs match the reference (exit {r.returncode}): {r.stderr.strip()[:300]}")
+    check(seconds < 120, f"it models in under 2 minutes ({seconds:.1f} s)")
+    table = rows(r.stdout)
+    for section in ("naive", "tiled"):
+        for gpu, arch in GPUS.items():
+            row = table.get((section, gpu))
+            check(row is not None and row[0] == arch and row[1] > 0,
+                  f"{section} on the {gpu}: an issue term from the lab's {arch} SASS (got {row})")
+    # By hand: the naive kernel's warp reads one float of A (a broadcast) and 32 of B per k, so
+    # 2 n^3 / 32 load requests; the tiled kernel's warps wait at 2 barriers per 32 keys of k, and a
+    # launch has n^2 / 32 warps.
+    check(counted(r.stdout, "naive", "global load requests") == float("%.4g" % (2 * N ** 3 / 32)),
+          "naive: 2 n^3 / 32 global load requests at n = 4096, extrapolated exactly")
+    check(counted(r.stdout, "tiled", "barriers") == float("%.4g" % (2 * (N // 32) * N * N / 32)),
+          "tiled: 2 (n / 32) n^2 / 32 barriers at n = 4096")
+    # A GPU the lab was not built for: no SASS, said so, and the book's table does not stand in.
+    r = run(lab, "--gpu", "h100")
+    row = rows(r.stdout).get(("naive", "H100 SXM5"))
+    check(r.returncode == 0 and row is not None and row[0] == "no SASS" and row[1] == 0 and "no sm_90 SASS" in r.stderr,
+          f"--gpu h100: modelled without an issue term, marked, and said on stderr (got {row}, {r.stderr.strip()[:200]})")
+    for args, what in [(("--gpu", "nope"), "unknown GPU"), (("--emulated", "32,64"), "too few sizes"),
+                       (("--n", "0"), "n = 0"), (("--emulated", "32,64,96,128,100"), "a size that is not a multiple of 32"),
+                       (("--emulated", "32,64,64,96,128"), "a size twice")]:
+        r = run(lab, *args)
+        check(r.returncode == 2 and r.stderr.strip() and not r.stdout.strip().startswith("naive at"),
+              f"{' '.join(args)}: {what} refused with exit 2 and a message (exit {r.returncode}: {r.stderr.strip()[:120]})")
+    # An edited kernel gets its own counts: the naive loop with one multiply more.
+    with tempfile.TemporaryDirectory() as tmp:
+        src = ROOT / "labs" / "sgemm"
+        for f in ("kernels.cu", "kernels.h"):
+            shutil.copy(src / f, tmp)
+        text = (Path(tmp) / "kernels.cu").read_text()
+        edited = text.replace("sum += A[row * n + k] * B[k * n + col];", "sum += A[row * n + k] * B[k * n + col] * 1.5f;")
+        check(edited != text, "the fixture's edit applies to labs/sgemm/kernels.cu")
+        (Path(tmp) / "edited.cu").write_text(edited)
+        counts = {}
+        for name in ("kernels.cu", "edited.cu"):
+            out = os.path.join(tmp, name + ".cpp")
+            p = subprocess.run([sys.executable, str(ROOT / "tools" / "lab_sass.py"), "--gpu", "a100", "--out", out,
+                                os.path.join(tmp, name)], capture_output=True, text=True)
+            m = re.search(r'"sm_80", \{"sgemm::\(anonymous namespace\)::naive_kernel[^"]*", \d+, \w+, (?:\{[^{}]*\{[^{}]*\}[^{}]*\}, ){5}\{\{(\d+),',
+                          open(out).read() if p.returncode == 0 else "")
+            counts[name] = int(m.group(1)) if m else None
+        check(None not in counts.values() and counts["kernels.cu"] != counts["edited.cu"],
+              f"an edited copy of the kernel gets another loop count from its own SASS ({counts})")
+    return check.exit_code()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

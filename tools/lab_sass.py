@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""lab_sass.py: a lab's SASS data, compiled from its own kernels when the lab is built.
+
+A lab (cmake/Lab.cmake, common/lab/lab.h) models its kernels on the GPUs it names. Their issue term,
+latency floor and registers come from what nvcc makes of the lab's .cu files for each of those GPUs'
+architectures: this tool compiles them (nvcc -cubin), reads the SASS (nvdisasm) and counts it by
+control flow as tools/sass_issue.py counts the book's kernels (issue_profile: the blocks outside the
+loops, the loop that waits at __syncthreads, each other loop), with no mask code set apart (a lab's
+kernel has no mask path). It writes a C++ file defining lab::kSass, a row per kernel and
+architecture.
+
+  tools/lab_sass.py --gpu a100 --gpu rtx4090 --out build/labs/sgemm_sass.cpp labs/sgemm/kernels.cu
+
+Each GPU is a key of common/gpus/gpus.h, whose row gives its architecture (a100: sm_80). With
+--depfile, the files nvcc read are listed for the build (an edited header recompiles the lab's SASS).
+
+Without nvcc or nvdisasm (pip install nvidia-cuda-nvdisasm) it still writes the file, with no rows and
+the reason, which the lab prints on stderr: its rows are then modelled without the issue term, marked.
+Exit 2 on bad input; 1 when nvcc rejects a source.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kernel_resources as kr  # noqa: E402
+import sass_issue as si  # noqa: E402
+
+
+def c_string(s):
+    return '"%s"' % s.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def gpu_archs():
+    """{key: "sm_XY"} from common/gpus/gpus.h's rows (its key, then its compute capability)."""
+    text = open(os.path.join(kr.ROOT, "common", "gpus", "gpus.h")).read()
+    return {k: "sm_%s%s" % (a, b) for k, a, b in
+            re.findall(r'\.key = "([^"]+)".*?\.cc_major = (\d+), \.cc_minor = (\d+)', text, re.S)}
+
+
+def write(out, rows, sources, missing, gpus):
+    lines = ["// %s: the lab's SASS data (common/lab/lab.h), written by tools/lab_sass.py at build time. Do not edit."
+             % os.path.basename(out),
+             '#include "lab/lab.h"', ""]
+    if rows:
+        lines += ["namespace {", "// {arch, {kernel, registers, lockstep, %s, {inner, ...}, producer's loops}}: each part"
+                  " {instructions, {seen: %s}, cycles, cycles from DRAM}" % (", ".join(si.PARTS), ", ".join(k for k, _ in si.KINDS)),
+                  "const lab::SassRow kRows[] = {"]
+        lines += ["    {%s, %s}" % (c_string(arch), si.row_text(name, r).rstrip(",")) + "," for (arch, name), r in sorted(rows.items())]
+        lines += ["};", "}  // namespace", ""]
+        lines.append("const lab::SassData lab::kSass = {kRows, %d, %s, %s, %s};" % (len(rows), c_string(sources), c_string(missing), c_string(gpus)))
+    else:
+        lines.append("const lab::SassData lab::kSass = {nullptr, 0, %s, %s, %s};" % (c_string(sources), c_string(missing), c_string(gpus)))
+    tmp = out + ".tmp"
+    open(tmp, "w").write("\n".join(lines) + "\n")
+    os.replace(tmp, out)  # never a half-written file
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog=__doc__[__doc__.index("\n"):])
+    ap.add_argument("sources", nargs="+", help="the lab's .cu files")
+    ap.add_argument("--gpu", action="append", required=True, help="a GPU to compile for, a key of common/gpus/gpus.h (a100); repeatable")
+    ap.add_argument("--out", required=True, help="the C++ file to write")
+    ap.add_argument("--depfile", help="also write the files nvcc read, as a Makefile rule for --out")
+    ap.add_argument("--nvcc", help="nvcc to use (default: on PATH or /usr/local/cuda/bin)")
+    ap.add_argument("--nvdisasm", help="nvdisasm to use (default: on PATH, the CUDA toolkit or the PyPI package)")
+    a = ap.parse_args()
+    known = gpu_archs()
+    for g in a.gpu:
+        if g not in known:
+            kr.fail("--gpu %s: not a GPU of common/gpus/gpus.h (%s)" % (g, ", ".join(known)))
+    archs = sorted({known[g] for g in a.gpu})
+    gpus = ",".join(a.gpu)
+    for src in a.sources:
+        if not os.path.isfile(src):
+            kr.fail("%s: no such file" % src)
+    if not os.path.isdir(os.path.dirname(os.path.abspath(a.out))):
+        kr.fail("--out %s: no such folder" % a.out)
+    names = ", ".join(os.path.relpath(os.path.abspath(s), kr.ROOT) for s in a.sources)
+    nvcc, nvdisasm = kr.find_tool("nvcc", a.nvcc), kr.find_tool("nvdisasm", a.nvdisasm)
+    if not nvcc or not nvdisasm:
+        why = "no SASS for %s: %s not found" % (names, "nvcc" if not nvcc else "nvdisasm (pip install nvidia-cuda-nvdisasm)")
+        write(a.out, {}, names, why, gpus)
+        print(why)
+        if a.depfile:
+            open(a.depfile, "w").write("%s: %s\n" % (a.out, " ".join(os.path.abspath(s) for s in a.sources)))
+        return
+    rows, deps = {}, set()
+    with tempfile.TemporaryDirectory() as tmp:
+        for src in a.sources:
+            deps |= {os.path.join(kr.ROOT, d) for d in si.dependencies(nvcc, os.path.abspath(src))} | {os.path.abspath(src)}
+            for arch in archs:
+                where = os.path.join(tmp, arch + re.sub(r"\W", "_", os.path.abspath(src)))
+                os.makedirs(where)
+                cubin, log = kr.compile_one(nvcc, os.path.abspath(src), arch, where)
+                r = subprocess.run([nvdisasm, "-c", "-gi", "-hex", cubin], capture_output=True, text=True)
+                if r.returncode != 0:
+                    kr.fail("nvdisasm failed on %s: %s" % (cubin, r.stderr[-1000:]), 1)
+                ptxas, sass = kr.parse_ptxas(log), kr.parse_sass(r.stdout)
+                demangled = kr.demangle(sorted(sass))
+                for m, instrs in sass.items():
+                    data = si.issue_profile(instrs, set())
+                    data["registers"] = ptxas.get((m, arch), {}).get("registers", 0)
+                    rows[(arch, demangled[m])] = data
+                    print("%-6s %-90s %s, %d registers" % (arch, demangled[m][:90], data["loops"], data["registers"]))
+    write(a.out, rows, names, "", gpus)
+    if a.depfile:
+        open(a.depfile, "w").write("%s: %s\n" % (a.out, " ".join(sorted(deps))))
+
+
+if __name__ == "__main__":
+    main()
