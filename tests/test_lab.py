@@ -37,7 +37,7 @@ def rows(text):
         m = re.match(r"(\w+) at n = \d+:", line)
         if m:
             section = m.group(1)
-        m = re.match(r"\s{4}(.+?)\s{2,}(sm_\d+|no SASS)\s+(\S+)\s+\S+\s+\S+\s+\S+\s+\S+\s+(\S+)\s+\S+\s+(\S+)\s+\S+\s+(\w+)", line)
+        m = re.match(r"\s{4}(.+?)\s{2,}(sm_\d+|no SASS)\s+(\S+)\s+\S+\s+\S+\s+\S+\s+\S+\s+(\S+)\s+\S+\s+\S+\s+(\S+)\s+\S+\s+(\w+)", line)
         if m and section:
             out[(section, m.group(1).strip())] = (m.group(2), float(m.group(4)), float(m.group(5)), m.group(6))
     return out

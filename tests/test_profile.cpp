@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -253,6 +254,37 @@ TEST_CASE("chapter 09's SASS rows: each role its parts and step g's unmasked til
     causal.causal = "top-left";
     CHECK(find_sass(g->name, causal) == g);
   }
+}
+
+TEST_CASE("the FMA term: FP32 and IMAD share the FMA pipes, whose FP32 rate an A100 has half of", "[profile]") {
+  using namespace attn;
+  // Every SM busy, 4 warps each (every scheduler fed): 1000 tiles per warp, each 100 instructions,
+  // one LDS seen (the tiles' count) and, of the 100, F FP32 and I IMAD.
+  const auto term = [](const char* key, double fp32, double imad) {
+    const gpus::Gpu& g = *gpus::find_gpu(key);
+    SassKernel k{"k", 32, false, {}, {100, {}, 0, 0, fp32, imad}, {}, {}, {}, {}};
+    k.tile.seen[kSeenLds] = 1;
+    simt::Counters c;
+    c.launches = 1, c.blocks = g.sms, c.threads_per_block = 128;
+    c.shared[simt::kSharedLoad32].requests = g.sms * 4 * 1000.0;
+    const Modelled m = model(c, g, &k);
+    const double clocks_per_sm = 4 * 1000.0;  // warp-tiles per SM
+    const double per_sm_clock = g.clock_ghz * 1e9;
+    CHECK(m.issue == Approx(clocks_per_sm * 100 / 4 / per_sm_clock * 1e6));
+    // max((F + I) x 32 / FP32 rate, I x 32 / IMAD rate), per SM
+    CHECK(m.fma == Approx(clocks_per_sm * std::max((fp32 + imad) * 32 / g.fp32_per_clk, imad * 32 / g.imad_per_clk) /
+                          per_sm_clock * 1e6));
+    return m;
+  };
+  // 60 FFMA and 20 IMAD of 100: an A100's one pipe (64 lanes per SM) needs 40 clocks per 100
+  // instructions where issue needs 25; an RTX 4090's two (128 FP32 lanes, 64 of them for IMAD) 20.
+  CHECK(std::string(term("a100", 60, 20).bound()) == "FMA");
+  CHECK(std::string(term("rtx4090", 60, 20).bound()) == "issue");
+  CHECK(std::string(term("h100", 60, 20).bound()) == "issue");
+  // 70 IMAD of 100: only the heavy pipe takes them, 35 clocks, on every GPU past sm_80 too.
+  CHECK(std::string(term("h100", 10, 70).bound()) == "FMA");
+  CHECK(std::string(term("rtx4090", 10, 70).bound()) == "FMA");
+  for (const gpus::Gpu& g : gpus::kGpus) CHECK((g.fp32_per_clk == 64 || g.fp32_per_clk == 128));
 }
 
 TEST_CASE("the tensor term: wgmma at the tensor cores' whole peak, mma.sync at its fraction of it", "[profile]") {

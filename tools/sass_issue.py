@@ -17,8 +17,8 @@ the consumers' own: once per consumer warp), the tile loop as often as the emula
 by loop: first a loop with an explicit kind (an intrinsic: cp.async, ldmatrix, mma.sync, shuffles)
 that no other loop has, by those kinds, then the next; the loops left together, by the kind that
 allows the fewest trips (an access the two compilers split or merge differently does not inflate
-it). With each kernel, ptxas's registers per thread, which
-occupancy needs. The common path is that of a problem without is_causal, attn_mask, mask_mod or
+it). Each part also counts its FP32 and IMAD instructions, which share the FMA pipes (model.h's FMA
+term). With each kernel, ptxas's registers per thread, which occupancy needs. The common path is that of a problem without is_causal, attn_mask, mask_mod or
 score mods; a kernel whose path depends on them has a row per kind besides: "<kernel> causal=<kind>"
 and "<kernel> mask=<kind>" (chapter 05's lean_loop masks every tile of such a problem; with
 attn_mask, its loads; chapter 09's step g tests each tile's place against the diagonal, masks few
@@ -149,11 +149,19 @@ def block_cycles(instrs, start, end, global_latency=L2_LATENCY):
     return t
 
 
+# The instructions of the FMA pipes (Nsight Compute's "fma"; NVIDIA's description of the pipes: on
+# GA100 one FMA pipe takes IMAD, IDP and FP32; from GA10x on, FMAheavy takes IMAD, IDP and FP32 and
+# FMAlite FP32): FP32 adds, multiplies and multiply-adds, and the integer multiply-adds (IMAD, which
+# the compiler also uses to move and to shift, and IDP). common/gpus/gpus.h gives each GPU's rates
+# of both; model.h's FMA term.
+FP32_OPS, IMAD_OPS = ("FFMA", "FADD", "FMUL"), ("IMAD", "IDP")
+
+
 def mix(instrs, blocks, times):
-    """(instructions, [seen instructions of each kind], cycles, cycles from DRAM) of the blocks, each
-    `times[block]` times; cycles: what one warp alone takes to issue them (block_cycles), with every
-    global load hitting L2, and with every one going to DRAM."""
-    total, seen, cycles, dram = 0, [0] * len(KINDS), 0, 0
+    """(instructions, [seen instructions of each kind], cycles, cycles from DRAM, FP32 instructions,
+    IMAD instructions) of the blocks, each `times[block]` times; cycles: what one warp alone takes to
+    issue them (block_cycles), with every global load hitting L2, and with every one going to DRAM."""
+    total, seen, cycles, dram, fp32, imad = 0, [0] * len(KINDS), 0, 0, 0, 0
     for b, n in times.items():
         total += n * (blocks[b]["end"] - blocks[b]["start"])
         cycles += n * block_cycles(instrs, blocks[b]["start"], blocks[b]["end"])
@@ -162,12 +170,30 @@ def mix(instrs, blocks, times):
             k = kind(instrs[i])
             if k is not None:
                 seen[k] += n
-    return total, seen, cycles, dram
+            if not instrs[i]["never"]:
+                fp32 += n * instrs[i]["op"].startswith(FP32_OPS)
+                imad += n * instrs[i]["op"].startswith(IMAD_OPS)
+    return total, seen, cycles, dram, fp32, imad
+
+
+def reaching(blocks, target):
+    """The blocks from which some path reaches block `target` (itself included)."""
+    preds = {}
+    for b, blk in enumerate(blocks):
+        for t in blk["succ"]:
+            preds.setdefault(t, []).append(b)
+    reached, stack = set(), [target]
+    while stack:
+        b = stack.pop()
+        if b not in reached:
+            reached.add(b)
+            stack.extend(preds.get(b, []))
+    return reached
 
 
 def issue_profile(instrs, cold, params=None):
     """One kernel's issue data, per warp, in parts, each (instructions, [seen of each kind], cycles,
-    cycles from DRAM), `inner` a list of them;
+    cycles from DRAM, FP32 instructions, IMAD instructions), `inner` a list of them;
     common/model/model.h's issue term (sass.h) weights them by the emulator's counts:
       fixed: every block the entry reaches outside the loops, once, but mask code (blocks whose
         instructions come mostly from `cold` source lines);
@@ -192,7 +218,8 @@ def issue_profile(instrs, cold, params=None):
     Also lockstep: the tile loop, or a loop around it, waits at __syncthreads."""
     blocks = kr.basic_blocks(instrs)
     loops = kr.find_loops(blocks)
-    none = (0, [0] * len(KINDS), 0, 0)
+    reach = kr.reachable(blocks)
+    none = (0, [0] * len(KINDS), 0, 0, 0, 0)
 
     def count(body, ops):
         return sum(1 for b in body for i in range(blocks[b]["start"], blocks[b]["end"])
@@ -251,21 +278,23 @@ def issue_profile(instrs, cold, params=None):
     out["outer"] = mix(instrs, blocks, {b: 1 for b in warm(outer)})
     if outer:
         described.append("outer %d/%d" % (out["outer"][0], sum(out["outer"][1])))
-    fixed = warm(kr.reachable(blocks) - set().union(*loops.values(), set()))
+    fixed = warm(reach - set().union(*loops.values(), set()))
     # Warp specialization (chapter 09's steps d onwards): after the block's start, which every warp
     # runs, the producer's warps give registers back (USETMAXREG.DEALLOC) and the consumers' take
     # more (TRY_ALLOC), each role on its own branch. `fixed` keeps the start (the blocks from which
     # both branches are reached); `producer` holds the fixed blocks of the producer's own branch,
     # `consumers` the others.
     def first(op):
-        return next((b for b in sorted(kr.reachable(blocks)) for i in range(blocks[b]["start"], blocks[b]["end"])
+        return next((b for b in sorted(reach) for i in range(blocks[b]["start"], blocks[b]["end"])
                      if instrs[i]["op"].startswith(op) and not instrs[i]["never"]), None)
 
     out["producer"], out["consumers"], out["producer_loops"] = none, none, []
     dealloc, alloc = first("USETMAXREG.DEALLOC"), first("USETMAXREG.TRY_ALLOC")
     if dealloc is not None and alloc is not None:
         producer, consumer = kr.reachable(blocks, dealloc), kr.reachable(blocks, alloc)
-        start = {b for b in fixed if {dealloc, alloc} <= kr.reachable(blocks, b)}
+        # The start: the fixed blocks from which both roles are reached, i.e. those that reach
+        # the entry of either (one walk back from each, not one walk forward per block).
+        start = fixed & reaching(blocks, dealloc) & reaching(blocks, alloc)
         own = fixed & producer - consumer
         out["producer"] = mix(instrs, blocks, {b: 1 for b in own})
         out["consumers"] = mix(instrs, blocks, {b: 1 for b in fixed - start - own})
@@ -327,7 +356,7 @@ MAX_LOOPS = 20  # common/model/sass.h's kSassLoops: the inner parts a kernel may
 
 
 def part_text(part):
-    return "{%d, {%s}, %d, %d}" % (part[0], ", ".join(str(v) for v in part[1]), part[2], part[3])
+    return "{%d, {%s}, %d, %d, %d, %d}" % (part[0], ", ".join(str(v) for v in part[1]), part[2], part[3], part[4], part[5])
 
 
 def row_text(name, r):
@@ -350,7 +379,7 @@ def write(out, rows, deps, version, nvdisasm_version):
     listed = [(f, file_hash(os.path.join(ROOT, f))) for f in sorted(deps)]
     lines += ["// source %s %s" % fh for fh in listed]
     lines += ["//", "// {kernel, registers, lockstep, %s, {inner, ...}, producer's loops (bit j: inner j)}: each part {instructions,"
-              " {seen: %s}, cycles, cycles from DRAM}" % (", ".join(PARTS), ", ".join(k for k, _ in KINDS))]
+              " {seen: %s}, cycles, cycles from DRAM, FP32, IMAD}" % (", ".join(PARTS), ", ".join(k for k, _ in KINDS))]
     lines += [row_text(name, rows[name]) for name in sorted(rows)]
     open(out, "w").write("\n".join(lines) + "\n")
     write_sources(out, listed)

@@ -42,6 +42,12 @@
 //         2407 MHz boost, 1792 GB/s GDDR7, 96 MB L2, 104.8 fp32 TFLOP/s, "Peak FP16 Tensor TFLOPS
 //         with FP32 Accumulate" 209.5 (419 with fp16 accumulation, 838 with sparsity too) = 170 x
 //         512 FLOP/clock x 2.407 GHz.
+//   [pipes] NVIDIA's description of the FMA pipes (NVIDIA developer forums, thread "Separate CUDA
+//         core pipeline for FP16 and FP32", reply 7): on GA100 one FMA pipe takes IMAD, IDP and FP32; on
+//         GA10x, and the same on GH100, FMAheavy takes IMAD, IDP and FP32 and FMAlite FP32. With
+//         [CC]'s rates (FP32: 64 results per clock per SM on 7.5 and 8.0, 128 on 8.6, 8.9 and 9.0;
+//         32-bit integer multiply-add: 64) that is model.h's FMA term. ASSUMPTION: 7.5 shares its
+//         one pipe as 8.0 does, and 10.0 and 12.0 have 9.0's pipes (the sources cited stop there).
 //   Assumptions every row but the H100's and H200's shares: the L2 rate is the H100's assumed
 //   7 TB/s scaled by SMs x clock (no vendor gives one); a launch costs 2.5 us as on the H100; 16
 //   MUFU results per clock per SM on 10.0 and 12.0 as up to 9.0 (the [CC] table cited stops at
@@ -74,6 +80,9 @@ struct Gpu {
   double l2_mb = 0;                  // L2 capacity: a launch touching more is flagged
   double l1_wavefronts_per_clk = 0;  // per SM: 32 banks x 4 bytes = 128 bytes per clock
   double mufu_per_clk = 0;           // per SM: special-function results per clock
+  // Per SM, results per clock [CC] "Arithmetic Instructions": FP32 adds, multiplies and
+  // multiply-adds, and 32-bit integer multiply-adds, which share the FMA pipes (model.h).
+  double fp32_per_clk = 128, imad_per_clk = 64;
   double tensor_tflops = 0;          // dense fp16/bf16 tensor-core peak (the datasheet's figure without sparsity)
   double fp32_tflops = 0;            // CUDA-core fp32 peak, the datasheet's figure (at its boost clock)
   double mma_sync_fraction = 0;      // the share of that peak mma.sync can reach (wgmma reaches more)
@@ -121,7 +130,7 @@ inline constexpr Gpu kGpus[] = {
      .max_threads_per_sm = 1024, .max_blocks_per_sm = 16, .sources = "[CC] 7.5; [T4]",
      .clock_ghz = 1.59, .dram_tb_s = 0.32,
      .l2_tb_s = 1.84,  // ASSUMPTION: the H100's 7 TB/s x (SMs x clock) / (132 x 1.83 GHz)
-     .l2_mb = 4, .l1_wavefronts_per_clk = 1, .mufu_per_clk = 16, .tensor_tflops = 65, .fp32_tflops = 8.1,
+     .l2_mb = 4, .l1_wavefronts_per_clk = 1, .mufu_per_clk = 16, .fp32_per_clk = 64, .tensor_tflops = 65, .fp32_tflops = 8.1,
      .mma_sync_fraction = 1.0,  // mma.sync is the tensor path before sm_90 (m16n8k8 on sm_75: no m16n8k16)
      .launch_us = 2.5,          // ASSUMPTION
      .rate_sources = "[T4]; [CC] 7.5; L2 rate and launch cost: assumptions"},
@@ -130,7 +139,7 @@ inline constexpr Gpu kGpus[] = {
      .max_threads_per_sm = 2048, .max_blocks_per_sm = 32, .sources = "[CC] 8.0; [A100]",
      .clock_ghz = 1.41, .dram_tb_s = 2.039,
      .l2_tb_s = 4.41,  // ASSUMPTION: the H100's 7 TB/s x (SMs x clock) / (132 x 1.83 GHz)
-     .l2_mb = 40, .l1_wavefronts_per_clk = 1, .mufu_per_clk = 16, .tensor_tflops = 312, .fp32_tflops = 19.5,
+     .l2_mb = 40, .l1_wavefronts_per_clk = 1, .mufu_per_clk = 16, .fp32_per_clk = 64, .tensor_tflops = 312, .fp32_tflops = 19.5,
      .mma_sync_fraction = 1.0,  // mma.sync is the tensor path before sm_90
      .launch_us = 2.5,          // ASSUMPTION
      .rate_sources = "[A100]; [CC] 8.0; L2 rate and launch cost: assumptions"},

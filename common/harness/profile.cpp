@@ -216,9 +216,9 @@ void print_stage(const StageProfile& s, const gpus::Gpu& g, int sample) {
               c.wgmma > 0 ? (" | wgmma " + count(c.wgmma) + " warp parts (" + count(c.wgmma_flop) + " FLOP)").c_str() : "",
               count(c.mufu).c_str(), count(c.barriers).c_str(), count(c.shuffles).c_str());
   const Modelled& m = s.terms;
-  std::printf("    modelled  %.2f us on %s, %s-bound: DRAM %.2f, L2 %.2f, L1 %.2f, issue %.2f, MUFU %.2f, tensor %.2f, "
+  std::printf("    modelled  %.2f us on %s, %s-bound: DRAM %.2f, L2 %.2f, L1 %.2f, issue %.2f, FMA %.2f, MUFU %.2f, tensor %.2f, "
               "latency %.2f us (its chains hold fill and drain %.2f) (%.0f%% of the SMs' time busy) + launch %.2f us\n",
-              s.us, g.name, s.bound.c_str(), m.dram, m.l2, m.l1, m.issue, m.mufu, m.tensor, m.latency, m.fill_drain,
+              s.us, g.name, s.bound.c_str(), m.dram, m.l2, m.l1, m.issue, m.fma, m.mufu, m.tensor, m.latency, m.fill_drain,
               100 * m.share, m.launch);
   if (m.sass_known)
     std::printf("    issue     %s warp instructions (the sm_90 SASS's, weighted by the counts above: model/sass.h)%s%s\n",
@@ -485,7 +485,7 @@ const Profile& Profiler::finish(Profile prof, const std::vector<std::string>& st
       s.launches.push_back(c), s.kernels.push_back(kernels[i][l]);
       const Modelled m = model(c, *gpu_, find_sass(kernels[i][l], s.path));
       s.terms.dram += m.dram, s.terms.l2 += m.l2, s.terms.l1 += m.l1, s.terms.mufu += m.mufu, s.terms.tensor += m.tensor;
-      s.terms.issue += m.issue, s.terms.instructions += m.instructions, s.terms.sass_known &= m.sass_known;
+      s.terms.issue += m.issue, s.terms.fma += m.fma, s.terms.instructions += m.instructions, s.terms.sass_known &= m.sass_known;
       s.terms.latency += m.latency, s.terms.fill_drain += m.fill_drain, s.terms.groups = std::max(s.terms.groups, m.groups);
       if (!m.sass_known) s.unknown_kernel = kernels[i][l];
       s.terms.launch += m.launch, s.terms.share = std::max(s.terms.share, m.share);

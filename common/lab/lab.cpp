@@ -189,8 +189,8 @@ void Lab::profile(const std::string& name, const std::function<bool(long long n)
                 c.global[simt::kGlobalLoad].requests, attn::l2_bytes(c) / 1e6, attn::dram_bytes(c) / 1e6,
                 "each sector once", attn::l1_wavefronts(c), shared_req, shared_req > 0 ? shared_wf / shared_req : 0.0,
                 c.barriers);
-    std::printf("    %-18s %-9s %5s %9s %8s %8s %8s %8s %8s %10s %8s  %s\n", "GPU", "SASS", "regs", "blocks/SM", "DRAM",
-                "L2", "L1", "issue", "latency", "time us", "TFLOP/s", "bound");
+    std::printf("    %-18s %-9s %5s %9s %8s %8s %8s %8s %8s %8s %10s %8s  %s\n", "GPU", "SASS", "regs", "blocks/SM",
+                "DRAM", "L2", "L1", "issue", "FMA", "latency", "time us", "TFLOP/s", "bound");
     for (const std::string& key : o_.gpus) {
       const gpus::Gpu& g = *gpus::find_gpu(key);
       const attn::SassKernel* k = lab_sass(kernel, g.arch());
@@ -201,9 +201,9 @@ void Lab::profile(const std::string& name, const std::function<bool(long long n)
       }
       const attn::Modelled m = attn::model(c, g, k);
       const double tflops = o_.flop ? o_.flop(o_.n) / (m.total() * 1e-6) / 1e12 : 0;
-      std::printf("    %-18s %-9s %5s %9.0f %8.1f %8.1f %8.1f %8.1f %8.1f %10.1f %8.2f  %s%s\n", g.name,
+      std::printf("    %-18s %-9s %5s %9.0f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %10.1f %8.2f  %s%s\n", g.name,
                   k ? g.arch().c_str() : "no SASS", k ? std::to_string(k->registers).c_str() : "-", m.blocks_per_sm,
-                  m.dram, m.l2, m.l1, m.issue, m.latency, m.total(), tflops, m.bound(),
+                  m.dram, m.l2, m.l1, m.issue, m.fma, m.latency, m.total(), tflops, m.bound(),
                   m.beyond_l2 ? " (beyond L2: DRAM a lower bound)" : "");
     }
   }

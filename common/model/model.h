@@ -8,6 +8,7 @@
 //            L2 bytes          / L2 bandwidth,
 //            L1 wavefronts     / (1 per clock per SM),      shared-memory and global-load passes
 //            instructions      / (4 per clock per SM),      every warp instruction issued (sass.h)
+//            FMA pipes' work   / their rate (below),
 //            MUFU operations   / (16 per clock per SM),     exponentials and friends
 //            mma.sync FLOP     / mma.sync peak )
 //       / busy  +  launch
@@ -21,6 +22,13 @@
 // one of the SM's 4 schedulers, each with its own issue slot, tensor core and MUFU, so an SM
 // holding fewer than 4 warps leaves some of them idle: those three terms are divided by
 // min(1, warps resident / 4) as well.
+//
+// The FMA pipes take the FP32 adds, multiplies and multiply-adds and the integer multiply-adds
+// (IMAD, IDP: sass.h counts both). On an sm_75 or sm_80 GPU one pipe of 16 lanes per scheduler takes
+// all of them; from sm_86 on, a second takes FP32 alone. With F FP32 and I IMAD warp instructions,
+// an SM needs max((F + I) x 32 / fp32_per_clk, I x 32 / imad_per_clk) clocks (gpus.h's rates): half
+// the issue slots on an A100 or a T4, all of them from sm_86 on, where only an IMAD-heavy kernel
+// finds the term above its issue term.
 //
 // The instructions issued come from the compiler's sm_90 SASS (sm_90a for chapter 09's kernels: wgmma,
 // TMA, setmaxnreg), counted by control flow and weighted
@@ -85,7 +93,7 @@ namespace attn {
 
 // One launch's modelled time, term by term, in microseconds.
 struct Modelled {
-  double dram = 0, l2 = 0, l1 = 0, issue = 0, mufu = 0, tensor = 0;  // each at the share of the GPU the grid keeps busy
+  double dram = 0, l2 = 0, l1 = 0, issue = 0, fma = 0, mufu = 0, tensor = 0;  // each at the share of the GPU the grid keeps busy
   double latency = 0;        // the warps' own chains over the groups that hide each other's, and fill and drain (above)
   double fill_drain = 0;     // in it: the blocks' fill and drain traffic (above), before hiding
   double launch = 0;
@@ -96,12 +104,12 @@ struct Modelled {
   bool sass_known = false;   // the issue term and the registers come from the SASS data
   bool beyond_l2 = false;    // the launch touches more than L2 holds: DRAM bytes are a lower bound
   double groups = 0;         // per SM: groups of warps that hide each other's waits (above)
-  double total() const { return std::max({dram, l2, l1, issue, mufu, tensor, latency}) + launch; }
-  // "DRAM", "L2", "L1", "issue", "MUFU", "tensor", "latency", or "launch" when the launch costs more than all of them.
+  double total() const { return std::max({dram, l2, l1, issue, fma, mufu, tensor, latency}) + launch; }
+  // "DRAM", "L2", "L1", "issue", "FMA", "MUFU", "tensor", "latency", or "launch" when the launch costs more than all of them.
   const char* bound() const {
-    const double t = std::max({dram, l2, l1, issue, mufu, tensor, latency});
+    const double t = std::max({dram, l2, l1, issue, fma, mufu, tensor, latency});
     if (launch > t) return "launch";
-    return t == dram ? "DRAM" : t == l2 ? "L2" : t == l1 ? "L1" : t == issue ? "issue" : t == mufu ? "MUFU" : t == tensor ? "tensor" : "latency";
+    return t == dram ? "DRAM" : t == l2 ? "L2" : t == l1 ? "L1" : t == issue ? "issue" : t == fma ? "FMA" : t == mufu ? "MUFU" : t == tensor ? "tensor" : "latency";
   }
 };
 
@@ -146,6 +154,10 @@ inline Modelled model(const simt::Counters& c, const gpus::Gpu& g, const SassKer
   m.l1 = l1_wavefronts(c) / (g.l1_wavefronts_per_clk * clock) * 1e6;
   m.instructions = k ? issued_instructions(c, *k) : 0;
   m.issue = m.instructions / (g.warp_schedulers * clock * schedulers) * 1e6;
+  if (k) {
+    const auto [fp32, imad] = fma_instructions(c, *k);
+    m.fma = std::max((fp32 + imad) * 32 / g.fp32_per_clk, imad * 32 / g.imad_per_clk) / (clock * schedulers) * 1e6;
+  }
   m.mufu = c.mufu / (g.mufu_per_clk * clock * schedulers) * 1e6;
   // mma.sync reaches mma_sync_fraction of the tensor cores' peak; wgmma the whole of it.
   m.tensor = c.mma_flop / (g.tensor_tflops * 1e12 * g.mma_sync_fraction * m.share * schedulers) * 1e6 +

@@ -61,6 +61,10 @@ struct SassPart {
   // with every global load hitting L2 (cycles) and with every one served by DRAM (cycles_dram).
   double cycles;
   double cycles_dram;
+  // Of the instructions, those of the FMA pipes (tools/sass_issue.py's FP32_OPS and IMAD_OPS): FP32
+  // adds, multiplies and multiply-adds, and integer multiply-adds (model.h's FMA term).
+  double fp32;
+  double imad;
 };
 
 inline constexpr int kSassLoops = 20;  // inner parts a kernel may have (sass_issue.py's MAX_LOOPS)
@@ -230,6 +234,12 @@ inline double over_launch(const SassKernel& k, const PartTrips& t, double SassPa
 // The warp instructions a launch issues (see above).
 inline double issued_instructions(const simt::Counters& c, const SassKernel& k) {
   return over_launch(k, part_trips(c, k), &SassPart::instructions);
+}
+
+// Of them, the FP32 and the IMAD instructions (the FMA pipes' work: model.h).
+inline std::pair<double, double> fma_instructions(const simt::Counters& c, const SassKernel& k) {
+  const PartTrips t = part_trips(c, k);
+  return {over_launch(k, t, &SassPart::fp32), over_launch(k, t, &SassPart::imad)};
 }
 
 // The cycles its warps take, summed, each warp as if it ran alone on its scheduler (SassPart::cycles),
