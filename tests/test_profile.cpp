@@ -414,6 +414,25 @@ TEST_CASE("the SASS data knows when a kernel's source changed since it was writt
   const std::vector<std::string> stale = stale_sass_sources(dir);
   CHECK(stale.size() == std::size(kSassSources));
   rmdir(dir);
+  // One listed file present and edited: stale, unless the build compiled its kernels again as the
+  // file is now (kSassLive names it with that hash, and nothing kept the build from it).
+  char edited_dir[] = "/tmp/flashsteps_sass_live_XXXXXX";
+  REQUIRE(mkdtemp(edited_dir) != nullptr);
+  const std::string path = kSassSources[0].path;
+  const std::string file = std::string(edited_dir) + "/" + path;
+  REQUIRE(std::system(("mkdir -p \"$(dirname '" + file + "')\"").c_str()) == 0);
+  std::ofstream(file) << "an edit";
+  const SassSource edit{kSassSources[0].path, fnv1a64("an edit")};
+  const auto stale_here = [&](const SassLive& live) {
+    const std::vector<std::string> v = stale_sass_sources(edited_dir, live);
+    return std::find(v.begin(), v.end(), path) != v.end();
+  };
+  CHECK(stale_here({nullptr, 0, nullptr, 0, ""}));
+  CHECK_FALSE(stale_here({nullptr, 0, &edit, 1, ""}));
+  CHECK(stale_here({nullptr, 0, &edit, 1, "nvdisasm not found"}));
+  const SassSource older{kSassSources[0].path, fnv1a64("an older edit")};
+  CHECK(stale_here({nullptr, 0, &older, 1, ""}));  // edited again since the build compiled it
+  REQUIRE(std::system(("rm -rf '" + std::string(edited_dir) + "'").c_str()) == 0);
   CHECK(fnv1a64("") == 0xcbf29ce484222325ull);  // FNV-1a's offset basis
   CHECK(fnv1a64("a") == 0xaf63dc4c8601ec8cull);   // the published test vector
   // Which kernels a stale file touches: its chapter's namespace, chapter 06's policy inside chapter

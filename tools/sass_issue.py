@@ -30,6 +30,8 @@ score), and a mask's kind with score mods where both matter. The kinds' names ar
   tools/sass_issue.py --out common/model/sass_sm90.inc   # compile, count, write (needs nvcc and nvdisasm,
                                                          # pip install nvidia-cuda-nvdisasm)
   tools/sass_issue.py --check                            # exit 1 when a source changed since it was written
+  tools/sass_issue.py --live build/sass_live.cpp         # the counters build's rule: the edited kernels' own
+                                                         # rows, compiled and counted the same way
 
 The data file names every source file the kernels were compiled from (and this tool, and
 kernel_resources.py) with a hash of its contents; --check (CTest sass_data_fresh) recomputes them
@@ -427,29 +429,9 @@ def check(path):
     return 1 if stale else 0
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog=__doc__[__doc__.index("\n"):])
-    ap.add_argument("--out", help="the data file to write (common/model/sass_sm90.inc)")
-    ap.add_argument("--check", nargs="?", const=DEFAULT, metavar="FILE", help="check that FILE (default %(const)s) is up to date")
-    ap.add_argument("--nvcc", help="nvcc to use (default: on PATH or /usr/local/cuda/bin)")
-    ap.add_argument("--nvdisasm", help="nvdisasm to use (default: on PATH, the CUDA toolkit or the PyPI package)")
-    ap.add_argument("--jobs", type=int, default=2)
-    a = ap.parse_args()
-    if bool(a.out) == bool(a.check):
-        kr.fail("give one of --out FILE or --check")
-    if a.check:
-        sys.exit(check(a.check))
-    if not os.path.isdir(os.path.dirname(os.path.abspath(a.out))):
-        kr.fail("--out %s: no such folder" % a.out)
-    nvcc, nvdisasm = kr.find_tool("nvcc", a.nvcc), kr.find_tool("nvdisasm", a.nvdisasm)
-    if not nvcc:
-        kr.fail("nvcc not found (give --nvcc)")
-    if not nvdisasm:
-        kr.fail("nvdisasm not found: pip install nvidia-cuda-nvdisasm, or give --nvdisasm")
-    srcs = [os.path.join(ROOT, f) for f in sources()]
-    version = next((l for l in subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout.splitlines() if "release" in l), "nvcc")
-    nd_version = next((l for l in subprocess.run([nvdisasm, "--version"], capture_output=True, text=True).stdout.splitlines() if "release" in l), "?")
+def count_sources(srcs, nvcc, nvdisasm, jobs):
+    """Compiles each source and counts its kernels' SASS: ({row name: row}, {the repository's files
+    nvcc read}), a row per kernel and per kind of mask or score mod its path depends on (below)."""
     smem = kr.smem_table([])
     if "params" not in smem or "mod" not in smem:  # without them every row would be the common path's
         kr.fail("could not read AttentionParams' offsets: a C++ compiler and the CUDA headers are needed "
@@ -468,7 +450,7 @@ def main():
                 kr.fail("nvdisasm failed on %s: %s" % (cubin, r.stderr[-1000:]), 1)
             return src, kr.parse_ptxas(log), kr.parse_sass(r.stdout), dependencies(nvcc, src)
 
-        with concurrent.futures.ThreadPoolExecutor(max(1, a.jobs)) as pool:
+        with concurrent.futures.ThreadPoolExecutor(max(1, jobs)) as pool:
             results = list(pool.map(one, srcs))
     mangled = sorted({m for _, _, sass, _ in results for m in sass})
     names = kr.demangle(mangled)
@@ -541,6 +523,115 @@ def main():
                     kr.fail("two kernels named %s differ (%s)" % (key, src), 1)
                 rows[key] = row
                 print("%-100s %s" % (key[:100] if key == name else ("  " + key[len(name):]), row["loops"]))
+    return rows, deps
+
+
+# ---- the build's own rows (--live) ------------------------------------------------------------------
+TOOLS = ("tools/sass_issue.py", "tools/kernel_resources.py")
+
+
+def listed_hashes(path):
+    """{source: hash} the data file names."""
+    return dict(re.findall(r"^// source (\S+) ([0-9a-f]+)$", open(path).read(), re.M))
+
+
+def edited_sources(data):
+    """{source: its hash now} of the sources edited since `data` was written, and the chapters' new
+    .cu files (a file gone is no kernel's any more)."""
+    listed = listed_hashes(data)
+    now = {f: file_hash(os.path.join(ROOT, f)) for f in listed if os.path.exists(os.path.join(ROOT, f))}
+    edited = {f: h for f, h in now.items() if h != listed[f]}
+    edited.update({f: file_hash(os.path.join(ROOT, f)) for f in sources() if f not in listed})
+    return edited
+
+
+def write_live(out, rows, edited, why):
+    """The C++ table common/model/sass.h's find_sass reads first (kSassLive), written only when its
+    text changes, touched always (the build's rule ran)."""
+    lines = ["// %s: the SASS rows of the kernels edited since common/model/sass_sm90.inc was written, compiled"
+             " by the counters build (tools/sass_issue.py --live). Do not edit." % os.path.basename(out),
+             '#include "model/sass.h"', "", "namespace attn {", "namespace {"]
+    if rows:
+        lines += ["const SassKernel kRows[] = {"] + ["    " + row_text(name, rows[name]) for name in sorted(rows)] + ["};"]
+    if edited:
+        lines += ["const SassSource kEdited[] = {"] + ['    {"%s", 0x%sull},' % (f, h) for f, h in sorted(edited.items())] + ["};"]
+    lines += ["}  // namespace", "const SassLive kSassLive = {%s, %d, %s, %d, \"%s\"};" % (
+        "kRows" if rows else "nullptr", len(rows), "kEdited" if edited else "nullptr", len(edited),
+        why.replace("\\", "\\\\").replace('"', '\\"')), "}  // namespace attn"]
+    text = "\n".join(lines) + "\n"
+    if not os.path.exists(out) or open(out).read() != text:
+        tmp = out + ".tmp"
+        open(tmp, "w").write(text)
+        os.replace(tmp, out)
+    else:
+        os.utime(out)
+    return text
+
+
+def live(out, nvcc_given, nvdisasm_given, jobs):
+    """--live: the rows of every kernel built from a source edited since the data file was written
+    (each edited .cu, and each .cu that includes an edited header), compiled and counted as the data
+    file's are; none when nothing was edited. The file names the edited sources and their hashes, so
+    that a profile knows which rows are the build's own; when they cannot be compiled (no nvcc or
+    nvdisasm, or these tools themselves edited), it says why and holds no rows."""
+    edited = edited_sources(DEFAULT)
+    written = open(out).read() if os.path.exists(out) else ""
+    if written and '""};' in written and edited == dict(re.findall(r'^    \{"(\S+)", 0x([0-9a-f]+)ull\},$', written, re.M)):
+        os.utime(out)  # the same edits, compiled: the rows already written hold
+        print("%s: up to date (%d edited sources)" % (os.path.relpath(out), len(edited)))
+        return
+    rows, why = {}, ""
+    nvcc, nvdisasm = kr.find_tool("nvcc", nvcc_given), kr.find_tool("nvdisasm", nvdisasm_given)
+    if not edited:
+        pass
+    elif any(f in TOOLS for f in edited):
+        why = "%s changed: every row would; regenerate the data with python3 tools/sass_issue.py --out %s" % (
+            " and ".join(f for f in TOOLS if f in edited), os.path.relpath(DEFAULT, ROOT))
+    elif not nvcc or not nvdisasm:
+        why = "the edited kernels' SASS was not compiled: %s" % (
+            "nvcc not found" if not nvcc else "nvdisasm not found (pip install nvidia-cuda-nvdisasm, then rebuild)")
+    else:
+        chapter = set(sources())
+        cus = {f for f in edited if f in chapter}
+        headers = set(edited) - cus
+        if headers:
+            cus |= {f for f in chapter - cus if dependencies(nvcc, os.path.join(ROOT, f)) & headers}
+        rows, _ = count_sources([os.path.join(ROOT, f) for f in sorted(cus)], nvcc, nvdisasm, jobs)
+    write_live(out, rows, edited, why)
+    print("%s: %d rows from %d edited sources%s" % (os.path.relpath(out), len(rows), len(edited), ("; " + why) if why else ""))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog=__doc__[__doc__.index("\n"):])
+    ap.add_argument("--out", help="the data file to write (common/model/sass_sm90.inc)")
+    ap.add_argument("--check", nargs="?", const=DEFAULT, metavar="FILE", help="check that FILE (default %(const)s) is up to date")
+    ap.add_argument("--nvcc", help="nvcc to use (default: on PATH or /usr/local/cuda/bin)")
+    ap.add_argument("--nvdisasm", help="nvdisasm to use (default: on PATH, the CUDA toolkit or the PyPI package)")
+    ap.add_argument("--live", metavar="FILE", help="write the rows of the kernels edited since the data file was "
+                    "written to this C++ file (the counters build's rule)")
+    ap.add_argument("--jobs", type=int, default=2)
+    a = ap.parse_args()
+    if (a.out is not None) + (a.check is not None) + (a.live is not None) != 1:
+        kr.fail("give one of --out FILE, --check or --live FILE")
+    if a.check:
+        sys.exit(check(a.check))
+    if a.live:
+        if not os.path.isdir(os.path.dirname(os.path.abspath(a.live))):
+            kr.fail("--live %s: no such folder" % a.live)
+        live(a.live, a.nvcc, a.nvdisasm, a.jobs)
+        return
+    if not os.path.isdir(os.path.dirname(os.path.abspath(a.out))):
+        kr.fail("--out %s: no such folder" % a.out)
+    nvcc, nvdisasm = kr.find_tool("nvcc", a.nvcc), kr.find_tool("nvdisasm", a.nvdisasm)
+    if not nvcc:
+        kr.fail("nvcc not found (give --nvcc)")
+    if not nvdisasm:
+        kr.fail("nvdisasm not found: pip install nvidia-cuda-nvdisasm, or give --nvdisasm")
+    srcs = [os.path.join(ROOT, f) for f in sources()]
+    version = next((l for l in subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout.splitlines() if "release" in l), "nvcc")
+    nd_version = next((l for l in subprocess.run([nvdisasm, "--version"], capture_output=True, text=True).stdout.splitlines() if "release" in l), "?")
+    rows, deps = count_sources(srcs, nvcc, nvdisasm, a.jobs)
     deps |= {"tools/sass_issue.py", "tools/kernel_resources.py"}  # how the data is counted is a source too
     write(a.out, rows, deps, version, nd_version)
     print("wrote %s: %d kernels from %d source files" % (a.out, len(rows), len(deps)))

@@ -130,15 +130,23 @@ Profiler::Profiler(const ProfileOptions& o) : o_(o), gpu_(modelled_gpu(o)) {
   if (!gpu_) throw UsageError("unknown --gpu \"" + o.gpu + "\": use one of " + gpus::gpu_keys());
   require_rates(*gpu_);
   if (o.sample_blocks < 1) throw UsageError("--sample-blocks must be at least 1 (1: every block)");
+  if (kSassLive.count > 0) {
+    std::string files;
+    for (int i = 0; i < kSassLive.edited_count; ++i) files += (files.empty() ? "" : ", ") + std::string(kSassLive.edited[i].path);
+    std::fprintf(stderr, "note: %s changed since common/model/sass_sm90.inc was written: this build compiled the SASS of "
+                 "the kernels built from it again (%d rows), and models them with their own\n", files.c_str(), kSassLive.count);
+  }
   if (!stale_sass().empty()) {
     std::string files;
     for (const std::string& f : stale_sass()) files += (files.empty() ? "" : ", ") + f;
+    const std::string why = *kSassLive.why ? std::string(" (") + kSassLive.why + ")" : "";
     std::fprintf(stderr,
-                 "warning: %s changed since common/model/sass_sm90.inc was written: the issue and latency terms and "
-                 "the registers of the kernels built from it are the old kernels' (rows marked *). Regenerate the "
-                 "data with python3 tools/sass_issue.py --out common/model/sass_sm90.inc (nvcc and nvdisasm; several "
-                 "minutes), then rebuild.\n",
-                 files.c_str());
+                 "warning: %s changed since common/model/sass_sm90.inc was written and this build did not compile its "
+                 "kernels again%s: the issue and latency terms and the registers of the kernels built from it are the "
+                 "old kernels' (rows marked *). Rebuild the counters build (it compiles an edited kernel's SASS when "
+                 "nvcc and nvdisasm are there), or regenerate the data with python3 tools/sass_issue.py --out "
+                 "common/model/sass_sm90.inc (several minutes).\n",
+                 files.c_str(), why.c_str());
   }
   if (o.emulated_heads < 0)
     throw UsageError("--emulated-heads must be 0 (chosen by the problem's size) or a number of heads, not " +

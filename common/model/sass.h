@@ -40,6 +40,7 @@
 #pragma once
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -87,6 +88,26 @@ inline constexpr SassKernel kSassSm90[] = {
 #include "sass_sm90.inc"
 };
 
+// A source file and its hash (tools/sass_issue.py's file_hash; sass_fresh.h).
+struct SassSource {
+  const char* path;  // from the repository's root
+  uint64_t hash;
+};
+
+// The rows the counters build compiled itself for the kernels edited since sass_sm90.inc was written
+// (tools/sass_issue.py --live, into the build folder's generated/sass_live.cpp; empty in other
+// builds): each edited source with its hash then, and the rows of every kernel built from one.
+// find_sass takes a kernel's rows from here when it has them. `why`: what kept the build from
+// compiling them ("" when nothing did).
+struct SassLive {
+  const SassKernel* rows;
+  int count;
+  const SassSource* edited;
+  int edited_count;
+  const char* why;
+};
+extern const SassLive kSassLive;
+
 // The problem's mask and score mods as the SASS data's rows name them (harness/problem.h's
 // causal_name, mask_name, mod_name and score_name; null for none).
 struct SassPath {
@@ -96,7 +117,8 @@ struct SassPath {
   const char* score = nullptr;
 };
 
-// The kernel's data, or nullptr for a kernel the file does not know (a test's own kernel). A kernel
+// The kernel's data, or nullptr for a kernel the file does not know (a test's own kernel); from the
+// build's own rows (kSassLive) when they hold the kernel, all its rows from there. A kernel
 // whose path depends on the problem's mask or score mods has a row for each kind besides
 // (tools/sass_issue.py): "<kernel> causal=<kind>", "<kernel> mask=<kind>", "<kernel>
 // mask_mod=<kind>", "<kernel> score_mod=<mods>", and a mask's kind with score mods where both matter.
@@ -106,6 +128,10 @@ inline const SassKernel* find_sass(const std::string& kernel, const SassPath& pa
   const std::pair<const char*, const char*> parts[] = {
       {" causal=", path.causal}, {" mask=", path.mask}, {" mask_mod=", path.mod}, {" score_mod=", path.score}};
   constexpr int n = sizeof parts / sizeof parts[0];
+  const SassKernel* table = kSassSm90;
+  int rows = sizeof kSassSm90 / sizeof kSassSm90[0];
+  for (int i = 0; i < kSassLive.count; ++i)
+    if (kernel == kSassLive.rows[i].name) table = kSassLive.rows, rows = kSassLive.count;
   for (int named = n; named >= 0; --named)
     for (int keep = (1 << n) - 1; keep >= 0; --keep) {  // from the subsets naming the earlier parts
       if (__builtin_popcount(keep) != named) continue;
@@ -114,8 +140,8 @@ inline const SassKernel* find_sass(const std::string& kernel, const SassPath& pa
       for (int i = 0; i < n && given; ++i)
         if (keep >> (n - 1 - i) & 1) given = parts[i].second != nullptr, name += std::string(parts[i].first) + (given ? parts[i].second : "");
       if (!given) continue;
-      for (const SassKernel& k : kSassSm90)
-        if (name == k.name) return &k;
+      for (int i = 0; i < rows; ++i)
+        if (name == table[i].name) return &table[i];
     }
   return nullptr;
 }

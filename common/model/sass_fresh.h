@@ -1,6 +1,8 @@
 // sass_fresh.h: whether the SASS data (sass_sm90.inc) still describes the sources it was compiled
-// from. A learner who edits a kernel, as the exercises ask, would otherwise get the old kernel's
-// issue and latency terms and registers without a word: the profile says so instead (profile.cpp).
+// from. A learner who edits a kernel, as the exercises ask, gets the edited kernel's rows from the
+// counters build, which compiles them itself (sass.h's kSassLive); where it could not (no nvcc or
+// nvdisasm), the old kernel's issue and latency terms and registers would be used without a word:
+// the profile says so instead (profile.cpp).
 #pragma once
 #include <cstdint>
 #include <fstream>
@@ -8,12 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "sass.h"
+
 namespace attn {
 
-struct SassSource {
-  const char* path;  // from the repository's root
-  uint64_t hash;     // tools/sass_issue.py's file_hash
-};
 inline constexpr SassSource kSassSources[] = {
 #include "sass_sm90_sources.inc"
 };
@@ -25,12 +25,18 @@ inline uint64_t fnv1a64(const std::string& bytes) {
   return h;
 }
 
-// The listed sources that no longer hash as they did under `root` (changed, or gone).
-inline std::vector<std::string> stale_sass_sources(const std::string& root) {
+// The listed sources that no longer hash as they did under `root` (changed, or gone), but those
+// the build compiled again as they are now (kSassLive, when nothing kept it from doing so).
+inline std::vector<std::string> stale_sass_sources(const std::string& root, const SassLive& live = kSassLive) {
   std::vector<std::string> stale;
   for (const SassSource& s : kSassSources) {
     std::ifstream f(root + "/" + s.path, std::ios::binary);
-    if (!f || fnv1a64(std::string(std::istreambuf_iterator<char>(f), {})) != s.hash) stale.push_back(s.path);
+    const uint64_t now = f ? fnv1a64(std::string(std::istreambuf_iterator<char>(f), {})) : 0;
+    if (f && now == s.hash) continue;
+    bool rebuilt = false;
+    for (int i = 0; f && !*live.why && i < live.edited_count; ++i)
+      rebuilt |= live.edited[i].path == std::string(s.path) && live.edited[i].hash == now;
+    if (!rebuilt) stale.push_back(s.path);
   }
   return stale;
 }
