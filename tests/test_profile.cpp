@@ -302,6 +302,26 @@ TEST_CASE("the tensor term: wgmma at the tensor cores' whole peak, mma.sync at i
   REQUIRE(g.mma_sync_fraction < 1);
 }
 
+TEST_CASE("a launch the GPU would refuse: threads, shared memory, registers x threads", "[profile]") {
+  using namespace attn;
+  const gpus::Gpu& a100 = *gpus::find_gpu("a100");
+  const gpus::Gpu& rtx4090 = *gpus::find_gpu("rtx4090");
+  simt::Counters c;
+  c.launches = 1, c.blocks = 1, c.threads_per_block = 256;
+  SassKernel k{"k", 255, false, {}, {}, {}, {}, {}, {}};
+  CHECK(launch_refusal(c, &k, a100).empty());  // 255 x 256: 8 warps x 8192 = 65536, the whole file
+  c.threads_per_block = 288;                      // 9 warps x 8192
+  CHECK_THAT(launch_refusal(c, &k, a100), Contains("too many resources requested for launch") && Contains("A100"));
+  CHECK(launch_refusal(c, nullptr, a100).empty());  // registers unknown: nothing to say
+  k.registers = 224;  // 7168 per warp: 9 warps fit
+  CHECK(launch_refusal(c, &k, a100).empty());
+  c.smem_bytes = 100 * 1024;  // past the RTX 4090's 99 KB, within the A100's 163 KB
+  CHECK_THAT(launch_refusal(c, &k, rtx4090), Contains("shared memory") && Contains("RTX 4090"));
+  CHECK(launch_refusal(c, &k, a100).empty());
+  c.threads_per_block = 2048;
+  CHECK_THAT(launch_refusal(c, &k, a100), Contains("threads per block"));
+}
+
 TEST_CASE("occupancy counts registers: 255 per thread leave room for 2 blocks of 128 threads", "[profile]") {
   using namespace attn;
   const gpus::Gpu& g = gpus::kGpus[0];

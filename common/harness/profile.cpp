@@ -492,6 +492,11 @@ const Profile& Profiler::finish(Profile prof, const std::vector<std::string>& st
       s.counters += c;
       s.launches.push_back(c), s.kernels.push_back(kernels[i][l]);
       const Modelled m = model(c, *gpu_, find_sass(kernels[i][l], s.path));
+      // The emulator refused threads and shared memory past the GPU's at the launch; registers only
+      // the SASS data knows.
+      if (const std::string no = launch_refusal(c, find_sass(kernels[i][l], s.path), *gpu_); !no.empty())
+        std::fprintf(stderr, "warning: the %s would not launch %s (%s): modelled as if it did\n", gpu_->name,
+                     kernels[i][l].c_str(), no.c_str());
       s.terms.dram += m.dram, s.terms.l2 += m.l2, s.terms.l1 += m.l1, s.terms.mufu += m.mufu, s.terms.tensor += m.tensor;
       s.terms.issue += m.issue, s.terms.fma += m.fma, s.terms.instructions += m.instructions, s.terms.sass_known &= m.sass_known;
       s.terms.latency += m.latency, s.terms.fill_drain += m.fill_drain, s.terms.groups = std::max(s.terms.groups, m.groups);

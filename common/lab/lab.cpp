@@ -36,31 +36,6 @@ const attn::SassKernel* lab_sass(const std::string& kernel, const std::string& a
   return nullptr;
 }
 
-// Why g would refuse the launch, as the GPU itself would ("" when it fits): threads, dynamic shared
-// memory, and the registers its warps ask of the register file (allocated per warp, 256 at a time).
-std::string refusal(const simt::Counters& c, const attn::SassKernel* k, const gpus::Gpu& g) {
-  char msg[200];
-  if (c.threads_per_block > g.max_threads_per_block) {
-    std::snprintf(msg, sizeof msg, "%g threads per block, more than the %d the %s allows", c.threads_per_block,
-                  g.max_threads_per_block, g.name);
-    return msg;
-  }
-  if (c.smem_bytes > g.smem_optin_bytes) {
-    std::snprintf(msg, sizeof msg, "%g bytes of dynamic shared memory per block, more than the %d the %s allows",
-                  c.smem_bytes, g.smem_optin_bytes, g.name);
-    return msg;
-  }
-  if (k && k->registers > 0) {
-    const double warps = std::ceil(c.threads_per_block / 32), per_warp = std::ceil(k->registers * 32 / 256.0) * 256;
-    if (warps * per_warp > g.registers_per_sm) {
-      std::snprintf(msg, sizeof msg, "too many resources requested for launch: %d registers x %g threads, more "
-                    "than the %d of the %s's register file", k->registers, c.threads_per_block, g.registers_per_sm, g.name);
-      return msg;
-    }
-  }
-  return "";
-}
-
 // Every count but the launch's shape, as an array (counters.h asserts that Counters is doubles alone).
 constexpr int kFields = sizeof(simt::Counters) / sizeof(double);
 const double* fields(const simt::Counters& c) { return reinterpret_cast<const double*>(&c); }
@@ -194,7 +169,7 @@ void Lab::profile(const std::string& name, const std::function<bool(long long n)
     for (const std::string& key : o_.gpus) {
       const gpus::Gpu& g = *gpus::find_gpu(key);
       const attn::SassKernel* k = lab_sass(kernel, g.arch());
-      const std::string no = refusal(c, k, g);
+      const std::string no = attn::launch_refusal(c, k, g);
       if (!no.empty()) {
         std::printf("    %-18s does not launch: %s\n", g.name, no.c_str());
         continue;

@@ -84,6 +84,8 @@
 #pragma once
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <string>
 
 #include "gpus/gpus.h"
 #include "sass.h"
@@ -135,6 +137,33 @@ inline double blocks_per_sm(double threads_per_block, double smem_bytes, int reg
   const double by_regs =
       registers > 0 ? std::floor(g.registers_per_sm / (std::ceil(registers * 32 / 256.0) * 256 * warps)) : g.max_blocks_per_sm;
   return std::max(1.0, std::min({by_threads, by_smem, by_regs, static_cast<double>(g.max_blocks_per_sm)}));
+}
+
+// Why g would refuse the launch, as the GPU itself would ("" when it fits): its threads, its dynamic
+// shared memory, and the registers its warps ask of the register file (allocated per warp, 256 at a
+// time; [CC]: 64K per block and per SM on every GPU of gpus.h), which only the SASS data knows
+// (k: the kernel's row, or nullptr). The emulator refuses the first two at the launch itself.
+inline std::string launch_refusal(const simt::Counters& c, const SassKernel* k, const gpus::Gpu& g) {
+  char msg[200];
+  if (c.threads_per_block > g.max_threads_per_block) {
+    std::snprintf(msg, sizeof msg, "%g threads per block, more than the %d the %s allows", c.threads_per_block,
+                  g.max_threads_per_block, g.name);
+    return msg;
+  }
+  if (c.smem_bytes > g.smem_optin_bytes) {
+    std::snprintf(msg, sizeof msg, "%g bytes of dynamic shared memory per block, more than the %d the %s allows",
+                  c.smem_bytes, g.smem_optin_bytes, g.name);
+    return msg;
+  }
+  if (k && k->registers > 0) {
+    const double warps = std::ceil(c.threads_per_block / 32), per_warp = std::ceil(k->registers * 32 / 256.0) * 256;
+    if (warps * per_warp > g.registers_per_sm) {
+      std::snprintf(msg, sizeof msg, "too many resources requested for launch: %d registers x %g threads, more "
+                    "than the %d of the %s's register file", k->registers, c.threads_per_block, g.registers_per_sm, g.name);
+      return msg;
+    }
+  }
+  return "";
 }
 
 // c: the counters of one launch; k: its kernel's SASS data (sass.h), or nullptr.
