@@ -67,7 +67,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from figures_lib import (ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08,  # noqa: E402
-                         ch09_layouts, ch09_ping_pong, ch09_pipeline)
+                         ch09_layouts, ch09_ping_pong, ch09_pipeline, ch10)
 from figures_lib.style import ROOT, CheckFailed, save  # noqa: E402
 
 
@@ -90,6 +90,7 @@ FIGURES = {
     "09_pipeline": ch09_pipeline.fig_pipeline,
     "09_registers": ch09_pipeline.fig_registers,
     "09_ping_pong": ch09_ping_pong.fig_ping_pong,
+    "10_block_mask": ch10.fig_block_mask,
 }
 
 
