@@ -6,7 +6,7 @@
 # its main, and the SASS data its model needs: tools/lab_sass.py compiles the kernels for each GPU's
 # architecture (keys of common/gpus/gpus.h) into <name>_sass.cpp, again whenever a kernel file or a
 # header it includes changes (a depfile), that lab alone. Without nvcc or nvdisasm the data says so
-# and the lab models without the issue term. A lab profiles in a counters build
+# and the lab models without it (no issue, FMA or latency term). A lab profiles in a counters build
 # (-DFLASHSTEPS_COUNTERS=ON); elsewhere it says so and exits with status 2.
 function(flashsteps_add_lab name)
   cmake_parse_arguments(PARSE_ARGV 1 LAB "" "MAIN" "KERNELS;GPUS")
@@ -23,8 +23,15 @@ function(flashsteps_add_lab name)
   find_program(FLASHSTEPS_LAB_PYTHON NAMES python3)
   if(NOT FLASHSTEPS_LAB_PYTHON)
     list(JOIN LAB_GPUS "," gpus)
-    file(WRITE ${sass} "#include \"lab/lab.h\"\nconst lab::SassData lab::kSass = {nullptr, 0, \"${LAB_KERNELS}\", "
-                       "\"no SASS: python3 not found\", \"${gpus}\"};\n")
+    list(JOIN LAB_KERNELS ", " kernels)
+    set(text "#include \"lab/lab.h\"\nconst lab::SassData lab::kSass = {nullptr, 0, \"${kernels}\", "
+             "\"no SASS: python3 not found\", \"${gpus}\"};\n")
+    if(EXISTS ${sass})
+      file(READ ${sass} old)
+    endif()
+    if(NOT old STREQUAL text)  # written again only when it changes: the lab is not rebuilt for nothing
+      file(WRITE ${sass} "${text}")
+    endif()
   else()
   add_custom_command(OUTPUT ${sass}
     COMMAND ${FLASHSTEPS_LAB_PYTHON} ${PROJECT_SOURCE_DIR}/tools/lab_sass.py ${gpu_args} --out ${sass}

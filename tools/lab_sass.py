@@ -15,7 +15,8 @@ Each GPU is a key of common/gpus/gpus.h, whose row gives its architecture (a100:
 --depfile, the files nvcc read are listed for the build (an edited header recompiles the lab's SASS).
 
 Without nvcc or nvdisasm (pip install nvidia-cuda-nvdisasm) it still writes the file, with no rows and
-the reason, which the lab prints on stderr: its rows are then modelled without the issue term, marked.
+the reason, which the lab prints on stderr: its rows are then modelled without the issue, FMA and
+latency terms, marked.
 Exit 2 on bad input; 1 when nvcc rejects a source.
 """
 import argparse
@@ -28,10 +29,6 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kernel_resources as kr  # noqa: E402
 import sass_issue as si  # noqa: E402
-
-
-def c_string(s):
-    return '"%s"' % s.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def gpu_archs():
@@ -49,14 +46,16 @@ def write(out, rows, sources, missing, gpus):
         lines += ["namespace {", "// {arch, {kernel, registers, lockstep, %s, {inner, ...}, producer's loops}}: each part"
                   " {instructions, {seen: %s}, cycles, cycles from DRAM, FP32, IMAD}" % (", ".join(si.PARTS), ", ".join(k for k, _ in si.KINDS)),
                   "const lab::SassRow kRows[] = {"]
-        lines += ["    {%s, %s}" % (c_string(arch), si.row_text(name, r).rstrip(",")) + "," for (arch, name), r in sorted(rows.items())]
+        lines += ["    {%s, %s}" % (si.c_string(arch), si.row_text(name, r).rstrip(",")) + "," for (arch, name), r in sorted(rows.items())]
         lines += ["};", "}  // namespace", ""]
-        lines.append("const lab::SassData lab::kSass = {kRows, %d, %s, %s, %s};" % (len(rows), c_string(sources), c_string(missing), c_string(gpus)))
+        lines.append("const lab::SassData lab::kSass = {kRows, %d, %s, %s, %s};" % (len(rows), si.c_string(sources), si.c_string(missing), si.c_string(gpus)))
     else:
-        lines.append("const lab::SassData lab::kSass = {nullptr, 0, %s, %s, %s};" % (c_string(sources), c_string(missing), c_string(gpus)))
+        lines.append("const lab::SassData lab::kSass = {nullptr, 0, %s, %s, %s};" % (si.c_string(sources), si.c_string(missing), si.c_string(gpus)))
     tmp = out + ".tmp"
     open(tmp, "w").write("\n".join(lines) + "\n")
     os.replace(tmp, out)  # never a half-written file
+    if missing:
+        os.utime(out, (0, 0))  # older than its inputs: the build runs the rule again (nvdisasm installed, say)
 
 
 def main():

@@ -295,7 +295,7 @@ def issue_profile(instrs, cold, params=None):
     if dealloc is not None and alloc is not None:
         producer, consumer = kr.reachable(blocks, dealloc), kr.reachable(blocks, alloc)
         # The start: the fixed blocks from which both roles are reached, i.e. those that reach
-        # the entry of either (one walk back from each, not one walk forward per block).
+        # the entries of both (one walk back from each, not one walk forward per block).
         start = fixed & reaching(blocks, dealloc) & reaching(blocks, alloc)
         own = fixed & producer - consumer
         out["producer"] = mix(instrs, blocks, {b: 1 for b in own})
@@ -545,6 +545,11 @@ def edited_sources(data):
     return edited
 
 
+def c_string(s):
+    """s as a C++ string literal."""
+    return '"%s"' % s.replace("\\", "\\\\").replace('"', '\\"')
+
+
 def write_live(out, rows, edited, why):
     """The C++ table common/model/sass.h's find_sass reads first (kSassLive), written only when its
     text changes, touched always (the build's rule ran)."""
@@ -555,9 +560,9 @@ def write_live(out, rows, edited, why):
         lines += ["const SassKernel kRows[] = {"] + ["    " + row_text(name, rows[name]) for name in sorted(rows)] + ["};"]
     if edited:
         lines += ["const SassSource kEdited[] = {"] + ['    {"%s", 0x%sull},' % (f, h) for f, h in sorted(edited.items())] + ["};"]
-    lines += ["}  // namespace", "const SassLive kSassLive = {%s, %d, %s, %d, \"%s\"};" % (
-        "kRows" if rows else "nullptr", len(rows), "kEdited" if edited else "nullptr", len(edited),
-        why.replace("\\", "\\\\").replace('"', '\\"')), "}  // namespace attn"]
+    lines += ["}  // namespace", "const SassLive kSassLive = {%s, %d, %s, %d, %s};" % (
+        "kRows" if rows else "nullptr", len(rows), "kEdited" if edited else "nullptr", len(edited), c_string(why)),
+        "}  // namespace attn"]
     text = "\n".join(lines) + "\n"
     if not os.path.exists(out) or open(out).read() != text:
         tmp = out + ".tmp"
@@ -565,6 +570,10 @@ def write_live(out, rows, edited, why):
         os.replace(tmp, out)
     else:
         os.utime(out)
+    if why:
+        # Older than its inputs: the build runs the rule again next time (nvdisasm installed, say),
+        # while what includes the file is not rebuilt for nothing (Ninja re-reads the time).
+        os.utime(out, (0, 0))
     return text
 
 
@@ -594,9 +603,13 @@ def live(out, nvcc_given, nvdisasm_given, jobs):
         chapter = set(sources())
         cus = {f for f in edited if f in chapter}
         headers = set(edited) - cus
-        if headers:
-            cus |= {f for f in chapter - cus if dependencies(nvcc, os.path.join(ROOT, f)) & headers}
-        rows, _ = count_sources([os.path.join(ROOT, f) for f in sorted(cus)], nvcc, nvdisasm, jobs)
+        try:
+            if headers:
+                cus |= {f for f in chapter - cus if dependencies(nvcc, os.path.join(ROOT, f)) & headers}
+            if cus:  # an edited header that no kernel includes has no rows to give
+                rows, _ = count_sources([os.path.join(ROOT, f) for f in sorted(cus)], nvcc, nvdisasm, jobs)
+        except SystemExit:  # nvcc rejected an edited file, or the tools could not read it: said above
+            rows, why = {}, "the edited kernels' SASS could not be compiled: the build's log says why"
     write_live(out, rows, edited, why)
     print("%s: %d rows from %d edited sources%s" % (os.path.relpath(out), len(rows), len(edited), ("; " + why) if why else ""))
 

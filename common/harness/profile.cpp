@@ -491,10 +491,11 @@ const Profile& Profiler::finish(Profile prof, const std::vector<std::string>& st
       const simt::Counters& c = launches[i][l];
       s.counters += c;
       s.launches.push_back(c), s.kernels.push_back(kernels[i][l]);
-      const Modelled m = model(c, *gpu_, find_sass(kernels[i][l], s.path));
+      const SassKernel* k = find_sass(kernels[i][l], s.path);
+      const Modelled m = model(c, *gpu_, k);
       // The emulator refused threads and shared memory past the GPU's at the launch; registers only
       // the SASS data knows.
-      if (const std::string no = launch_refusal(c, find_sass(kernels[i][l], s.path), *gpu_); !no.empty())
+      if (const std::string no = launch_refusal(c, k, *gpu_); !no.empty())
         std::fprintf(stderr, "warning: the %s would not launch %s (%s): modelled as if it did\n", gpu_->name,
                      kernels[i][l].c_str(), no.c_str());
       s.terms.dram += m.dram, s.terms.l2 += m.l2, s.terms.l1 += m.l1, s.terms.mufu += m.mufu, s.terms.tensor += m.tensor;

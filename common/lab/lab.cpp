@@ -93,11 +93,13 @@ Lab::Lab(int argc, char** argv, Options defaults) : o_(std::move(defaults)) {
     bool built = false;
     for (int i = 0; i < kSass.count; ++i) built |= arch == kSass.rows[i].arch;
     if (!built && !*kSass.missing)
-      std::fprintf(stderr, "lab: no %s SASS (the lab was built for %s): the %s is modelled without the issue term; "
-                   "add %s to the lab's GPUS (cmake/Lab.cmake) for it\n", arch.c_str(), kSass.gpus, gpus::find_gpu(key)->name,
-                   key.c_str());
+      std::fprintf(stderr, "lab: no %s SASS (the lab was built for %s): the %s is modelled without it, so without the "
+                   "issue, FMA and latency terms and with the registers unknown; add %s to the lab's GPUS "
+                   "(cmake/Lab.cmake) for it\n", arch.c_str(), kSass.gpus, gpus::find_gpu(key)->name, key.c_str());
   }
-  if (*kSass.missing) std::fprintf(stderr, "lab: %s: modelled without the issue term (rows marked \"no SASS\")\n", kSass.missing);
+  if (*kSass.missing)
+    std::fprintf(stderr, "lab: %s: modelled without the SASS data, so without the issue, FMA and latency terms and "
+                 "with the registers unknown (rows marked \"no SASS\")\n", kSass.missing);
 }
 
 void Lab::profile(const std::string& name, const std::function<bool(long long n)>& run) {
@@ -114,11 +116,17 @@ void Lab::profile(const std::string& name, const std::function<bool(long long n)
     at.emplace_back();
 #endif
     if (!ok) {
-      std::printf("FAIL %s at n = %lld: its output does not match the reference\n", name.c_str(), n);
+      std::printf("FAIL %s at n = %lld: its run failed (a launch refused, or an output that does not match the "
+                  "reference: see above)\n", name.c_str(), n);
       failed_ = true;
       return;
     }
-    if (at.back().empty() || at.back().size() != at.front().size()) {
+    if (at.back().empty()) {
+      std::printf("FAIL %s at n = %lld: it launched no kernel (launch through simt::launch)\n", name.c_str(), n);
+      failed_ = true;
+      return;
+    }
+    if (at.back().size() != at.front().size()) {
       std::printf("FAIL %s: %zu launches at n = %lld, %zu at n = %lld: each size must launch the same kernels\n",
                   name.c_str(), at.front().size(), o_.emulated.front(), at.back().size(), n);
       failed_ = true;
@@ -131,8 +139,9 @@ void Lab::profile(const std::string& name, const std::function<bool(long long n)
               joined(std::vector<long long>(o_.emulated.begin(), o_.emulated.end() - 1)).c_str(), o_.emulated.back());
   for (size_t l = 0; l < at.front().size(); ++l) {
     const std::string kernel = at.front()[l].kernel;
-    std::vector<simt::Counters> first, last;
-    std::vector<double> xf, xl;
+    // The polynomial through all sizes but the last (fit); the last checks it.
+    std::vector<simt::Counters> fit;
+    std::vector<double> xs;
     for (int i = 0; i <= d + 1; ++i) {
       if (at[i][l].kernel != kernel) {
         std::printf("FAIL %s: launch %zu runs %s at one size and %s at another\n", name.c_str(), l, kernel.c_str(),
@@ -140,11 +149,10 @@ void Lab::profile(const std::string& name, const std::function<bool(long long n)
         failed_ = true;
         return;
       }
-      if (i <= d) first.push_back(at[i][l].counters), xf.push_back(static_cast<double>(o_.emulated[i]));
-      if (i >= 1) last.push_back(at[i][l].counters), xl.push_back(static_cast<double>(o_.emulated[i]));
+      if (i <= d) fit.push_back(at[i][l].counters), xs.push_back(static_cast<double>(o_.emulated[i]));
     }
-    // The polynomial through the first sizes must give the last one's counts.
-    const simt::Counters want = at[d + 1][l].counters, got = attn::extrapolate(first, xf, xl.back());
+    const simt::Counters want = at[d + 1][l].counters,
+                         got = attn::extrapolate(fit, xs, static_cast<double>(o_.emulated[d + 1]));
     for (int f = 0; f < kFields; ++f) {
       const double a = fields(want)[f], b = fields(got)[f];
       if (f != kBlocksCounted && std::abs(a - b) > 1e-6 * std::max(1.0, std::abs(a))) {
@@ -155,7 +163,7 @@ void Lab::profile(const std::string& name, const std::function<bool(long long n)
         return;
       }
     }
-    const simt::Counters c = attn::extrapolate(last, xl, static_cast<double>(o_.n));
+    const simt::Counters c = attn::extrapolate(fit, xs, static_cast<double>(o_.n));
     std::printf("  %s: %.0f blocks of %.0f threads, %.0f B of dynamic shared memory\n", kernel.c_str(), c.blocks,
                 c.threads_per_block, c.smem_bytes);
     const double shared_req = c.shared_requests(), shared_wf = c.shared_wavefronts();
@@ -175,6 +183,10 @@ void Lab::profile(const std::string& name, const std::function<bool(long long n)
         continue;
       }
       const attn::Modelled m = attn::model(c, g, k);
+      const std::string run_key = name + " " + key;
+      auto it = std::find_if(us_.begin(), us_.end(), [&](const auto& e) { return e.first == run_key; });
+      if (it == us_.end()) it = us_.insert(us_.end(), {run_key, 0.0});
+      it->second += m.total();
       const double tflops = o_.flop ? o_.flop(o_.n) / (m.total() * 1e-6) / 1e12 : 0;
       std::printf("    %-18s %-9s %5s %9.0f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %10.1f %8.2f  %s%s\n", g.name,
                   k ? g.arch().c_str() : "no SASS", k ? std::to_string(k->registers).c_str() : "-", m.blocks_per_sm,
@@ -182,6 +194,12 @@ void Lab::profile(const std::string& name, const std::function<bool(long long n)
                   m.beyond_l2 ? " (beyond L2: DRAM a lower bound)" : "");
     }
   }
+}
+
+double Lab::modelled_us(const std::string& name, const std::string& gpu) const {
+  for (const auto& [run_key, us] : us_)
+    if (run_key == name + " " + gpu) return us;
+  return 0;
 }
 
 }  // namespace lab

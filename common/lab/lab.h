@@ -51,12 +51,16 @@ class Lab {
   // Runs `run(n)` with the counters on at each emulated size. `run` launches the kernels (checking
   // every launch) and returns whether their output matched the lab's own reference.
   void profile(const std::string& name, const std::function<bool(long long n)>& run);
+  // The modelled time of a profiled run on a GPU it modelled (gpus.h's key), in us; 0 when none.
+  double modelled_us(const std::string& name, const std::string& gpu) const;
+  const Options& options() const { return o_; }
   // The exit status: 0, or 1 when a run failed its check or a count was not the polynomial.
   int finish() const { return failed_ ? 1 : 0; }
 
  private:
   Options o_;
   bool failed_ = false;
+  std::vector<std::pair<std::string, double>> us_;  // ("name gpu", us), the runs' launches summed
 };
 
 }  // namespace lab

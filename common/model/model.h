@@ -20,8 +20,8 @@
 // blocks an SM holds at once (occupancy: threads, registers and shared memory) does not change a
 // throughput: it gives the waves, printed, and the warps an SM has to issue from. A warp lives in
 // one of the SM's 4 schedulers, each with its own issue slot, tensor core and MUFU, so an SM
-// holding fewer than 4 warps leaves some of them idle: those three terms are divided by
-// min(1, warps resident / 4) as well.
+// holding fewer than 4 warps leaves some of them idle: those terms (and the FMA pipes', below) are
+// divided by min(1, warps resident / 4) as well.
 //
 // The FMA pipes take the FP32 adds, multiplies and multiply-adds and the integer multiply-adds
 // (IMAD, IDP: sass.h counts both). On an sm_75 or sm_80 GPU one pipe of 16 lanes per scheduler takes
@@ -127,22 +127,26 @@ inline double l2_bytes(const simt::Counters& c) {
 // a global load or store touches.
 inline double l1_wavefronts(const simt::Counters& c) { return c.shared_wavefronts() + c.global_lines(); }
 
+// The registers a block of `threads` takes from the register file: allocated per warp, 256 at a time.
+inline double block_registers(double threads, int registers) {
+  return std::ceil(std::max(1.0, threads) / 32) * std::ceil(registers * 32 / 256.0) * 256;
+}
+
 // Blocks one SM holds at once: the fewest that its threads, its blocks, its registers (registers
-// per thread; 0: not known) and its shared memory allow. Registers are allocated per warp in units
-// of 256.
+// per thread; 0: not known) and its shared memory allow.
 inline double blocks_per_sm(double threads_per_block, double smem_bytes, int registers, const gpus::Gpu& g) {
-  const double warps = std::ceil(std::max(1.0, threads_per_block) / 32);
   const double by_threads = std::floor(g.max_threads_per_sm / std::max(1.0, threads_per_block));
   const double by_smem = std::floor(g.smem_per_sm_bytes / (smem_bytes + g.smem_reserved_bytes));
   const double by_regs =
-      registers > 0 ? std::floor(g.registers_per_sm / (std::ceil(registers * 32 / 256.0) * 256 * warps)) : g.max_blocks_per_sm;
+      registers > 0 ? std::floor(g.registers_per_sm / block_registers(threads_per_block, registers)) : g.max_blocks_per_sm;
   return std::max(1.0, std::min({by_threads, by_smem, by_regs, static_cast<double>(g.max_blocks_per_sm)}));
 }
 
-// Why g would refuse the launch, as the GPU itself would ("" when it fits): its threads, its dynamic
-// shared memory, and the registers its warps ask of the register file (allocated per warp, 256 at a
-// time; [CC]: 64K per block and per SM on every GPU of gpus.h), which only the SASS data knows
-// (k: the kernel's row, or nullptr). The emulator refuses the first two at the launch itself.
+// Why g would refuse the launch ("" when it fits, as far as the counts say): its threads, its dynamic
+// shared memory, and the registers its warps ask of the register file ([CC]: 64K per block and per
+// SM on every GPU of gpus.h), which only the SASS data knows (k: the kernel's row, or nullptr). Not
+// its static shared memory, which the counters do not carry: the emulator refuses that, and the
+// first two, at the launch itself, for the GPU it stands for.
 inline std::string launch_refusal(const simt::Counters& c, const SassKernel* k, const gpus::Gpu& g) {
   char msg[200];
   if (c.threads_per_block > g.max_threads_per_block) {
@@ -156,8 +160,7 @@ inline std::string launch_refusal(const simt::Counters& c, const SassKernel* k, 
     return msg;
   }
   if (k && k->registers > 0) {
-    const double warps = std::ceil(c.threads_per_block / 32), per_warp = std::ceil(k->registers * 32 / 256.0) * 256;
-    if (warps * per_warp > g.registers_per_sm) {
+    if (block_registers(c.threads_per_block, k->registers) > g.registers_per_sm) {
       std::snprintf(msg, sizeof msg, "too many resources requested for launch: %d registers x %g threads, more "
                     "than the %d of the %s's register file", k->registers, c.threads_per_block, g.registers_per_sm, g.name);
       return msg;
@@ -208,7 +211,10 @@ inline Modelled model(const simt::Counters& c, const gpus::Gpu& g, const SassKer
                                 c.global[simt::kTmaLoad].sectors);
     const double from_dram = loaded > 0 ? std::min(1.0, 32 * c.dram_read_sectors / loaded) : 0;
     const double chains = warp_cycles(c, *k, from_dram) / (clock * schedulers_used) * 1e6;  // one group per scheduler
-    const double held = (m.instructions - c.mma - c.wgmma) / (g.warp_schedulers * clock * schedulers) * 1e6 + std::max(m.tensor, m.mufu);
+    // The issue slots (or, where busier, the FMA pipes: an A100's take 2 clocks per FP32 warp
+    // instruction) and the tensor pipe or the MUFUs.
+    const double held = std::max((m.instructions - c.mma - c.wgmma) / (g.warp_schedulers * clock * schedulers) * 1e6, m.fma) +
+                        std::max(m.tensor, m.mufu);
     // A block that loads by TMA fills with what its first wgmma waits for (Counters::fill_sectors)
     // and drains with its stores (O: none in its loops).
     const bool by_tma = c.global[simt::kTmaLoad].requests > 0;

@@ -68,6 +68,18 @@ inline constexpr const char* kFigure5Source =
 
 // A table's published rate for a problem of the paper's shapes (Lq = Lk = N, B·N = 16k, H·d = 2048,
 // fp16, no attn_mask, top-left causal or none), or nullptr.
+// The labs' published points (labs/, notes/performance_model.md "A kernel of your own"): siboehm's
+// SGEMM worklog ("How to Optimize a CUDA Matmul Kernel for cuBLAS-like Performance", 2022; the
+// SGEMM_CUDA repository's README table), fp32, M = N = K = 4096 on an RTX A6000: its kernel 2
+// (global memory coalescing: labs/sgemm's naive) and kernel 3 (shared-memory caching: its tiled).
+struct PublishedLab {
+  const char* lab;     // the lab's name for the run (lab::Lab::profile)
+  const char* gpu;     // common/gpus/gpus.h's key
+  long long n;
+  double gflops;
+};
+inline constexpr PublishedLab kSiboehmSgemm[] = {{"naive", "a6000", 4096, 1986.5}, {"tiled", "a6000", 4096, 2980.3}};
+
 template <std::size_t n>
 inline const PublishedRate* figure5_rate(const PublishedRate (&table)[n], int B, int H, int Lq, int Lk, int d, bool fp16,
                                          bool causal, bool top_left, bool mask) {

@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "kernels.h"
+#include "gpus/gpus.h"
 #include "lab/lab.h"
+#include "model/published.h"
 
 namespace {
 
@@ -60,5 +62,13 @@ int main(int argc, char** argv) {
                             }});
   lab.profile("naive", [](long long n) { return run(sgemm::naive, n); });
   lab.profile("tiled", [](long long n) { return run(sgemm::tiled, n); });
+  // Beside a measurement: siboehm's worklog measured these two kernels (common/model/published.h).
+  for (const attn::PublishedLab& p : attn::kSiboehmSgemm) {
+    const double us = lab.modelled_us(p.lab, p.gpu);
+    if (us > 0 && lab.options().n == p.n)
+      std::printf("%s on the %s at n = %lld: modelled %.1f GFLOP/s, published %.1f (siboehm's SGEMM worklog, measured "
+                  "there): model / measured %.2f\n", p.lab, gpus::find_gpu(p.gpu)->name, p.n,
+                  2.0 * p.n * p.n * p.n / us / 1e3, p.gflops, 2.0 * p.n * p.n * p.n / us / 1e3 / p.gflops);
+  }
   return lab.finish();
 }

@@ -10,16 +10,21 @@
 // At P3, 02 < 01 and 03 < 02, and chapter 05 must beat every earlier chapter; chapter 04 may
 // lose to chapter 03 there (notes/04_flash_v1.md shows the numbers: the parallelism chapter 05
 // adds), and chapter 01's register-blocked GEMM must reach half the CUDA cores' fp32 peak in each
-// product. Every table is printed, and a failure prints it again with the order that broke.
+// product. Every table is printed, and a failure prints it again with the order that broke. At P1
+// the same counts are modelled on every GPU of common/gpus/gpus.h too, chapters 01 to 05 ranked
+// (printed; a chapter whose best step a GPU would not run is named with the reason).
 // Fp16, as the FlashAttention papers measure.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "harness/device.h"
 #include "harness/profile.h"
+#include "harness/registry.h"
 
 using namespace attn;
 
@@ -36,6 +41,7 @@ struct Table {
   std::string table;                  // chapter, variant, modelled us, bound
   std::map<std::string, double> us;   // by chapter number: "01" ... "06"
   std::vector<StageProfile> first;    // chapter 01's stages: S = scale*QK^T, the softmax, O = PV
+  std::map<std::string, std::pair<const Variant*, Profile>> profiles;  // by chapter number: its best, profiled
   double fp32_tflops = 0;             // the modelled GPU's CUDA-core peak
   const gpus::Gpu* gpu = nullptr;     // the modelled GPU
 };
@@ -62,6 +68,7 @@ Table model_chapters(const Problem& p) {
     REQUIRE(pr.result.verdict.pass);  // what was emulated is checked against the fp64 reference
     REQUIRE(pr.us > 0);
     m.us[c.substr(0, 2)] = pr.us;
+    m.profiles[c.substr(0, 2)] = {v, pr};
     if (m.first.empty()) m.first = pr.stages;
     char line[160];
     std::snprintf(line, sizeof line, "  %-20s %-20s %12.2f us  %s-bound in \"%s\"\n", c.c_str(), v->name.c_str(), pr.us,
@@ -87,10 +94,37 @@ void every_step_faster(const Table& m, bool causal) {
   if (causal) faster(m, "06", "05");
 }
 
+// The same counts modelled on every GPU of the table, chapters 01 to 05 ranked from the fastest; a
+// chapter whose best step that GPU would not run is named with the reason (its earlier steps are
+// not profiled here). Printed: the promise is checked on the H100 above.
+void rank_on_every_gpu(const Table& m, const Problem& p) {
+  for (const gpus::Gpu& g : gpus::kGpus) {
+    std::vector<std::pair<double, std::string>> ranked;
+    std::string refused;
+    for (const char* c : {"01", "02", "03", "04", "05"}) {
+      const auto& [v, pr] = m.profiles.at(c);
+      if (const std::string no = v->unfit(p, DeviceInfo::emulating(g)); !no.empty()) {
+        refused += std::string("; ") + c + " (" + v->name + ") does not run: " + no;
+        continue;
+      }
+      ranked.push_back({remodel(pr, g).us, std::string(c) + " " + v->name});
+    }
+    std::sort(ranked.begin(), ranked.end());
+    std::string line;
+    for (const auto& [us, name] : ranked) line += (line.empty() ? "" : " < ") + name + " " + std::to_string(static_cast<long long>(us)) + " us";
+    std::printf("  %-18s %s%s\n", g.name, line.c_str(), refused.c_str());
+  }
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 TEST_CASE("P1, B=16 H=32 N=1024 d=64: every chapter models faster than the one before", "[promise]") {
-  every_step_faster(model_chapters(shape(16, 32, 1024, 64, false)), false);
+  const Problem p = shape(16, 32, 1024, 64, false);
+  const Table m = model_chapters(p);
+  every_step_faster(m, false);
+  std::printf("P1, chapters 01 to 05 ranked on every GPU's profile (the same counts; each GPU's rates):\n");
+  rank_on_every_gpu(m, p);
 }
 
 TEST_CASE("P2, B=32 H=16 N=1024 d=128: every chapter models faster than the one before", "[promise]") {
