@@ -7,7 +7,8 @@ On a copy of the repository's tools/, common/ and chapters in a temporary folder
 edited, no rows and nothing compiled; with chapter 02's softmax_warp.cu edited (one multiply more
 per probability), the rows of its kernel, compiled from the edited file, with more instructions than
 the committed data's row; the same edit at the next build, nothing recompiled; another edit without
-nvdisasm, or the counting tools edited, no rows and the reason.
+nvdisasm, or the counting tools edited, no rows and the reason. And --out without a C++ compiler (no
+AttentionParams offsets to decide the paths by) refuses to write a data file.
 """
 import os
 import re
@@ -79,6 +80,15 @@ def main():
         r, text = live()
         check(r.returncode == 0 and row(text, KERNEL) is None and "kernel_resources.py changed" in text,
               "the counting tools edited: no rows (every row would change), and the reason")
+    # Without a C++ compiler the tool cannot read AttentionParams' offsets, so every row would be the
+    # common path's: --out refuses (exit 2, a missing tool) and writes nothing.
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "data.inc"
+        r = subprocess.run([sys.executable, str(ROOT / "tools" / "sass_issue.py"), "--out", str(out),
+                            "--nvcc", kr.find_tool("nvcc", None), "--nvdisasm", kr.find_tool("nvdisasm", None)],
+                           capture_output=True, text=True, env=dict(os.environ, PATH=tmp))
+        check(r.returncode == 2 and "AttentionParams' offsets" in r.stderr + r.stdout and not out.exists(),
+              f"no C++ compiler: --out refused, nothing written (exit {r.returncode}: {(r.stderr + r.stdout).strip()[-200:]})")
     return check.exit_code()
 
 
