@@ -24,14 +24,8 @@ function(flashsteps_add_lab name)
   if(NOT FLASHSTEPS_LAB_PYTHON)
     list(JOIN LAB_GPUS "," gpus)
     list(JOIN LAB_KERNELS ", " kernels)
-    set(text "#include \"lab/lab.h\"\nconst lab::SassData lab::kSass = {nullptr, 0, \"${kernels}\", "
-             "\"no SASS: python3 not found\", \"${gpus}\"};\n")
-    if(EXISTS ${sass})
-      file(READ ${sass} old)
-    endif()
-    if(NOT old STREQUAL text)  # written again only when it changes: the lab is not rebuilt for nothing
-      file(WRITE ${sass} "${text}")
-    endif()
+    # Written only when its text changes (file(CONFIGURE)): the lab is not rebuilt for nothing.
+    file(CONFIGURE OUTPUT ${sass} CONTENT "#include \"lab/lab.h\"\nconst lab::SassData lab::kSass = {nullptr, 0, \"${kernels}\", \"no SASS: python3 not found\", \"${gpus}\"};\n" @ONLY)
   else()
   add_custom_command(OUTPUT ${sass}
     COMMAND ${FLASHSTEPS_LAB_PYTHON} ${PROJECT_SOURCE_DIR}/tools/lab_sass.py ${gpu_args} --out ${sass}

@@ -183,10 +183,7 @@ void Lab::profile(const std::string& name, const std::function<bool(long long n)
         continue;
       }
       const attn::Modelled m = attn::model(c, g, k);
-      const std::string run_key = name + " " + key;
-      auto it = std::find_if(us_.begin(), us_.end(), [&](const auto& e) { return e.first == run_key; });
-      if (it == us_.end()) it = us_.insert(us_.end(), {run_key, 0.0});
-      it->second += m.total();
+      us_[{name, key}] += m.total();
       const double tflops = o_.flop ? o_.flop(o_.n) / (m.total() * 1e-6) / 1e12 : 0;
       std::printf("    %-18s %-9s %5s %9.0f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %10.1f %8.2f  %s%s\n", g.name,
                   k ? g.arch().c_str() : "no SASS", k ? std::to_string(k->registers).c_str() : "-", m.blocks_per_sm,
@@ -197,9 +194,8 @@ void Lab::profile(const std::string& name, const std::function<bool(long long n)
 }
 
 double Lab::modelled_us(const std::string& name, const std::string& gpu) const {
-  for (const auto& [run_key, us] : us_)
-    if (run_key == name + " " + gpu) return us;
-  return 0;
+  const auto it = us_.find({name, gpu});
+  return it == us_.end() ? 0 : it->second;
 }
 
 }  // namespace lab

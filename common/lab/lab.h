@@ -11,6 +11,7 @@
 // ("A kernel of your own") walks through it.
 #pragma once
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -60,7 +61,7 @@ class Lab {
  private:
   Options o_;
   bool failed_ = false;
-  std::vector<std::pair<std::string, double>> us_;  // ("name gpu", us), the runs' launches summed
+  std::map<std::pair<std::string, std::string>, double> us_;  // (run, GPU key): its launches' modelled us, summed
 };
 
 }  // namespace lab

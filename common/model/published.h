@@ -66,8 +66,6 @@ inline constexpr PublishedDecode kFlashInferDecodeH100[] = {{8192, 0.62}, {32768
 inline constexpr const char* kFigure5Source =
     "FlashAttention-3 paper (Shah et al., 2024), Figure 5: measured by its authors, not here";
 
-// A table's published rate for a problem of the paper's shapes (Lq = Lk = N, B·N = 16k, H·d = 2048,
-// fp16, no attn_mask, top-left causal or none), or nullptr.
 // The labs' published points (labs/, notes/performance_model.md "A kernel of your own"): siboehm's
 // SGEMM worklog ("How to Optimize a CUDA Matmul Kernel for cuBLAS-like Performance", 2022; the
 // SGEMM_CUDA repository's README table), fp32, M = N = K = 4096 on an RTX A6000: its kernel 2
@@ -83,6 +81,8 @@ struct PublishedLab {
 inline constexpr PublishedLab kSiboehmSgemm[] = {
     {"naive", "a6000", 4096, 1986.5}, {"tiled", "a6000", 4096, 2980.3}, {"blocktiling_1d", "a6000", 4096, 8474.7}};
 
+// A table's published rate for a problem of the paper's shapes (Lq = Lk = N, B·N = 16k, H·d = 2048,
+// fp16, no attn_mask, top-left causal or none), or nullptr.
 template <std::size_t n>
 inline const PublishedRate* figure5_rate(const PublishedRate (&table)[n], int B, int H, int Lq, int Lk, int d, bool fp16,
                                          bool causal, bool top_left, bool mask) {
