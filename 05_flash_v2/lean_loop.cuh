@@ -17,7 +17,8 @@
 // j-th's index) and which need the mask. This chapter's (EveryTile) visits every tile in order;
 // chapter 06 plugs in its own, and chapter 10 one whose tiles come from a list, masked by a rule
 // (a Policy with mask_mod(p): mask_tile in fa2_tile.cuh), and whose scores a score_mod changes (a
-// Policy with score_mod(p, h): score_tile, on every tile).
+// Policy with score_mod(p, h): score_tile, on every tile), and one whose blocks each solve one part
+// of the problem as a problem of its own (a Policy with part(p): one sequence of a packed batch).
 // Cost: a second copy routine for the last tile; P's exponentials lose subnormal results (below
 // 2^-126 of the row's largest term, nothing a sum of at least 1 can see).
 #pragma once
@@ -44,8 +45,16 @@ struct EveryTile {
   }
 };
 
+// The problem a block works in: the launch's, or the part a Policy gives it (its tensors and sizes).
+template <class Policy>
+__device__ __forceinline__ attn::AttentionParams part_of(const attn::AttentionParams& p) {
+  if constexpr (requires { Policy::part(p); }) return Policy::part(p);
+  else return p;
+}
+
 template <class T, int D, class Policy>
-__global__ void __launch_bounds__(block_threads(Step::lean_loop, D)) lean_loop_kernel(const attn::AttentionParams p) {
+__global__ void __launch_bounds__(block_threads(Step::lean_loop, D)) lean_loop_kernel(const attn::AttentionParams launched) {
+  const attn::AttentionParams p = part_of<Policy>(launched);
   using L = Swizzled<D>;
   constexpr Tiles kT = fa2_tiles(D);
   constexpr int kM = kT.m_tiles, Br = kT.Br, Bc = kT.Bc, kStages = kT.stages, kThreads = 32 * kT.warps;

@@ -24,6 +24,11 @@ cudaError_t block_mask(const attn::AttentionParams& p, const void* lists);
 // d: step c's kernel with a score_mod (softcap, ALiBi: kernels/score_mod.h) applied to every score of
 // every visited tile; without one, step c's kernel.
 cudaError_t score_mod(const attn::AttentionParams& p, const void* lists);
+// e: a packed batch (ModKind::varlen, flash_attn_varlen_func's cu_seqlens): write_tile_map lists the
+// sequences' Q tiles (into `map`: tile_slots entries), then one launch runs them, each block one Q
+// tile of one sequence as a problem of its own, no padding. cudaErrorInvalidValue for another mask_mod.
+cudaError_t write_tile_map(const attn::AttentionParams& p, void* map);
+cudaError_t varlen(const attn::AttentionParams& p, const void* map);
 // f: a window (ModKind::window, FlashAttention-2's window_size) in closed form: each Q tile's K/V
 // tiles are a range (window_tiles), the rule only on tiles that cross its edges, no lists; the Q
 // tiles launched from the end whose tiles the window's cut at the sequence's ends lightens less
@@ -75,6 +80,16 @@ ATTN_HOST_DEVICE inline bool window_from_end(const attn::AttentionParams& p) {
   start = start < 0 ? 0 : start > p.Lq ? p.Lq : start, end = end > p.Lq ? p.Lq : end;  // rows cut, of Lq
   return start >= end;
 }
+
+// Step e's tile map: one entry per block of a grid row, the sequence and its Q tile the block runs, or
+// seq -1 for a slot past the last tile. The grid is sized without reading cu_seqlens (on the device):
+// a sequence of n queries has ceil(n / Br) <= n / Br + 1 tiles, so the sequences of Lq queries in all
+// have at most Lq / Br + (their number) tiles; the slots past the last are empty and cost a block
+// start each.
+struct SeqTile {
+  int seq, tile;
+};
+ATTN_HOST_DEVICE inline int tile_slots(int Lq, int sequences, int Br) { return Lq / Br + sequences; }
 
 // The block mask's lists, FlexAttention's names: for Q tile r, full_kv_num_blocks[r] wholly visible
 // K/V tiles (full_kv_indices(r)[...]) and kv_num_blocks[r] partial ones (kv_indices(r)[...]), each

@@ -1,6 +1,6 @@
 // variants.cpp: chapter 10 in the registry. One kernel (chapter 05's lean_loop) for every mask
-// pattern: the pattern as a tensor, as a rule evaluated per score, as a block mask of lists, and a
-// window as a range of tiles in closed form.
+// pattern: the pattern as a tensor, as a rule evaluated per score, as a block mask of lists, a packed
+// batch as one problem per sequence, and a window as a range of tiles in closed form.
 #include <algorithm>
 #include <cstdio>
 #include <iterator>
@@ -8,6 +8,7 @@
 
 #include "05_flash_v2/flash_v2.h"
 #include "harness/registry.h"
+#include "06_causal/causal.h"
 #include "masks.h"
 
 namespace {
@@ -26,7 +27,7 @@ struct Listed {
 Listed listed(const Problem& p) {
   const ch05::Tiles t = tiles(p);
   const int kt = layout(p).kv_tiles;
-  const std::vector<int> doc = p.documents();
+  const std::vector<int> doc = p.mod_table();
   std::vector<std::pair<int, int>> runs;
   std::vector<long long> seen(static_cast<size_t>(kt));  // visible keys per K/V tile, this Q tile
   Listed n;
@@ -49,8 +50,8 @@ Listed listed(const Problem& p) {
 size_t mask_bytes(const Problem& p) { return static_cast<size_t>(p.Lq) * p.Lk; }
 size_t lists_bytes(const Problem& p) { return layout(p).bytes(); }
 
-// What the three share: chapter 05's dtypes, head dims and kernel; is_causal and every mask_mod
-// (no attn_mask: step a makes its own), lse written, the emulator's pace.
+// What the steps share: chapter 05's dtypes, head dims and kernel; is_causal and every mask_mod
+// named on the command line (no attn_mask: step a makes its own), lse written, the emulator's pace.
 Variant masks_variant(const char* name, const char* description) {
   Variant v{.chapter = "10_masks", .name = name, .description = description};
   v.dtypes = {DType::fp16, DType::bf16};
@@ -126,6 +127,52 @@ Variant score_mod_variant() {
   return v;
 }
 
+// Step e's blocks and (Q tile, K/V tile) pairs of one head, and of those the masked ones: each sequence
+// a problem of its own (chapter 06's count per Q tile: tiles_to_visit, crosses_diagonal).
+struct Packed {
+  long long tiles = 0, pairs = 0, masked = 0;
+};
+Packed packed_visits(const Problem& p) {
+  const ch05::Tiles t = tiles(p);
+  Packed n;
+  for (size_t s = 0; s < p.seqlens_q.size(); ++s) {
+    AttentionParams a{};
+    a.Lq = p.seqlens_q[s], a.Lk = p.seqlens_k[s], a.causal = p.causal;
+    for (int q0 = 0; q0 < a.Lq; q0 += t.Br, ++n.tiles) {
+      const int visits = ch06::tiles_to_visit(a, q0, t.Br, t.Bc);
+      n.pairs += visits;
+      for (int j = 0; j < visits; ++j)
+        n.masked += (j + 1) * t.Bc > a.Lk || (a.causal != Causal::none && ch06::crosses_diagonal(a, q0, j * t.Bc, t.Bc));
+    }
+  }
+  return n;
+}
+size_t map_bytes(const Problem& p) {
+  return sizeof(ch10::SeqTile) * static_cast<size_t>(ch10::tile_slots(p.Lq, static_cast<int>(p.seqlens_q.size()), tiles(p).Br));
+}
+
+// Step e: a packed batch, each block one Q tile of one sequence, the sequence a problem of its own.
+Variant varlen_variant() {
+  Variant v = masks_variant("varlen", "a packed batch (cu_seqlens): each block one Q tile of one sequence, no padding");
+  v.mask_mods = {ModKind::varlen};
+  v.needs_mask_mod = true;  // its Policy reads cu_seqlens
+  v.workspace_bytes = map_bytes;
+  v.hbm_bytes = [](const Problem& p) { return p.fa2_bytes_visited(packed_visits(p).pairs, tiles(p).Bc) + 2.0 * map_bytes(p); };
+  v.plan = [](const Problem& p) {
+    const Packed n = packed_visits(p);
+    char s[240];
+    std::snprintf(s, sizeof s, "Br = %d, Bc = %d: %zu sequences in %lld Q tiles (a grid row of %zu slots), %lld "
+                  "(Q tile, K/V tile) pairs visited per head, %lld masked", tiles(p).Br, tiles(p).Bc, p.seqlens_q.size(),
+                  n.tiles, map_bytes(p) / sizeof(ch10::SeqTile), n.pairs, n.masked);
+    return std::string(s);
+  };
+  v.run = [](const AttentionParams& p, Stages& st) {
+    st.run("the tile map (a prefix sum of cu_seqlens)", [&] { return ch10::write_tile_map(p, p.workspace); }, 0, false);
+    st.run("FlashAttention-2 over each sequence's tiles", [&] { return ch10::varlen(p, p.workspace); });
+  };
+  return v;
+}
+
 // Step f's (Q tile, K/V tile) pairs of one head, and of those the masked ones: the kernel's closed
 // form (masks.h), which test_masks checks against the host's count of each tile's visible keys.
 struct Visited {
@@ -171,6 +218,7 @@ const Register mask_tensor(mask_tensor_variant());
 const Register mask_mod(mask_mod_variant());
 const Register block_mask(block_mask_variant());
 const Register score_mod(score_mod_variant());
+const Register varlen(varlen_variant());
 const Register window(window_variant());
 
 }  // namespace

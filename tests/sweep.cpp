@@ -1,6 +1,7 @@
 #include "sweep.h"
 
 #include <iterator>
+#include <utility>
 
 namespace attn {
 
@@ -70,6 +71,17 @@ std::vector<Problem> mask_sweep() {
   return out;
 }
 
+namespace {
+// A packed batch (chapter 10's step e) of these query and key lengths: Lq and Lk their sums, B = 1.
+Problem packed(std::vector<int> q, std::vector<int> k) {
+  Problem p;
+  p.mod = ModKind::varlen, p.seqlens_q = std::move(q), p.seqlens_k = std::move(k);
+  p.Lq = p.Lk = 0;
+  for (size_t s = 0; s < p.seqlens_q.size(); ++s) p.Lq += p.seqlens_q[s], p.Lk += p.seqlens_k[s];
+  return p;
+}
+}  // namespace
+
 std::vector<Problem> mask_mod_sweep() {
   struct Mod {
     ModKind kind;
@@ -115,6 +127,23 @@ std::vector<Problem> mask_mod_sweep() {
     p.H = 2, p.Lq = 150, p.Lk = 170, p.d = 64, p.dtype = DType::fp16, p.mod = ModKind::document, p.scale_override = scale;
     out.push_back(p);
   }
+  // Packed batches in each alignment of is_causal: one sequence of one query; sequences of 0, 1 and
+  // ragged lengths, one of two Q tiles; in each sequence Lq > Lk (rows that see no key bottom-right)
+  // and Lq < Lk, a sequence with queries and no key; many short ones, several to a tile of 64 keys.
+  // Each packing walks the head dims and dtypes.
+  const std::vector<int> short_ones = {1, 2, 3, 5, 8, 13, 21, 34, 55, 7, 9, 11};
+  const std::pair<std::vector<int>, std::vector<int>> packings[] = {{{1}, {1}},
+                                                                    {{100, 0, 37, 129, 1}, {100, 0, 37, 129, 1}},
+                                                                    {{200, 5, 64, 9}, {3, 250, 0, 70}},
+                                                                    {short_ones, short_ones}};
+  size_t k = 0;
+  for (const auto& [q, kv] : packings)
+    for (Causal c : {Causal::none, Causal::top_left, Causal::bottom_right}) {
+      Problem p = packed(q, kv);
+      p.H = q.size() == 1 ? 3 : 2, p.causal = c, p.d = dims[k % std::size(dims)], p.dtype = k % 2 ? DType::bf16 : DType::fp16;
+      p.seed = 300 + k++;
+      out.push_back(p);
+    }
   return out;
 }
 
@@ -172,6 +201,9 @@ std::vector<Problem> scale_sweep() {
     p.Lq = 70, p.Lk = 200, p.d = 64, p.dtype = DType::fp16, p.mod = ModKind::window, p.left = 20, p.right = 5;
     p.scale_override = scale;
     out.push_back(p);
+    Problem q = packed({30, 0, 40}, {150, 10, 40});  // step e's only problems: a packed batch
+    q.d = 64, q.dtype = DType::fp16, q.causal = Causal::bottom_right, q.scale_override = scale;
+    out.push_back(q);
   }
   return out;
 }

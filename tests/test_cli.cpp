@@ -173,6 +173,23 @@ TEST_CASE("numbers out of range are refused, not wrapped, clamped or ignored", "
   bad("run -v score_mod --softcap 1e-50", "is below the smallest fp32 number");
   bad("run -v score_mod --alibi --mask bool", "a score_mod (softcap, alibi) takes no attn_mask");
   bad("run -v block_mask --softcap 30", "variant block_mask takes no score_mod");
+  // A packed batch (flash_attn_varlen_func's rules, as lengths).
+  bad("run -v varlen --seqlens 5,-3", "a packed batch's query lengths must be at least 0 (got -3): cu_seqlens must not decrease");
+  bad("run -v varlen --seqlens 5,3 --seqlens-k 4", "a packed batch needs as many key lengths as query lengths");
+  bad("run -v varlen --seqlens 5,3 --seqlens-k 4,-1", "a packed batch's key lengths must be at least 0");
+  bad("run -v varlen --seqlens-k 5,3", "--seqlens-k needs --seqlens");
+  bad("run -v varlen --seqlens 5,3 --seq 8", "--seqlens sets Lq and Lk (the sums of the lengths): drop --seq");
+  bad("run -v varlen --seqlens 5,3 --lk 8", "drop --lk");
+  bad("run -v varlen --seqlens 5,3 -b 2", "a packed batch is one sequence of B = 1 (got B = 2)");
+  bad("run -v varlen --seqlens 5,3 --mask bool", "a packed batch takes no attn_mask");
+  bad("run -v varlen --seqlens 5,3 --mask-mod document", "--seqlens packs sequences");
+  bad("run -v score_mod --seqlens 5,3 --alibi", "ALiBi over a packed batch is not built");
+  bad("run -v varlen --seqlens 0,0", "query length (Lq) must be at least 1");
+  bad("run -v varlen --seqlens 2000000000,2000000000", "add up to more than 2^31 - 1");
+  bad("run -v varlen --seqlens 5,3 --softcap 2", "variant varlen takes no score_mod");
+  bad("run -v varlen -n 64", "variant varlen runs only a mask_mod (it supports fp16, bf16; d 32, 64, 96, 128, 256; causal; "
+                             "mask_mod varlen (--seqlens))");
+  bad("run -v window --seqlens 5,3", "variant window takes no mask_mod varlen");
   bad("tour --reps -1", "--reps must be 0 or more");
   bad("bench --reps 0 --csv never_written.csv", "--reps must be 1 or more");
   bad("bench --warmup -1 --csv never_written.csv", "--warmup must be 0 or more");
@@ -183,6 +200,11 @@ TEST_CASE("numbers out of range are refused, not wrapped, clamped or ignored", "
   INFO(w.output);
   CHECK(w.code == 0);
   CHECK(w.output.find("mask_mod(window 20,0)") != std::string::npos);
+  // A packed batch: the lengths' sums are Lq and Lk, the describe line lists them.
+  const Outcome v = run("run -v varlen --reps 1 --seqlens 70,0,3 --seqlens-k 20,5,90 --causal bottom-right");
+  INFO(v.output);
+  CHECK(v.code == 0);
+  CHECK_THAT(v.output, Contains("B=1 H=2 Lq=73 Lk=115") && Contains("varlen(3 sequences: q 70,0,3 k 20,5,90)"));
   // The largest seed is a seed.
   const Outcome o = run("run -v naive -n 16 --reps 1 --seed 18446744073709551615");
   INFO(o.output);

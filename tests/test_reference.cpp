@@ -41,6 +41,15 @@ std::vector<double> plain_sdpa(const Problem& p, const Inputs& in, std::vector<d
           if (p.mod == ModKind::random_blocks) visible = RandomBlocks{static_cast<uint32_t>(p.mask_mod(nullptr).arg)}(b, h, i, j);
           if (p.mod == ModKind::window)  // FlashAttention-2's: from the bottom-right diagonal i + Lk - Lq
             visible = (p.left < 0 || j >= i + p.Lk - p.Lq - p.left) && (p.right < 0 || j <= i + p.Lk - p.Lq + p.right);
+          if (p.mod == ModKind::varlen) {  // a packed batch: i's sequence by walking the lengths, is_causal in it
+            size_t s = 0;
+            int q_first = 0, k_first = 0;
+            for (; i >= q_first + p.seqlens_q[s]; ++s) q_first += p.seqlens_q[s], k_first += p.seqlens_k[s];
+            const int qi = i - q_first, kj = j - k_first, lq = p.seqlens_q[s], lk = p.seqlens_k[s];
+            visible = kj >= 0 && kj < lk;
+            if (p.causal == Causal::top_left) visible = visible && kj <= qi;
+            if (p.causal == Causal::bottom_right) visible = visible && kj <= qi + lk - lq;
+          }
           double add = 0;
           if (p.mask != MaskKind::none) {
             const size_t plane = p.mask_per_head ? static_cast<size_t>(b) * p.H + h : 0;
@@ -125,6 +134,24 @@ TEST_CASE("the reference applies every mask_mod as params.h defines it", "[refer
     }
 }
 
+TEST_CASE("the reference applies a packed batch as flash_attn_varlen_func defines it", "[reference]") {
+  struct Packing {
+    std::vector<int> q, k;
+  };
+  // One sequence of one query; lengths 0, 1 and ragged; in each sequence Lq > Lk (rows that see no key
+  // bottom-right) and Lq < Lk; a last sequence with queries and no key.
+  for (const Packing& pk : {Packing{{1}, {1}}, Packing{{5, 0, 9, 1}, {5, 0, 9, 1}}, Packing{{9, 3, 0, 7}, {4, 8, 2, 0}}})
+    for (Causal c : {Causal::none, Causal::top_left, Causal::bottom_right}) {
+      Problem p;
+      p.B = 1, p.H = 2, p.d = 8, p.dtype = DType::fp32, p.causal = c, p.mod = ModKind::varlen;
+      p.seqlens_q = pk.q, p.seqlens_k = pk.k;
+      p.Lq = p.Lk = 0;
+      for (size_t s = 0; s < pk.q.size(); ++s) p.Lq += pk.q[s], p.Lk += pk.k[s];
+      p.validate();
+      require_plain(p);
+    }
+}
+
 TEST_CASE("the reference applies softcap and ALiBi as params.h defines them, with and without a mask", "[reference]") {
   for (float cap : {0.f, 0.3f, 4.f})
     for (bool alibi : {false, true})
@@ -170,6 +197,19 @@ TEST_CASE("mask_mod rules: the definitions by hand, the host's runs and the kern
   CHECK_FALSE(Document{doc}(0, 0, 2, 1));
   CHECK(Document{doc}(0, 0, 4, 2));
   CHECK_FALSE(Document{doc}(0, 0, 5, 4));
+  // A packed batch of queries {2, 0, 3} and keys {1, 2, 4}: cu_q 0 2 2 5, cu_k 0 1 3 7. Query 1 is
+  // sequence 0's (key 0 only); query 3 is sequence 2's (keys 3 to 6), not the empty sequence 1's;
+  // bottom-right, its second query sees keys 3 to 5 (kv <= q + cu_k[3] - cu_q[3] = 3 + 2); top-left,
+  // keys 3 and 4.
+  const int cu[] = {0, 2, 2, 5, 0, 1, 3, 7};
+  const MaskMod packed{ModKind::varlen, false, 3, cu};
+  for (int kv = 0; kv < 7; ++kv) {
+    INFO("key " << kv);
+    CHECK(Varlen::of(packed, Causal::none)(0, 0, 1, kv) == (kv == 0));
+    CHECK(Varlen::of(packed, Causal::none)(0, 0, 3, kv) == (kv >= 3));
+    CHECK(Varlen::of(packed, Causal::bottom_right)(0, 0, 3, kv) == (kv >= 3 && kv <= 5));
+    CHECK(Varlen::of(packed, Causal::top_left)(0, 0, 3, kv) == (kv >= 3 && kv <= 4));
+  }
   CHECK(CausalMod{0}(0, 0, 3, 3));
   CHECK_FALSE(CausalMod{0}(0, 0, 3, 4));
   CHECK(CausalMod{2}(0, 0, 3, 5));
@@ -230,6 +270,30 @@ TEST_CASE("mask_mod rules: the definitions by hand, the host's runs and the kern
       }
       CHECK(p.visible_pairs() == n);
     }
+  // A packed batch's runs against its rule, with empty sequences.
+  for (Causal c : {Causal::none, Causal::top_left, Causal::bottom_right}) {
+    Problem p;
+    p.mod = ModKind::varlen, p.causal = c, p.seqlens_q = {70, 0, 1, 129, 30}, p.seqlens_k = {20, 5, 0, 200, 30};
+    p.Lq = 230, p.Lk = 255;
+    p.validate();
+    INFO(p.describe());
+    const std::vector<int> cu = p.mod_table();
+    const Varlen rule = Varlen::of(p.mask_mod(cu.data()), c);
+    std::vector<std::pair<int, int>> runs;
+    long long n = 0;
+    for (int i = 0; i < p.Lq; ++i) {
+      p.visible_runs(i, cu, runs);
+      std::vector<bool> from_runs(static_cast<size_t>(p.Lk), false);
+      for (auto [lo, hi] : runs)
+        for (int j = lo; j < hi; ++j) from_runs[static_cast<size_t>(j)] = true;
+      for (int j = 0; j < p.Lk; ++j) {
+        INFO("row " << i << ", key " << j);
+        REQUIRE(from_runs[static_cast<size_t>(j)] == rule(0, 0, i, j));
+        n += rule(0, 0, i, j);
+      }
+    }
+    CHECK(p.visible_pairs() == n);
+  }
 }
 
 TEST_CASE("a row with every key masked gives zeros and lse -inf", "[reference]") {

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 #include <optional>
 
 #include "command.h"
@@ -24,6 +25,7 @@ struct Args {
   std::string dtype = "fp16", causal, mask = "none", mask_mod = "none";
   int window = -1, prefix = -1;  // -1: not given
   std::vector<int> window_size;  // --window-size L,R
+  std::vector<int> seqlens, seqlens_k;  // --seqlens, --seqlens-k: a packed batch
   bool mask_per_head = false, full_check = false, alibi = false;
   double scale = 0, softcap = 0;
   std::string seed = "1";
@@ -66,6 +68,14 @@ void add_problem_options(CLI::App& app, Args& a) {
       ->delimiter(',')
       ->expected(2);
   app.add_option("--prefix", a.prefix, "prefix_lm: the keys every query sees");
+  app.add_option("--seqlens", a.seqlens,
+                 "a packed batch (chapter 10, flash_attn_varlen_func): the sequences' lengths, e.g. 100,2000,37; "
+                 "Lq and Lk are their sums, B is 1, and is_causal applies within each sequence")
+      ->delimiter(',');
+  app.add_option("--seqlens-k", a.seqlens_k,
+                 "with --seqlens: the sequences' key lengths, when they differ from their query lengths "
+                 "(is_causal's bottom-right diagonal is then each sequence's)")
+      ->delimiter(',');
   app.add_option("--softcap", a.softcap, "a score_mod (chapter 10): scores become C * tanh(score / C) (FlashAttention-2's softcap)");
   app.add_flag("--alibi", a.alibi, "a score_mod (chapter 10): ALiBi's bias, -slope_h * |i + Lk - Lq - j| (FlashAttention-2's alibi_slopes)");
   app.add_option("--scale", a.scale, "softmax scale (default 1/sqrt(d))");
@@ -132,6 +142,25 @@ Problem build_problem(const Args& a, const CLI::App& app) {
   if ((p.mod == ModKind::prefix_lm) != (a.prefix >= 0) && (p.mod == ModKind::prefix_lm || app.count("--prefix")))
     throw UsageError(p.mod == ModKind::prefix_lm ? "--mask-mod prefix_lm needs --prefix N (N >= 0)"
                                                  : "--prefix is prefix_lm's: add --mask-mod prefix_lm");
+  if (app.count("--seqlens-k") && !app.count("--seqlens")) throw UsageError("--seqlens-k needs --seqlens (the query lengths)");
+  if (app.count("--seqlens")) {
+    if (p.mod != ModKind::none)
+      throw UsageError(std::string("--seqlens packs sequences, whose mask is their own (and is_causal): it takes no "
+                                   "--mask-mod (got ") + mod_name(p.mod) + ")");
+    for (const char* sized : {"--seq", "--lq", "--lk"})
+      if (app.count(sized))
+        throw UsageError(std::string("--seqlens sets Lq and Lk (the sums of the lengths): drop ") + sized);
+    p.mod = ModKind::varlen;
+    p.seqlens_q = a.seqlens, p.seqlens_k = app.count("--seqlens-k") ? a.seqlens_k : a.seqlens;
+    if (!app.count("--batch")) p.B = 1;
+    long long q = 0, k = 0;  // validate() refuses a negative length, or sums that are not Lq and Lk
+    for (int n : p.seqlens_q) q += n;
+    for (int n : p.seqlens_k) k += n;
+    if (q > std::numeric_limits<int>::max() || k > std::numeric_limits<int>::max())
+      throw UsageError("a packed batch's lengths add up to more than 2^31 - 1 queries or keys: the kernels number "
+                       "positions with 32-bit ints");
+    p.Lq = static_cast<int>(q), p.Lk = static_cast<int>(k);
+  }
   p.window = std::max(a.window, 0), p.prefix = std::max(a.prefix, 0);
   p.softcap = static_cast<float>(a.softcap), p.alibi = a.alibi;  // validate() refuses a negative or non-finite cap
   if (a.softcap > 0 && p.softcap == 0.f)

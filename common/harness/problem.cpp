@@ -26,7 +26,8 @@ void Problem::validate() const {
   positive("head dim (d)", d);
   if (causal != Causal::none && mask != MaskKind::none)
     throw UsageError("is_causal and an attn_mask cannot be combined (torch refuses it too): choose one");
-  if (mod != ModKind::none && (causal != Causal::none || mask != MaskKind::none))
+  if (mod == ModKind::varlen) validate_packing();
+  if (mod != ModKind::none && mod != ModKind::varlen && (causal != Causal::none || mask != MaskKind::none))
     throw UsageError(std::string("a mask_mod (") + mod_name(mod) + ") is the whole mask: it takes neither is_causal nor "
                      "an attn_mask (sliding_window and prefix_lm are causal already)");
   if (mod == ModKind::sliding_window && window < 0)
@@ -69,6 +70,37 @@ void Problem::validate() const {
   }
 }
 
+// flash_attn_varlen_func's rules: cu_seqlens non-decreasing from 0 and ending at the total, as many
+// of one as of the other; here as lengths, each at least 0 (an empty sequence is allowed, as there).
+void Problem::validate_packing() const {
+  if (seqlens_q.empty() || seqlens_q.size() != seqlens_k.size())
+    throw UsageError("a packed batch needs as many key lengths as query lengths, at least one (got " +
+                     std::to_string(seqlens_q.size()) + " and " + std::to_string(seqlens_k.size()) + ")");
+  auto total = [](const std::vector<int>& lengths, const char* what) {
+    long long sum = 0;
+    for (int n : lengths) {
+      if (n < 0)
+        throw UsageError(std::string("a packed batch's ") + what + " lengths must be at least 0 (got " +
+                         std::to_string(n) + "): cu_seqlens must not decrease");
+      sum += n;
+    }
+    return sum;
+  };
+  const long long q = total(seqlens_q, "query"), k = total(seqlens_k, "key");
+  if (q != Lq || k != Lk)
+    throw UsageError("a packed batch's lengths add up to " + std::to_string(q) + " queries and " + std::to_string(k) +
+                     " keys, not Lq = " + std::to_string(Lq) + " and Lk = " + std::to_string(Lk) +
+                     ": cu_seqlens must end at the total");
+  if (seqlens_q.size() > static_cast<size_t>(std::numeric_limits<int>::max() - Lq))  // step e's grid row: Lq / Br + n
+    throw UsageError("a packed batch of " + std::to_string(seqlens_q.size()) + " sequences and " + std::to_string(Lq) +
+                     " queries: the sequences and queries together must number at most 2^31 - 1");
+  if (B != 1)
+    throw UsageError("a packed batch is one sequence of B = 1 (got B = " + std::to_string(B) + "): its sequences are the batch");
+  if (mask != MaskKind::none) throw UsageError("a packed batch takes no attn_mask: its mask is its sequences (and is_causal)");
+  if (alibi)
+    throw UsageError("ALiBi over a packed batch is not built: its diagonal would be each sequence's (softcap is allowed)");
+}
+
 const char* causal_name(Causal c) {
   switch (c) {
     case Causal::none: return "none";
@@ -94,6 +126,7 @@ const char* mod_name(ModKind m) {
     case ModKind::document: return "document";
     case ModKind::random_blocks: return "random_blocks";
     case ModKind::window: return "window";
+    case ModKind::varlen: return "varlen";
   }
   return "?";
 }
@@ -107,6 +140,16 @@ std::string Problem::describe() const {
   if (mod == ModKind::prefix_lm) s << " mask_mod(prefix_lm " << prefix << ")";
   if (mod == ModKind::window) s << " mask_mod(window " << left << "," << right << ")";
   if (mod == ModKind::document || mod == ModKind::random_blocks) s << " mask_mod(" << mod_name(mod) << ")";
+  if (mod == ModKind::varlen) {  // the first lengths; the rest counted
+    auto list = [&](const std::vector<int>& n) {
+      for (size_t i = 0; i < n.size() && i < 8; ++i) s << (i ? "," : "") << n[i];
+      if (n.size() > 8) s << ",...";
+    };
+    s << " varlen(" << seqlens_q.size() << " sequences: q ";
+    list(seqlens_q);
+    if (seqlens_k != seqlens_q) s << " k ", list(seqlens_k);
+    s << ")";
+  }
   if (softcap > 0.f) s << " softcap(" << softcap << ")";
   if (alibi) s << " alibi";
   if (scale_override) s << " scale=" << *scale_override;
@@ -135,8 +178,19 @@ std::vector<int> Problem::documents() const {
   return doc;
 }
 
+std::vector<int> Problem::cu_seqlens() const {
+  if (mod != ModKind::varlen) return {};
+  std::vector<int> cu(1, 0);
+  for (const std::vector<int>* lengths : {&seqlens_q, &seqlens_k}) {
+    if (lengths == &seqlens_k) cu.push_back(0);
+    for (int n : *lengths) cu.push_back(cu.back() + n);
+  }
+  return cu;
+}
+
 MaskMod Problem::mask_mod(const int* doc) const {
   switch (mod) {
+    case ModKind::varlen: return {mod, alibi, static_cast<int>(seqlens_q.size()), doc};
     case ModKind::sliding_window: return {mod, alibi, window, doc};
     case ModKind::prefix_lm: return {mod, alibi, prefix, doc};
     case ModKind::random_blocks: return {mod, alibi, static_cast<int>(seed * 0x9E3779B97F4A7C15ull >> 33), doc};
@@ -172,6 +226,15 @@ void Problem::visible_runs(int i, const std::vector<int>& doc, std::vector<std::
       add(lo - doc.begin(), hi - doc.begin());
       return;
     }
+    case ModKind::varlen: {  // doc: cu_seqlens(); the query's sequence, the last that starts at or before it
+      const auto n = static_cast<std::ptrdiff_t>(seqlens_q.size());
+      const auto s = std::upper_bound(doc.begin(), doc.begin() + n, i) - doc.begin() - 1;
+      const long long first = doc[static_cast<size_t>(n + 1 + s)], end = doc[static_cast<size_t>(n + 2 + s)];
+      const long long diagonal = causal == Causal::bottom_right ? end - doc[static_cast<size_t>(s + 1)]
+                                                                : first - doc[static_cast<size_t>(s)];
+      add(first, causal == Causal::none ? end : std::min(end, i + diagonal + 1));
+      return;
+    }
     case ModKind::random_blocks: {
       const RandomBlocks rule{static_cast<uint32_t>(mask_mod(nullptr).arg)};
       for (int j = 0; j < Lk; j += RandomBlocks::kBlock)
@@ -186,7 +249,7 @@ void Problem::visible_runs(int i, const std::vector<int>& doc, std::vector<std::
 
 long long Problem::visible_pairs() const {
   if (mod == ModKind::none && causal == Causal::none) return static_cast<long long>(Lq) * Lk;
-  const std::vector<int> doc = documents();
+  const std::vector<int> doc = mod_table();
   std::vector<std::pair<int, int>> runs;
   long long n = 0;
   for (int i = 0; i < Lq; ++i) {
@@ -234,11 +297,12 @@ Inputs Inputs::generate(const Problem& p) {
           in.mask_add[(pl * p.Lq + i) * p.Lk + j] = i % 7 == 3 || r < 0.1f ? -INFINITY : 4.f * u(rng) - 2.f;
         }
   }
-  in.doc = p.documents();
+  in.doc = p.mod_table();
   return in;
 }
 
 float Inputs::mask_at(const Problem& p, int b, int h, int i, int j) const {
+  if (p.mod == ModKind::varlen) return Varlen::of(p.mask_mod(doc.data()), p.causal)(b, h, i, j) ? 0.f : -INFINITY;
   if (p.mod != ModKind::none) return BookMod{p.mask_mod(doc.data()), p.Lk - p.Lq, false}(b, h, i, j) ? 0.f : -INFINITY;
   if (p.mask == MaskKind::none) return 0.f;
   const size_t plane = p.mask_per_head ? static_cast<size_t>(b) * p.H + h : 0;

@@ -24,6 +24,10 @@ struct Problem {
   ModKind mod = ModKind::none;
   int window = 0, prefix = 0;
   int left = -1, right = -1;
+  // Chapter 10's packed batch (mod varlen, params.h): each sequence's queries and keys, the
+  // differences of flash_attn_varlen_func's cu_seqlens_q and cu_seqlens_k. Lq and Lk are their sums
+  // and B is 1: the sequences are the batch.
+  std::vector<int> seqlens_q, seqlens_k;
   // Chapter 10's score mods (params.h): FlashAttention-2's softcap (0: none) and ALiBi's biases.
   float softcap = 0.f;
   bool alibi = false;
@@ -34,6 +38,7 @@ struct Problem {
   // overflow), causal with a mask (torch refuses it too), a scale that is not a finite number or
   // with which the scores would overflow fp32.
   void validate() const;
+  void validate_packing() const;  // validate()'s rules of a packed batch (mod varlen)
   std::string describe() const;  // "B=1 H=2 Lq=128 Lk=128 d=64 fp16 causal(top-left)"
   bool score_mod() const { return softcap > 0.f || alibi; }
   const char* score_name() const {  // "softcap", "alibi", "softcap+alibi"; null without one
@@ -51,12 +56,16 @@ struct Problem {
   // (query, key) pairs per head that is_causal or the mask_mod leaves visible (all Lq*Lk without).
   long long visible_pairs() const;
   // The keys query row i sees under is_causal or the mask_mod, as runs [lo, hi) in order (doc:
-  // documents()). The same rules as mask_mod.h's, in closed form.
+  // mod_table()). The same rules as mask_mod.h's, in closed form.
   void visible_runs(int i, const std::vector<int>& doc, std::vector<std::pair<int, int>>& runs) const;
   // A document pattern's document of each position, max(Lq, Lk) of them: seeded lengths from 1 to
   // a third of the sequence. Empty for other problems.
   std::vector<int> documents() const;
-  // The mask_mod's rule as the kernels see it (doc: documents()'s, or null).
+  // A packed batch's cu_seqlens_q then cu_seqlens_k (each n + 1 offsets from 0); empty for others.
+  std::vector<int> cu_seqlens() const;
+  // The table the mask_mod's rule reads (params.h: MaskMod::doc): documents() or cu_seqlens().
+  std::vector<int> mod_table() const { return mod == ModKind::varlen ? cu_seqlens() : documents(); }
+  // The mask_mod's rule as the kernels see it (doc: mod_table()'s, or null).
   MaskMod mask_mod(const int* doc) const;
   // The convention of every peer: 4 * B * H * d * (visible pairs); softmax not counted.
   double flops() const;
@@ -72,7 +81,8 @@ struct Problem {
 const char* causal_name(Causal c);
 const char* mask_name(MaskKind m);
 const char* mod_name(ModKind m);  // "sliding_window"
-// Every kind of mask_mod, none first: the command line's names and the variants' lists.
+// Every kind of mask_mod named on the command line, none first: its names and the variants' lists.
+// varlen is not among them: --seqlens gives it, with the sequences' lengths.
 inline constexpr ModKind kModKinds[] = {ModKind::none,     ModKind::sliding_window, ModKind::prefix_lm,
                                         ModKind::document, ModKind::random_blocks,  ModKind::window};
 
@@ -106,7 +116,7 @@ struct Inputs {
   std::vector<float> q, k, v;
   std::vector<uint8_t> mask_bool;   // boolean mask: some keys off, some rows wholly off
   std::vector<float> mask_add;      // additive mask: values in [-2, 2], some -inf, some rows all -inf
-  std::vector<int> doc;             // a document mask_mod's documents (Problem::documents)
+  std::vector<int> doc;             // the table a mask_mod's rule reads (Problem::mod_table)
   static Inputs generate(const Problem& p);
   // The mask entry of (b, h, i, j), as an addition to the score (-inf: masked), from attn_mask or
   // the mask_mod; 0 without either.

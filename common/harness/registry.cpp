@@ -26,7 +26,8 @@ std::string Variant::supports() const {
   s << "; d " << head_dims.describe();
   if (causal) s << "; causal";
   if (mask) s << "; masks";
-  for (size_t i = 0; i < mask_mods.size(); ++i) s << (i ? ", " : "; mask_mod ") << mod_name(mask_mods[i]);
+  for (size_t i = 0; i < mask_mods.size(); ++i)
+    s << (i ? ", " : "; mask_mod ") << mod_name(mask_mods[i]) << (mask_mods[i] == ModKind::varlen ? " (--seqlens)" : "");
   if (score_mod) s << "; score_mod";
   return s.str();
 }

@@ -38,6 +38,27 @@ struct Document {
   const int* doc;
   ATTN_HOST_DEVICE bool operator()(int, int, int q, int kv) const { return doc[q] == doc[kv]; }
 };
+// A packed batch (params.h: varlen): the query's sequence s, the last whose first query is at or
+// before it (empty sequences share their start with the next), found by bisection of cu_q; then
+// s's keys, and with is_causal those up to the diagonal aligned in s. The reference's rule, for any
+// pair; step e's kernel needs none of it, each of its blocks holding one sequence (10_masks/varlen.cu).
+struct Varlen {
+  const int *cu_q, *cu_k;
+  int n;
+  Causal causal;
+  ATTN_HOST_DEVICE static Varlen of(const MaskMod& m, Causal causal) { return {m.doc, m.doc + m.arg + 1, m.arg, causal}; }
+  ATTN_HOST_DEVICE bool operator()(int, int, int q, int kv) const {
+    int s = 0;
+    for (int hi = n; hi - s > 1;) {
+      const int mid = (s + hi) / 2;
+      if (cu_q[mid] <= q) s = mid;
+      else hi = mid;
+    }
+    if (kv < cu_k[s] || kv >= cu_k[s + 1]) return false;
+    if (causal == Causal::none) return true;
+    return kv <= q + (causal == Causal::bottom_right ? cu_k[s + 1] - cu_q[s + 1] : cu_k[s] - cu_q[s]);
+  }
+};
 // 64 x 64 blocks, each visible with probability 1/2: a splitmix-style hash of (seed, block row,
 // block column). Test data for block masks: kernel tiles that are whole, empty and partial.
 struct RandomBlocks {
@@ -76,6 +97,7 @@ struct BookMod {
       case ModKind::document: return f(Document{m.doc});
       case ModKind::random_blocks: return f(RandomBlocks{static_cast<uint32_t>(m.arg)});
       case ModKind::window: return f(Window{m.arg, m.right, offset});
+      default: return;  // varlen: step e's alone, which needs no rule per score; steps a to d refuse it
     }
   }
   ATTN_HOST_DEVICE bool operator()(int b, int h, int q, int kv) const {

@@ -38,10 +38,18 @@ enum class MaskKind : int { none, boolean, additive };
 //   window:         FlashAttention-2's window_size = (left, right), aligned bottom-right as its
 //                   causal diagonal: q + Lk - Lq - left <= kv <= q + Lk - Lq + right, a side of -1
 //                   unbounded (its causal=True is (left, 0); (-1, -1) is every key)
-// 16 bytes: arg is the window, the prefix, the seed or the window's left side (AttentionParams'
-// size: see the end), and beside the kind, in a byte of its word, ALiBi's switch (a score mod,
-// below); a document's positions or the window's right side last (no rule needs both).
-enum class ModKind : uint8_t { none, sliding_window, prefix_lm, document, random_blocks, window };
+//   varlen:         a packed batch of n sequences, FlashAttention's flash_attn_varlen_func: sequence s
+//                   holds queries [cu_q[s], cu_q[s + 1]) and keys [cu_k[s], cu_k[s + 1]), and a query
+//                   sees its own sequence's keys only; is_causal applies within each sequence, its
+//                   diagonal aligned in the sequence (bottom-right: kv <= q + cu_k[s + 1] - cu_q[s + 1],
+//                   FlashAttention's; top-left: kv <= q + cu_k[s] - cu_q[s]). arg = n, doc = cu_q's
+//                   n + 1 offsets then cu_k's (cu_seqlens_q, cu_seqlens_k). Given as --seqlens, not a rule
+//                   by name: chapter 10's step e (Problem::seqlens_q).
+// 16 bytes: arg is the window, the prefix, the seed, the window's left side or the sequences
+// (AttentionParams' size: see the end), and beside the kind, in a byte of its word, ALiBi's switch (a
+// score mod, below); a document's positions, the sequences' offsets or the window's right side last
+// (no rule needs two).
+enum class ModKind : uint8_t { none, sliding_window, prefix_lm, document, random_blocks, window, varlen };
 struct MaskMod {
   ModKind kind;
   bool alibi;
