@@ -10,7 +10,8 @@
 // for a shorter sequence's sake, no key loaded beyond its sequence.
 // Which block runs which tile is a map (write_tile_map, FlashAttention-3's varlen scheduler's prefix
 // sum): one kernel scans the sequences' tile counts. Each sequence's tiles are listed from its last,
-// under is_causal its heaviest (chapter 06's order, within a sequence).
+// under is_causal its heaviest, and every head's t-th slot starts before any head's next (chapter
+// 06's grid), so that a long sequence's heavy tiles start together, not head after head.
 // Cost: the map's launch and its Lq / Br + n entries; per block, two loads of the map and four of
 // cu_seqlens; the grid's slots past the last tile (at most one per sequence) start and stop at once.
 #include "05_flash_v2/lean_loop.cuh"
@@ -23,10 +24,14 @@ namespace {
 template <class T, int Br, int Bc>
 struct SequenceTiles : ch05::EveryTile {
   static constexpr bool kAttnMask = false;  // a packed batch has no attn_mask: its sequences are its mask
+  // Grid (heads, slots over y and z: chapter 06's heaviest_first_grid), in launch order: slot t of
+  // every head, then slot t + 1 of every head; the rounding's slots past the map's end are empty.
   __device__ static SeqTile entry(const attn::AttentionParams& p) {
-    return static_cast<const SeqTile*>(p.workspace)[blockIdx.x];
+    const int slot = static_cast<int>(blockIdx.y + gridDim.y * blockIdx.z);
+    if (slot >= tile_slots(p.Lq, p.mod.arg, Br)) return {-1, 0};
+    return static_cast<const SeqTile*>(p.workspace)[slot];
   }
-  // Sequence s of head blockIdx.y as a problem of one head: B = H = 1, its first query and key at
+  // Sequence s of head blockIdx.x as a problem of one head: B = H = 1, its first query and key at
   // the tensors' starts, its lengths Lq and Lk. A slot past the last tile: no rows, no keys.
   __device__ static attn::AttentionParams part(const attn::AttentionParams& p) {
     const SeqTile e = entry(p);
@@ -36,7 +41,7 @@ struct SequenceTiles : ch05::EveryTile {
     one.Lq = one.Lk = 0;
     if (e.seq < 0) return one;
     const int *cu_q = p.mod.doc, *cu_k = cu_q + p.mod.arg + 1;
-    const size_t q = static_cast<size_t>(blockIdx.y) * p.Lq + cu_q[e.seq], k = static_cast<size_t>(blockIdx.y) * p.Lk + cu_k[e.seq];
+    const size_t q = static_cast<size_t>(blockIdx.x) * p.Lq + cu_q[e.seq], k = static_cast<size_t>(blockIdx.x) * p.Lk + cu_k[e.seq];
     one.q = static_cast<const T*>(p.q) + q * p.d;
     one.o = static_cast<T*>(p.o) + q * p.d;
     one.k = static_cast<const T*>(p.k) + k * p.d;
@@ -98,7 +103,7 @@ cudaError_t varlen(const attn::AttentionParams& p, const void* map) {
     using T = decltype(t);
     constexpr int D = decltype(d)::value;
     constexpr ch05::Tiles kT = ch05::fa2_tiles(D);
-    const dim3 grid(static_cast<unsigned>(tile_slots(a.Lq, a.mod.arg, kT.Br)), static_cast<unsigned>(a.H));
+    const dim3 grid = ch06::heaviest_first_grid(static_cast<unsigned>(a.H), static_cast<unsigned>(tile_slots(a.Lq, a.mod.arg, kT.Br)));
     return simt::launch(ch05::lean_loop_kernel<T, D, SequenceTiles<T, kT.Br, kT.Bc>>, grid,
                         dim3(ch05::block_threads(ch05::Step::lean_loop, D)),
                         ch05::smem_bytes(ch05::Step::lean_loop, D, sizeof(T)), a);
