@@ -81,11 +81,11 @@ ATTN_HOST_DEVICE inline bool window_from_end(const attn::AttentionParams& p) {
   return start >= end;
 }
 
-// Step e's tile map: one entry per block of a grid row, the sequence and its Q tile the block runs, or
-// seq -1 for a slot past the last tile. The grid is sized without reading cu_seqlens (on the device):
-// a sequence of n queries has ceil(n / Br) <= n / Br + 1 tiles, so the sequences of Lq queries in all
-// have at most Lq / Br + (their number) tiles; the slots past the last are empty and cost a block
-// start each.
+// Step e's tile map: one entry per slot of the grid (a block of every head), the sequence and its Q
+// tile the slot runs, or seq -1 for a slot past the last tile. The grid is sized without reading
+// cu_seqlens (on the device): a sequence of n queries has ceil(n / Br) <= n / Br + 1 tiles, so the
+// sequences of Lq queries in all have at most Lq / Br + (their number) tiles; the slots past the
+// last are empty and cost a block start each.
 struct SeqTile {
   int seq, tile;
 };

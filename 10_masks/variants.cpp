@@ -162,7 +162,7 @@ Variant varlen_variant() {
   v.plan = [](const Problem& p) {
     const Packed n = packed_visits(p);
     char s[240];
-    std::snprintf(s, sizeof s, "Br = %d, Bc = %d: %zu sequences in %lld Q tiles (a grid row of %zu slots), %lld "
+    std::snprintf(s, sizeof s, "Br = %d, Bc = %d: %zu sequences in %lld Q tiles (%zu slots per head), %lld "
                   "(Q tile, K/V tile) pairs visited per head, %lld masked", tiles(p).Br, tiles(p).Bc, p.seqlens_q.size(),
                   n.tiles, map_bytes(p) / sizeof(ch10::SeqTile), n.pairs, n.masked);
     return std::string(s);

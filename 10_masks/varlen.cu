@@ -13,7 +13,8 @@
 // under is_causal its heaviest, and every head's t-th slot starts before any head's next (chapter
 // 06's grid), so that a long sequence's heavy tiles start together, not head after head.
 // Cost: the map's launch and its Lq / Br + n entries; per block, two loads of the map and four of
-// cu_seqlens; the grid's slots past the last tile (at most one per sequence) start and stop at once.
+// cu_seqlens; the grid's slots past the last tile (at most one per sequence, and the few the grid's
+// rounding adds) start and stop at once.
 #include "05_flash_v2/lean_loop.cuh"
 #include "06_causal/causal.h"
 #include "masks.h"
