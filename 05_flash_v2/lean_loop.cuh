@@ -54,17 +54,16 @@ __device__ __forceinline__ attn::AttentionParams part_of(const attn::AttentionPa
 
 template <class T, int D, class Policy>
 __global__ void __launch_bounds__(block_threads(Step::lean_loop, D)) lean_loop_kernel(const attn::AttentionParams launched) {
+  const attn::AttentionParams p = part_of<Policy>(launched);
   using L = Swizzled<D>;
   constexpr Tiles kT = fa2_tiles(D);
   constexpr int kM = kT.m_tiles, Br = kT.Br, Bc = kT.Bc, kStages = kT.stages, kThreads = 32 * kT.warps;
   static_assert(Br == kT.warps * kM * 16, "each warp owns kM m-tiles of the Q tile");
-  // Which Q tile this block runs is the launch's to say; what it works in, the part's.
-  const typename Policy::Block blk = Policy::block(launched, (launched.Lq + Br - 1) / Br);
-  const attn::AttentionParams p = part_of<Policy>(launched);
   T* Qs = simt::dynamic_smem<T>();
   T* Ks = Qs + L::elems(Br);
   T* Vs = Ks + kStages * L::elems(Bc);
   const int warp = static_cast<int>(threadIdx.x / 32), g = static_cast<int>(threadIdx.x % 32 / 4);
+  const typename Policy::Block blk = Policy::block(p, (p.Lq + Br - 1) / Br);
   const int bh = blk.bh, q0 = blk.q_tile * Br;
   const T* Q = static_cast<const T*>(p.q) + static_cast<size_t>(bh) * p.Lq * D;
   const T* K = static_cast<const T*>(p.k) + static_cast<size_t>(bh) * p.Lk * D;

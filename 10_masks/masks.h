@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <cuda_runtime.h>
 
+#include "06_causal/causal.h"
 #include "kernels/params.h"
 
 namespace ch10 {
@@ -25,7 +26,7 @@ cudaError_t block_mask(const attn::AttentionParams& p, const void* lists);
 // every visited tile; without one, step c's kernel.
 cudaError_t score_mod(const attn::AttentionParams& p, const void* lists);
 // e: a packed batch (ModKind::varlen, flash_attn_varlen_func's cu_seqlens): write_tile_map lists the
-// sequences' Q tiles (into `map`: tile_slots entries), then one launch runs them, each block one Q
+// sequences' Q tiles (into `map`: tile_slots entries, below), then one launch runs them, each block one Q
 // tile of one sequence as a problem of its own, no padding. cudaErrorInvalidValue for another mask_mod.
 cudaError_t write_tile_map(const attn::AttentionParams& p, void* map);
 cudaError_t varlen(const attn::AttentionParams& p, const void* map);
@@ -84,12 +85,19 @@ ATTN_HOST_DEVICE inline bool window_from_end(const attn::AttentionParams& p) {
 // Step e's tile map: one entry per slot of the grid (a block of every head), the sequence and its Q
 // tile the slot runs, or seq -1 for a slot past the last tile. The grid is sized without reading
 // cu_seqlens (on the device): a sequence of n queries has ceil(n / Br) <= n / Br + 1 tiles, so the
-// sequences of Lq queries in all have at most Lq / Br + (their number) tiles; the slots past the
-// last are empty and cost a block start each.
+// sequences of Lq queries in all have at most Lq / Br + (their number) tiles, which chapter 06's
+// grid lays over y and z (rounding up by fewer than z). The slots past the last tile are empty and
+// cost a block start each.
 struct SeqTile {
   int seq, tile;
 };
-ATTN_HOST_DEVICE inline int tile_slots(int Lq, int sequences, int Br) { return Lq / Br + sequences; }
+inline dim3 tile_map_grid(int heads, int Lq, int sequences, int Br) {
+  return ch06::heaviest_first_grid(static_cast<unsigned>(heads), static_cast<unsigned>(Lq / Br + sequences));
+}
+inline size_t tile_slots(int Lq, int sequences, int Br) {
+  const dim3 g = tile_map_grid(1, Lq, sequences, Br);
+  return static_cast<size_t>(g.y) * g.z;
+}
 
 // The block mask's lists, FlexAttention's names: for Q tile r, full_kv_num_blocks[r] wholly visible
 // K/V tiles (full_kv_indices(r)[...]) and kv_num_blocks[r] partial ones (kv_indices(r)[...]), each

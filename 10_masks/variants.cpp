@@ -148,7 +148,7 @@ Packed packed_visits(const Problem& p) {
   return n;
 }
 size_t map_bytes(const Problem& p) {
-  return sizeof(ch10::SeqTile) * static_cast<size_t>(ch10::tile_slots(p.Lq, static_cast<int>(p.seqlens_q.size()), tiles(p).Br));
+  return sizeof(ch10::SeqTile) * ch10::tile_slots(p.Lq, static_cast<int>(p.seqlens_q.size()), tiles(p).Br);
 }
 
 // Step e: a packed batch, each block one Q tile of one sequence, the sequence a problem of its own.

@@ -13,8 +13,8 @@
 // under is_causal its heaviest, and every head's t-th slot starts before any head's next (chapter
 // 06's grid), so that a long sequence's heavy tiles start together, not head after head.
 // Cost: the map's launch and its Lq / Br + n entries; per block, two loads of the map and four of
-// cu_seqlens; the grid's slots past the last tile (at most one per sequence, and the few the grid's
-// rounding adds) start and stop at once.
+// cu_seqlens; the slots past the last tile (at most one per sequence, and the few the grid's rounding
+// adds) start and stop at once.
 #include "05_flash_v2/lean_loop.cuh"
 #include "06_causal/causal.h"
 #include "masks.h"
@@ -25,12 +25,10 @@ namespace {
 template <class T, int Br, int Bc>
 struct SequenceTiles : ch05::EveryTile {
   static constexpr bool kAttnMask = false;  // a packed batch has no attn_mask: its sequences are its mask
-  // Grid (heads, slots over y and z: chapter 06's heaviest_first_grid), in launch order: slot t of
-  // every head, then slot t + 1 of every head; the rounding's slots past the map's end are empty.
+  // Grid (heads, slots over y and z: tile_map_grid), in launch order: slot t of every head, then
+  // slot t + 1 of every head. The map (the workspace, which the part keeps) has an entry for each.
   __device__ static SeqTile entry(const attn::AttentionParams& p) {
-    const int slot = static_cast<int>(blockIdx.y + gridDim.y * blockIdx.z);
-    if (slot >= tile_slots(p.Lq, p.mod.arg, Br)) return {-1, 0};
-    return static_cast<const SeqTile*>(p.workspace)[slot];
+    return static_cast<const SeqTile*>(p.workspace)[blockIdx.y + gridDim.y * blockIdx.z];
   }
   // Sequence s of head blockIdx.x as a problem of one head: B = H = 1, its first query and key at
   // the tensors' starts, its lengths Lq and Lk. A slot past the last tile: no rows, no keys.
@@ -64,7 +62,7 @@ struct SequenceTiles : ch05::EveryTile {
 // memory), and each thread writes its sequence's entries; then the empty slots.
 constexpr int kMapThreads = 256;
 template <int Br>
-__global__ void __launch_bounds__(kMapThreads) tile_map_kernel(const attn::AttentionParams p, SeqTile* map) {
+__global__ void __launch_bounds__(kMapThreads) tile_map_kernel(const attn::AttentionParams p, SeqTile* map, int slots) {
   __shared__ int scan[kMapThreads];
   const int n = p.mod.arg, t = static_cast<int>(threadIdx.x);
   const int* cu_q = p.mod.doc;
@@ -83,7 +81,7 @@ __global__ void __launch_bounds__(kMapThreads) tile_map_kernel(const attn::Atten
     listed += scan[kMapThreads - 1];
     __syncthreads();  // before the next round rewrites scan
   }
-  for (int i = listed + t; i < tile_slots(p.Lq, n, Br); i += kMapThreads) map[i] = {-1, 0};
+  for (int i = listed + t; i < slots; i += kMapThreads) map[i] = {-1, 0};
 }
 
 }  // namespace
@@ -92,7 +90,8 @@ cudaError_t write_tile_map(const attn::AttentionParams& p, void* map) {
   if (p.mod.kind != attn::ModKind::varlen) return cudaErrorInvalidValue;
   return ch05::dispatch_tensor_core(p, [&](auto, auto d) {
     constexpr int Br = ch05::fa2_tiles(decltype(d)::value).Br;
-    return simt::launch(tile_map_kernel<Br>, dim3(1), dim3(kMapThreads), 0, p, static_cast<SeqTile*>(map));
+    return simt::launch(tile_map_kernel<Br>, dim3(1), dim3(kMapThreads), 0, p, static_cast<SeqTile*>(map),
+                        static_cast<int>(tile_slots(p.Lq, p.mod.arg, Br)));
   });
 }
 
@@ -104,8 +103,7 @@ cudaError_t varlen(const attn::AttentionParams& p, const void* map) {
     using T = decltype(t);
     constexpr int D = decltype(d)::value;
     constexpr ch05::Tiles kT = ch05::fa2_tiles(D);
-    const dim3 grid = ch06::heaviest_first_grid(static_cast<unsigned>(a.H), static_cast<unsigned>(tile_slots(a.Lq, a.mod.arg, kT.Br)));
-    return simt::launch(ch05::lean_loop_kernel<T, D, SequenceTiles<T, kT.Br, kT.Bc>>, grid,
+    return simt::launch(ch05::lean_loop_kernel<T, D, SequenceTiles<T, kT.Br, kT.Bc>>, tile_map_grid(a.H, a.Lq, a.mod.arg, kT.Br),
                         dim3(ch05::block_threads(ch05::Step::lean_loop, D)),
                         ch05::smem_bytes(ch05::Step::lean_loop, D, sizeof(T)), a);
   });

@@ -91,9 +91,9 @@ void Problem::validate_packing() const {
     throw UsageError("a packed batch's lengths add up to " + std::to_string(q) + " queries and " + std::to_string(k) +
                      " keys, not Lq = " + std::to_string(Lq) + " and Lk = " + std::to_string(Lk) +
                      ": cu_seqlens must end at the total");
-  if (seqlens_q.size() > static_cast<size_t>(std::numeric_limits<int>::max() - Lq))  // step e's grid row: Lq / Br + n
+  if (seqlens_q.size() + static_cast<size_t>(Lq) > (size_t{1} << 30))  // step e's slots per head: Lq / Br + n, rounded up
     throw UsageError("a packed batch of " + std::to_string(seqlens_q.size()) + " sequences and " + std::to_string(Lq) +
-                     " queries: the sequences and queries together must number at most 2^31 - 1");
+                     " queries: the sequences and queries together must number at most 2^30");
   if (B != 1)
     throw UsageError("a packed batch is one sequence of B = 1 (got B = " + std::to_string(B) + "): its sequences are the batch");
   if (mask != MaskKind::none) throw UsageError("a packed batch takes no attn_mask: its mask is its sequences (and is_causal)");
