@@ -52,6 +52,7 @@ __global__ void list_tiles_kernel(const attn::AttentionParams p, int Br, int Bc,
 }  // namespace
 
 cudaError_t write_block_mask(const attn::AttentionParams& p, void* lists) {
+  if (!has_rule(p)) return cudaErrorInvalidValue;
   return ch05::dispatch_tensor_core(p, [&](auto, auto d) {
     constexpr ch05::Tiles kT = ch05::fa2_tiles(decltype(d)::value);
     int* base = static_cast<int*>(lists);

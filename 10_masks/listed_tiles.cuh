@@ -30,6 +30,7 @@ struct ListedTiles : ch05::EveryTile {
 // lean_loop with Policy<Br, Bc> at chapter 05's tiles, the lists in `lists`.
 template <template <int, int> class Policy>
 cudaError_t launch_listed(const attn::AttentionParams& p, const void* lists) {
+  if (!has_rule(p)) return cudaErrorInvalidValue;
   attn::AttentionParams a = p;
   a.workspace = const_cast<void*>(lists);  // the Policy finds the lists there
   return ch05::dispatch_tensor_core(a, [&](auto t, auto d) {

@@ -22,6 +22,7 @@ struct EveryTileMod : ch05::EveryTile {
 }  // namespace
 
 cudaError_t mask_mod(const attn::AttentionParams& p) {
+  if (!has_rule(p)) return cudaErrorInvalidValue;
   return ch05::dispatch_tensor_core(p, [&](auto t, auto d) {
     using T = decltype(t);
     constexpr int D = decltype(d)::value;

@@ -24,6 +24,7 @@ __global__ void write_mask_kernel(const attn::AttentionParams p, uint8_t* mask) 
 }  // namespace
 
 cudaError_t write_mask(const attn::AttentionParams& p, uint8_t* mask) {
+  if (!has_rule(p)) return cudaErrorInvalidValue;
   const long long n = static_cast<long long>(p.Lq) * p.Lk, blocks = (n + 255) / 256;
   return simt::launch(write_mask_kernel, dim3(static_cast<unsigned>(blocks < 4096 ? blocks : 4096)), dim3(256), 0, p,
                       mask);

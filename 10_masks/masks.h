@@ -36,6 +36,10 @@ cudaError_t varlen(const attn::AttentionParams& p, const void* map);
 // (window_from_end). cudaErrorInvalidValue for another mask_mod.
 cudaError_t window(const attn::AttentionParams& p);
 
+// BookMod (mask_mod.h) has no rule for a packed batch, whose blocks must each hold one sequence: steps
+// a to d refuse one (cudaErrorInvalidValue) rather than run it unmasked; step e runs it.
+inline bool has_rule(const attn::AttentionParams& p) { return p.mod.kind != attn::ModKind::varlen; }
+
 // Step f's closed form, for p.mod a window (params.h: left = mod.arg, right = mod.right, a side of -1
 // unbounded). A Q tile of rows [q0, q0 + rows) visits K/V tiles [first, first + count): from the tile
 // of the first key its first row sees to that of the last key its last row sees (rows see ranges of

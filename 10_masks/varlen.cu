@@ -58,8 +58,10 @@ struct SequenceTiles : ch05::EveryTile {
   }
 };
 
-// One block scans the sequences' tile counts, kMapThreads sequences a round (Hillis-Steele in shared
-// memory), and each thread writes its sequence's entries; then the empty slots.
+// One block is enough: the sequences are few (tens to thousands) against the tiles, and one block
+// needs no pass across the grid to carry its running sum. The scan is Hillis-Steele, the simplest to
+// read: log2(256) steps, each thread adding its neighbour's partial sum. cu_seqlens is trusted, as
+// FlashAttention trusts it: the harness checks the lengths on the host (Problem::validate).
 constexpr int kMapThreads = 256;
 template <int Br>
 __global__ void __launch_bounds__(kMapThreads) tile_map_kernel(const attn::AttentionParams p, SeqTile* map, int slots) {
@@ -84,10 +86,16 @@ __global__ void __launch_bounds__(kMapThreads) tile_map_kernel(const attn::Atten
   for (int i = listed + t; i < slots; i += kMapThreads) map[i] = {-1, 0};
 }
 
+// A packed batch is one batch of B = 1, with no attn_mask and no score_mod (the Policy keeps none).
+bool packed(const attn::AttentionParams& p) {
+  return p.mod.kind == attn::ModKind::varlen && p.B == 1 && p.mask_kind == attn::MaskKind::none && !p.mod.alibi &&
+         !(p.softcap > 0.f);
+}
+
 }  // namespace
 
 cudaError_t write_tile_map(const attn::AttentionParams& p, void* map) {
-  if (p.mod.kind != attn::ModKind::varlen) return cudaErrorInvalidValue;
+  if (!packed(p)) return cudaErrorInvalidValue;
   return ch05::dispatch_tensor_core(p, [&](auto, auto d) {
     constexpr int Br = ch05::fa2_tiles(decltype(d)::value).Br;
     return simt::launch(tile_map_kernel<Br>, dim3(1), dim3(kMapThreads), 0, p, static_cast<SeqTile*>(map),
@@ -96,7 +104,7 @@ cudaError_t write_tile_map(const attn::AttentionParams& p, void* map) {
 }
 
 cudaError_t varlen(const attn::AttentionParams& p, const void* map) {
-  if (p.mod.kind != attn::ModKind::varlen) return cudaErrorInvalidValue;  // its Policy reads cu_seqlens
+  if (!packed(p)) return cudaErrorInvalidValue;  // its Policy reads cu_seqlens
   attn::AttentionParams a = p;
   a.workspace = const_cast<void*>(map);  // the Policy finds the map there
   return ch05::dispatch_tensor_core(a, [&](auto t, auto d) {

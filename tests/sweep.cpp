@@ -144,6 +144,13 @@ std::vector<Problem> mask_mod_sweep() {
       p.seed = 300 + k++;
       out.push_back(p);
     }
+  // 300 sequences of 0 to 3 queries and keys: the tile map's scan takes two rounds of 256, the second
+  // carrying the first's count.
+  std::vector<int> many_q, many_k;
+  for (int s = 0; s < 300; ++s) many_q.push_back(s % 4), many_k.push_back((s + 1) % 4);
+  Problem many = packed(many_q, many_k);
+  many.H = 1, many.d = 32, many.causal = Causal::bottom_right, many.seed = 350;
+  out.push_back(many);
   return out;
 }
 

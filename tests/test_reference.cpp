@@ -152,6 +152,19 @@ TEST_CASE("the reference applies a packed batch as flash_attn_varlen_func define
     }
 }
 
+TEST_CASE("a packed batch's sampled rows hold each sequence's first and last row", "[reference]") {
+  Problem p;
+  p.H = 8, p.d = 128, p.mod = ModKind::varlen, p.seqlens_q = p.seqlens_k = {3000, 1, 0, 4097};
+  p.Lq = p.Lk = 7098;
+  p.validate();
+  const Selection s = Selection::sample(p);
+  REQUIRE(s.rows.size() < static_cast<size_t>(p.Lq));  // sampled, not every row
+  for (int row : {0, 2999, 3000, 3001, 7097}) {
+    INFO("row " << row);
+    CHECK(std::find(s.rows.begin(), s.rows.end(), row) != s.rows.end());
+  }
+}
+
 TEST_CASE("the reference applies softcap and ALiBi as params.h defines them, with and without a mask", "[reference]") {
   for (float cap : {0.f, 0.3f, 4.f})
     for (bool alibi : {false, true})

@@ -98,7 +98,7 @@ void Problem::validate_packing() const {
     throw UsageError("a packed batch is one sequence of B = 1 (got B = " + std::to_string(B) + "): its sequences are the batch");
   if (mask != MaskKind::none) throw UsageError("a packed batch takes no attn_mask: its mask is its sequences (and is_causal)");
   if (alibi)
-    throw UsageError("ALiBi over a packed batch is not built: its diagonal would be each sequence's (softcap is allowed)");
+    throw UsageError("ALiBi over a packed batch is not built: its diagonal would be each sequence's");
 }
 
 const char* causal_name(Causal c) {

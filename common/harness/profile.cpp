@@ -197,8 +197,8 @@ struct Counting {
 
 void print_stage(const StageProfile& s, const gpus::Gpu& g, int sample) {
   const simt::Counters& c = s.counters;
-  std::printf("  %s: %.0f launch%s, %.0f blocks of %.0f threads%s\n", s.stage.c_str(), c.launches, c.launches == 1 ? "" : "es",
-              c.blocks, c.threads_per_block,
+  std::printf("  %s: %.0f launch%s, %.0f block%s of %.0f threads%s\n", s.stage.c_str(), c.launches, c.launches == 1 ? "" : "es",
+              c.blocks, c.blocks == 1 ? "" : "s", c.threads_per_block,
               sample > 1 ? fmt(", requests grouped in %.0f of them and scaled up", c.blocks_counted).c_str() : "");
   std::string line;
   for (int k = 0; k < simt::kGlobalKinds; ++k) {

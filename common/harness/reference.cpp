@@ -48,8 +48,17 @@ Selection Selection::sample(const Problem& p, double budget, int max_rows, int m
     if (std::find(s.heads.begin(), s.heads.end(), pick) == s.heads.end()) s.heads.push_back(pick);
   }
   std::vector<int> rows = {0, p.Lq - 1};
-  const int edges = (p.Lq - 1) / 64, step = std::max(1, edges / (max_rows / 4));  // 64-row tile edges
+  const int room = std::max(1, max_rows / 4);  // rows for each kind of edge
+  const int edges = (p.Lq - 1) / 64, step = std::max(1, edges / room);  // 64-row tile edges
   for (int k = 1; k <= edges; k += step) rows.push_back(64 * k - 1), rows.push_back(64 * k);
+  // A packed batch's sequence edges too: each sequence's first and last row, where a block's part
+  // begins and ends (a quarter of the rows at most, spread over the sequences).
+  const std::vector<int> cu = p.cu_seqlens();
+  const int sequences = static_cast<int>(p.seqlens_q.size());
+  const int every = std::max(1, (2 * sequences + room - 1) / room);  // 2 rows per sequence taken
+  for (int s = 0; s < sequences; s += every)
+    if (cu[static_cast<size_t>(s) + 1] > cu[static_cast<size_t>(s)])
+      rows.push_back(cu[static_cast<size_t>(s)]), rows.push_back(cu[static_cast<size_t>(s) + 1] - 1);
   while (static_cast<int>(rows.size()) < std::min(max_rows, p.Lq)) rows.push_back(static_cast<int>(rng() % p.Lq));
   std::sort(rows.begin(), rows.end());
   rows.erase(std::unique(rows.begin(), rows.end()), rows.end());

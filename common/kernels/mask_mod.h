@@ -97,7 +97,7 @@ struct BookMod {
       case ModKind::document: return f(Document{m.doc});
       case ModKind::random_blocks: return f(RandomBlocks{static_cast<uint32_t>(m.arg)});
       case ModKind::window: return f(Window{m.arg, m.right, offset});
-      default: return;  // varlen: step e's alone, which needs no rule per score; steps a to d refuse it
+      default: return;  // varlen: step e's alone, which needs no rule per score (masks.h: has_rule)
     }
   }
   ATTN_HOST_DEVICE bool operator()(int b, int h, int q, int kv) const {
