@@ -215,3 +215,26 @@ TEST_CASE("a kernel of a user's own mask_mod and score_mod matches its definitio
   for (size_t k = 0; k < o.size(); ++k) moved = std::max(moved, std::fabs(unbiased.o[k] - want.o[k]));
   CHECK(moved > 10 * tolerance(p.dtype));
 }
+
+TEST_CASE("steps a to d refuse a packed batch, which their rules cannot mask; step e refuses what it does not take", "[variants]") {
+  const int cu[] = {0, 5, 9, 0, 4, 9};
+  AttentionParams a{};
+  a.dtype = DType::fp16, a.B = 1, a.H = 1, a.Lq = 9, a.Lk = 9, a.d = 64, a.scale = 0.125f;
+  a.mod = MaskMod{ModKind::varlen, false, 2, cu};
+  uint8_t mask[81];
+  int lists[64];
+  CHECK(ch10::write_mask(a, mask) == cudaErrorInvalidValue);
+  CHECK(ch10::mask_mod(a) == cudaErrorInvalidValue);
+  CHECK(ch10::write_block_mask(a, lists) == cudaErrorInvalidValue);
+  CHECK(ch10::block_mask(a, lists) == cudaErrorInvalidValue);
+  CHECK(ch10::score_mod(a, lists) == cudaErrorInvalidValue);
+  ch10::SeqTile map[8];
+  for (auto change : {+[](AttentionParams& p) { p.B = 2; }, +[](AttentionParams& p) { p.mask_kind = MaskKind::boolean; },
+                      +[](AttentionParams& p) { p.softcap = 2.f; }, +[](AttentionParams& p) { p.mod.alibi = true; },
+                      +[](AttentionParams& p) { p.mod.kind = ModKind::document; }}) {
+    AttentionParams b = a;
+    change(b);
+    CHECK(ch10::write_tile_map(b, map) == cudaErrorInvalidValue);
+    CHECK(ch10::varlen(b, map) == cudaErrorInvalidValue);
+  }
+}
