@@ -75,9 +75,7 @@ namespace {
 // A packed batch (chapter 10's step e) of these query and key lengths: Lq and Lk their sums, B = 1.
 Problem packed(std::vector<int> q, std::vector<int> k) {
   Problem p;
-  p.mod = ModKind::varlen, p.seqlens_q = std::move(q), p.seqlens_k = std::move(k);
-  p.Lq = p.Lk = 0;
-  for (size_t s = 0; s < p.seqlens_q.size(); ++s) p.Lq += p.seqlens_q[s], p.Lk += p.seqlens_k[s];
+  p.pack(std::move(q), std::move(k));
   return p;
 }
 }  // namespace

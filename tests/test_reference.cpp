@@ -143,10 +143,8 @@ TEST_CASE("the reference applies a packed batch as flash_attn_varlen_func define
   for (const Packing& pk : {Packing{{1}, {1}}, Packing{{5, 0, 9, 1}, {5, 0, 9, 1}}, Packing{{9, 3, 0, 7}, {4, 8, 2, 0}}})
     for (Causal c : {Causal::none, Causal::top_left, Causal::bottom_right}) {
       Problem p;
-      p.B = 1, p.H = 2, p.d = 8, p.dtype = DType::fp32, p.causal = c, p.mod = ModKind::varlen;
-      p.seqlens_q = pk.q, p.seqlens_k = pk.k;
-      p.Lq = p.Lk = 0;
-      for (size_t s = 0; s < pk.q.size(); ++s) p.Lq += pk.q[s], p.Lk += pk.k[s];
+      p.B = 1, p.H = 2, p.d = 8, p.dtype = DType::fp32, p.causal = c;
+      p.pack(pk.q, pk.k);
       p.validate();
       require_plain(p);
     }
@@ -154,8 +152,9 @@ TEST_CASE("the reference applies a packed batch as flash_attn_varlen_func define
 
 TEST_CASE("a packed batch's sampled rows hold each sequence's first and last row", "[reference]") {
   Problem p;
-  p.H = 8, p.d = 128, p.mod = ModKind::varlen, p.seqlens_q = p.seqlens_k = {3000, 1, 0, 4097};
-  p.Lq = p.Lk = 7098;
+  p.H = 8, p.d = 128;
+  p.pack({3000, 1, 0, 4097}, {3000, 1, 0, 4097});
+  REQUIRE(p.Lq == 7098);
   p.validate();
   const Selection s = Selection::sample(p);
   REQUIRE(s.rows.size() < static_cast<size_t>(p.Lq));  // sampled, not every row
@@ -286,8 +285,9 @@ TEST_CASE("mask_mod rules: the definitions by hand, the host's runs and the kern
   // A packed batch's runs against its rule, with empty sequences.
   for (Causal c : {Causal::none, Causal::top_left, Causal::bottom_right}) {
     Problem p;
-    p.mod = ModKind::varlen, p.causal = c, p.seqlens_q = {70, 0, 1, 129, 30}, p.seqlens_k = {20, 5, 0, 200, 30};
-    p.Lq = 230, p.Lk = 255;
+    p.causal = c;
+    p.pack({70, 0, 1, 129, 30}, {20, 5, 0, 200, 30});
+    REQUIRE((p.Lq == 230 && p.Lk == 255));
     p.validate();
     INFO(p.describe());
     const std::vector<int> cu = p.mod_table();

@@ -9,7 +9,6 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
-#include <limits>
 #include <optional>
 
 #include "command.h"
@@ -150,16 +149,8 @@ Problem build_problem(const Args& a, const CLI::App& app) {
     for (const char* sized : {"--seq", "--lq", "--lk"})
       if (app.count(sized))
         throw UsageError(std::string("--seqlens sets Lq and Lk (the sums of the lengths): drop ") + sized);
-    p.mod = ModKind::varlen;
-    p.seqlens_q = a.seqlens, p.seqlens_k = app.count("--seqlens-k") ? a.seqlens_k : a.seqlens;
+    p.pack(a.seqlens, app.count("--seqlens-k") ? a.seqlens_k : a.seqlens);  // validate() refuses a negative length
     if (!app.count("--batch")) p.B = 1;
-    long long q = 0, k = 0;  // validate() refuses a negative length, or sums that are not Lq and Lk
-    for (int n : p.seqlens_q) q += n;
-    for (int n : p.seqlens_k) k += n;
-    if (q > std::numeric_limits<int>::max() || k > std::numeric_limits<int>::max())
-      throw UsageError("a packed batch's lengths add up to more than 2^31 - 1 queries or keys: the kernels number "
-                       "positions with 32-bit ints");
-    p.Lq = static_cast<int>(q), p.Lk = static_cast<int>(k);
   }
   p.window = std::max(a.window, 0), p.prefix = std::max(a.prefix, 0);
   p.softcap = static_cast<float>(a.softcap), p.alibi = a.alibi;  // validate() refuses a negative or non-finite cap

@@ -178,13 +178,25 @@ std::vector<int> Problem::documents() const {
   return doc;
 }
 
+void Problem::pack(std::vector<int> q, std::vector<int> k) {
+  auto sum = [](const std::vector<int>& lengths) {
+    long long n = 0;
+    for (int l : lengths) n += l;
+    if (n > std::numeric_limits<int>::max())
+      throw UsageError("a packed batch's lengths add up to more than 2^31 - 1 queries or keys: the kernels number "
+                       "positions with 32-bit ints");
+    return static_cast<int>(n);
+  };
+  Lq = sum(q), Lk = sum(k);
+  mod = ModKind::varlen, seqlens_q = std::move(q), seqlens_k = std::move(k);
+}
+
 std::vector<int> Problem::cu_seqlens() const {
   if (mod != ModKind::varlen) return {};
   std::vector<int> cu(1, 0);
-  for (const std::vector<int>* lengths : {&seqlens_q, &seqlens_k}) {
-    if (lengths == &seqlens_k) cu.push_back(0);
-    for (int n : *lengths) cu.push_back(cu.back() + n);
-  }
+  for (int n : seqlens_q) cu.push_back(cu.back() + n);
+  cu.push_back(0);
+  for (int n : seqlens_k) cu.push_back(cu.back() + n);
   return cu;
 }
 

@@ -39,6 +39,9 @@ struct Problem {
   // with which the scores would overflow fp32.
   void validate() const;
   void validate_packing() const;  // validate()'s rules of a packed batch (mod varlen)
+  // Makes this a packed batch of these query and key lengths: mod varlen, Lq and Lk their sums.
+  // Throws UsageError when a sum passes an int; validate() checks the rest.
+  void pack(std::vector<int> q, std::vector<int> k);
   std::string describe() const;  // "B=1 H=2 Lq=128 Lk=128 d=64 fp16 causal(top-left)"
   bool score_mod() const { return softcap > 0.f || alibi; }
   const char* score_name() const {  // "softcap", "alibi", "softcap+alibi"; null without one
