@@ -55,4 +55,11 @@ __host__ __device__ inline bool crosses_diagonal(const attn::AttentionParams& p,
   return k0 + Bc - 1 > q0 + p.causal_offset();
 }
 
+// Whether a visited K/V tile holds a key that a row of the Q tile from q0 must not see: one past Lk,
+// or with is_causal (`causal`) one past the diagonal. The skipping kernels mask only such tiles
+// (chapter 06's step, chapter 10's packed sequences), and their hosts count them so.
+__host__ __device__ inline bool tile_needs_mask(const attn::AttentionParams& p, int q0, int k0, int Bc, bool causal) {
+  return k0 + Bc > p.Lk || (causal && crosses_diagonal(p, q0, k0, Bc));
+}
+
 }  // namespace ch06

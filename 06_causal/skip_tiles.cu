@@ -41,7 +41,7 @@ struct SkipTiles {
   // Only a tile crossing the diagonal (its last key past the first row's limit), the end of the
   // keys, or any tile under an attn_mask needs masking.
   __device__ static bool needs_mask(const attn::AttentionParams& p, int q0, int /*j*/, int k0, int Bc) {
-    return kMode == Mode::mask || k0 + Bc > p.Lk || (kMode == Mode::causal && crosses_diagonal(p, q0, k0, Bc));
+    return kMode == Mode::mask || tile_needs_mask(p, q0, k0, Bc, kMode == Mode::causal);
   }
 };
 

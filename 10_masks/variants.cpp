@@ -128,7 +128,7 @@ Variant score_mod_variant() {
 }
 
 // Step e's blocks and (Q tile, K/V tile) pairs of one head, and of those the masked ones: each sequence
-// a problem of its own (chapter 06's count per Q tile: tiles_to_visit, crosses_diagonal).
+// a problem of its own (chapter 06's count per Q tile: tiles_to_visit, tile_needs_mask).
 struct Packed {
   long long tiles = 0, pairs = 0, masked = 0;
 };
@@ -142,7 +142,7 @@ Packed packed_visits(const Problem& p) {
       const int visits = ch06::tiles_to_visit(a, q0, t.Br, t.Bc);
       n.pairs += visits;
       for (int j = 0; j < visits; ++j)
-        n.masked += (j + 1) * t.Bc > a.Lk || (a.causal != Causal::none && ch06::crosses_diagonal(a, q0, j * t.Bc, t.Bc));
+        n.masked += ch06::tile_needs_mask(a, q0, j * t.Bc, t.Bc, a.causal != Causal::none);
     }
   }
   return n;

@@ -54,7 +54,7 @@ struct SequenceTiles : ch05::EveryTile {
     return ch06::tiles_to_visit(p, q0, Br, Bc);
   }
   __device__ static bool needs_mask(const attn::AttentionParams& p, int q0, int /*j*/, int k0, int /*Bc*/) {
-    return k0 + Bc > p.Lk || (p.causal != attn::Causal::none && ch06::crosses_diagonal(p, q0, k0, Bc));
+    return ch06::tile_needs_mask(p, q0, k0, Bc, p.causal != attn::Causal::none);
   }
 };
 

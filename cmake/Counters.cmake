@@ -3,6 +3,11 @@
 # of its own: its kernels are instrumented, and run slower than in a plain build.
 #   cmake -S . -B build-counters -G Ninja -DFLASHSTEPS_BACKEND=cpu -DFLASHSTEPS_COUNTERS=ON
 option(FLASHSTEPS_COUNTERS "cpu backend: count global/shared requests, bank conflicts, mma... (flashsteps profile)" OFF)
+# The architectures, besides sm_90, whose SASS the counters build compiles every chapter's kernels
+# for, so that `profile --gpu a100` models sm_80's code (model/sass.h's kSassArchs): 75, 80, 86, 89,
+# 100, 120 (gpus.h's GPUs). Each is every kernel compiled once (minutes; cached per source by hash,
+# so an edit recompiles what it reaches). Empty: those GPUs are modelled with sm_90's code, said so.
+set(FLASHSTEPS_SASS_ARCHS "" CACHE STRING "counters build: architectures to compile the kernels' SASS for besides sm_90 (80;89...)")
 set(FLASHSTEPS_COUNTER_FLAGS "")
 if(FLASHSTEPS_COUNTERS)
   if(NOT FLASHSTEPS_BACKEND STREQUAL "cpu")

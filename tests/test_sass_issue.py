@@ -120,6 +120,32 @@ def main():
     check((kr.params_base(maps), kr.params_base("k(attn::AttentionParams)")) == (0x400, 0x210),
           f"AttentionParams after three 128-byte-aligned tensor maps at 0x400, else at 0x210 "
           f"(got {kr.params_base(maps):#x}, {kr.params_base('k(attn::AttentionParams)'):#x})")
+    starts = [kr.params_base("k(attn::AttentionParams)", a) for a in ("sm_75", "sm_80", "sm_89", "sm_90a", "sm_100", "sm_120")]
+    check(starts == [0x160, 0x160, 0x160, 0x210, 0x380, 0x380],
+          f"the parameters' start by architecture: 0x160 to sm_89, 0x210 on sm_90, 0x380 from sm_100 (got {[hex(s) for s in starts]})")
+    # sm_80's way out of a loop: `@!P0 CALL.REL.NOINC` to the code after it, then the BRA back. The
+    # call is a jump (the loop and what follows are reached); a call of a routine by name is not.
+    listing = """
+        .text._Z4loopv:
+        /*0000*/                   MOV R0, RZ ;
+.L_x_1:
+        /*0010*/                   LDG.E R2, [R4.64] ;
+        /*0020*/                   IADD3 R0, R0, 0x1, RZ ;
+        /*0030*/                   ISETP.NE.AND P0, PT, R0, 0x10, PT ;
+        /*0040*/              @!P0 CALL.REL.NOINC `(.L_x_2) ;
+        /*0050*/                   BRA `(.L_x_1) ;
+.L_x_2:
+        /*0060*/                   CALL.REL.NOINC `($__internal_0_$__cuda_sm20_rcp_rn_f32_slowpath) ;
+        /*0070*/                   STG.E [R4.64], R2 ;
+        /*0080*/                   EXIT ;
+"""
+    li = kr.parse_sass(listing)["_Z4loopv"]
+    lb = kr.basic_blocks(li)
+    loop_heads = sorted(li[lb[h]["start"]]["addr"] for h in kr.find_loops(lb))
+    reached = sorted(li[lb[b]["start"]]["addr"] for b in kr.reachable(lb))
+    check(loop_heads == [0x10] and reached == [0x0, 0x10, 0x50, 0x60],
+          f"CALL.REL.NOINC to a label leaves the loop; one to a routine falls through (loops at {[hex(h) for h in loop_heads]}, "
+          f"blocks reached {[hex(b) for b in reached]})")
 
     # --check: a data file whose hash no longer matches its source is stale (exit 1), one that
     # matches is not (exit 0) unless a chapter's .cu is missing from it: the real file lists them all.

@@ -372,16 +372,24 @@ def parse_sass(text):
 ENDS_BLOCK = ("BRA", "BRX", "JMP", "JMX", "EXIT", "RET", "KILL")
 
 
+def ends_block(x):
+    """Whether x ends a basic block: a branch or an exit, or a CALL.REL.NOINC to a label of the kernel,
+    which the sm_75 to sm_89 compiler leaves some loops by (`@!P0 CALL.REL.NOINC` to the code after
+    the loop, then the loop's `BRA` back): a jump that keeps no return address. A call of a routine
+    (the division's slow path) is no jump: its target is a function's name, not a label."""
+    return x["op"].startswith(ENDS_BLOCK) or (x["op"].startswith("CALL.REL.NOINC") and re.search(r"`\(\.L_x_\d+\)", x["args"]))
+
+
 def basic_blocks(instrs):
     """[{start, end, succ}]: instructions [start, end) and the successor blocks. A guarded branch or
     EXIT may fall through; @!PT never branches. CALL falls through (the called slow paths, such as
     the division's, are not followed); an indirect branch (BRX, JMX) goes to the BRANCH_TARGETS that
-    nvdisasm lists after it (a switch), or nowhere known."""
+    nvdisasm lists after it (a switch), or nowhere known; a CALL.REL.NOINC to a label jumps (ends_block)."""
     lead = {0} if instrs else set()
     for i, x in enumerate(instrs):
         if x["labels"]:
             lead.add(i)
-        if x["op"].startswith(ENDS_BLOCK) and not x["never"] and i + 1 < len(instrs):
+        if ends_block(x) and not x["never"] and i + 1 < len(instrs):
             lead.add(i + 1)
     starts = sorted(lead)
     first = {s: b for b, s in enumerate(starts)}
@@ -394,7 +402,7 @@ def basic_blocks(instrs):
         target = re.search(r"`\((\.L_x_\d+)\)", last["args"])
         retry = any(instrs[i]["op"].startswith("SYNCS.PHASECHK") and last["pred"] == "@!" + instrs[i]["args"].split(",")[0].strip()
                     for i in range(s, e - 1))
-        if last["never"] or not last["op"].startswith(ENDS_BLOCK) or last["op"].startswith(("BRA.DIV", "BRA.U.ANY")) or retry:
+        if last["never"] or not ends_block(last) or last["op"].startswith(("BRA.DIV", "BRA.U.ANY")) or retry:
             # BRA.DIV leaves for a warp collective's slow path only when the warp has diverged; BRA.U.ANY
             # closes a loop that runs a uniform instruction (UTMALDG) once per distinct value among the
             # lanes: once, for the uniform values the kernels give it; the branch after an mbarrier's
@@ -403,7 +411,7 @@ def basic_blocks(instrs):
             succ = nxt
         elif last["targets"] and all(t in label_block for t in last["targets"]):
             succ = list(dict.fromkeys(label_block[t] for t in last["targets"])) + ([] if always else nxt)
-        elif last["op"].startswith("BRA") and target and target.group(1) in label_block:
+        elif last["op"].startswith(("BRA", "CALL")) and target and target.group(1) in label_block:
             succ = [label_block[target.group(1)]] + ([] if always else [n for n in nxt if n != label_block[target.group(1)]])
         else:
             succ = [] if always else nxt
@@ -860,15 +868,23 @@ def kind_names(enum):
     return [(spelled[k], v) for k, v in kinds[1:]]
 
 
-PARAMS = 0x210  # where kernel parameters start in the constant bank: sm_80 and sm_90 with CUDA 12 and 13
+PARAMS = 0x210  # where kernel parameters start in the constant bank on sm_90 (params_start)
 
 
-def params_base(kernel):
-    """Where the kernel's attn::AttentionParams starts, by its demangled name: at PARAMS, or after the
-    CUtensorMaps chapter 09's kernels take first (cuda.h: 128 bytes each, alignas(128), which the
-    constant bank's addresses keep: the first at 0x280)."""
+def params_start(arch):
+    """Where kernel parameters start in the constant bank: 0x160 up to sm_89, 0x210 on sm_90(a), 0x380
+    on sm_100 and sm_120 (nvdisasm of a kernel taking (int, int*), compiled by nvcc 13.0 for each)."""
+    n = int(re.match(r"sm_(\d+)", arch).group(1))
+    return 0x160 if n < 90 else PARAMS if n < 100 else 0x380
+
+
+def params_base(kernel, arch="sm_90"):
+    """Where the kernel's attn::AttentionParams starts, by its demangled name: at params_start(arch), or
+    after the CUtensorMaps chapter 09's kernels take first (cuda.h: 128 bytes each, alignas(128),
+    which the constant bank's addresses keep: on sm_90a the first at 0x280)."""
+    start = params_start(arch)
     maps = kernel.count("CUtensorMap")
-    return (PARAMS + 127) // 128 * 128 + 128 * maps if maps else PARAMS
+    return (start + 127) // 128 * 128 + 128 * maps if maps else start
 
 
 def common_params(smem, mod=0, softcap=0.0, alibi=False, causal=0, mask=0, base=PARAMS):

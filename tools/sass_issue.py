@@ -32,6 +32,9 @@ score), and a mask's kind with score mods where both matter. The kinds' names ar
   tools/sass_issue.py --check                            # exit 1 when a source changed since it was written
   tools/sass_issue.py --live build/sass_live.cpp         # the counters build's rule: the edited kernels' own
                                                          # rows, compiled and counted the same way
+  tools/sass_issue.py --archs build/sass_archs.cpp --arch sm_80 --cache build/sass_cache
+                                                         # the counters build's rule for other GPUs: every
+                                                         # kernel's rows for sm_80, each source cached by hash
 
 The data file names every source file the kernels were compiled from (and this tool, and
 kernel_resources.py) with a hash of its contents; --check (CTest sass_data_fresh) recomputes them
@@ -347,8 +350,12 @@ def sources():
     return sorted(os.path.relpath(g, ROOT) for g in glob.glob(os.path.join(ROOT, SOURCES)))
 
 
-def arch(src):
-    return "sm_90a" if os.path.relpath(src, ROOT).startswith(SM90A) else "sm_90"
+def arch(src, target="sm_90"):
+    """What src's kernels are compiled for when the model asks for `target`: chapter 09's run on
+    sm_90a alone (None for another target)."""
+    if os.path.relpath(src, ROOT).startswith(SM90A):
+        return "sm_90a" if target == "sm_90" else None
+    return target
 
 
 PARTS = ["fixed", "tile", "outer", "producer", "consumers"]
@@ -401,23 +408,11 @@ def check(path):
     """Exit status: 0 when every source the data file names hashes as it did, 1 when not."""
     if not os.path.exists(path):
         kr.fail("%s does not exist: write it with tools/sass_issue.py --out %s" % (path, path))
-    listed = {}
-    kernels = 0
-    for line in open(path):
-        m = re.match(r"// source (\S+) ([0-9a-f]+)$", line.strip())
-        if m:
-            listed[m.group(1)] = m.group(2)
-        kernels += line.startswith('{"')
-    stale = []
-    for f, h in sorted(listed.items()):
-        p = os.path.join(ROOT, f)
-        if not os.path.exists(p):
-            stale.append("%s is gone" % f)
-        elif file_hash(p) != h:
-            stale.append("%s changed" % f)
-    for f in sources():
-        if f not in listed:
-            stale.append("%s is new" % f)
+    listed = listed_hashes(path)
+    kernels = sum(line.startswith('{"') for line in open(path))
+    edited = edited_sources(path)
+    stale = ["%s %s" % (f, "is new" if f not in listed else "changed") for f in sorted(edited)]
+    stale += ["%s is gone" % f for f in sorted(listed) if not os.path.exists(os.path.join(ROOT, f))]
     for s in stale:
         print("STALE " + s)
     print("%s: %d kernels from %d source files; %s" % (os.path.relpath(path, ROOT), kernels, len(listed),
@@ -429,9 +424,10 @@ def check(path):
     return 1 if stale else 0
 
 
-def count_sources(srcs, nvcc, nvdisasm, jobs):
-    """Compiles each source and counts its kernels' SASS: ({row name: row}, {the repository's files
-    nvcc read}), a row per kernel and per kind of mask or score mod its path depends on (below)."""
+def count_sources(srcs, nvcc, nvdisasm, jobs, target="sm_90", by_source=None):
+    """Compiles each source for `target` (arch()) and counts its kernels' SASS: ({row name: row}, {the
+    repository's files nvcc read}), a row per kernel and per kind of mask or score mod its path
+    depends on (below); `by_source`, when given, gets each source's own rows too."""
     smem = kr.smem_table([])
     if "params" not in smem or "mod" not in smem:  # without them every row would be the common path's
         kr.fail("could not read AttentionParams' offsets: a C++ compiler and the CUDA headers are needed "
@@ -444,7 +440,7 @@ def count_sources(srcs, nvcc, nvdisasm, jobs):
         def one(src):
             where = os.path.join(tmp, re.sub(r"\W", "_", os.path.relpath(src, ROOT)))  # two files may share a name
             os.makedirs(where)
-            cubin, log = kr.compile_one(nvcc, src, arch(src), where)
+            cubin, log = kr.compile_one(nvcc, src, arch(src, target), where)
             r = subprocess.run([nvdisasm, "-c", "-gi", "-hex", cubin], capture_output=True, text=True)
             if r.returncode != 0:
                 kr.fail("nvdisasm failed on %s: %s" % (cubin, r.stderr[-1000:]), 1)
@@ -464,10 +460,10 @@ def count_sources(srcs, nvcc, nvdisasm, jobs):
             # off chapter 05's fastest step's.
             by_place = any(x["chain"] & diagonal for x in instrs)
             lines = cold if "lean_loop_kernel" in name else mask_only | masked_tile if by_place else mask_only
-            base = kr.params_base(name)
+            base = kr.params_base(name, arch(src, target))
             params = kr.common_params(smem, base=base)
             data = issue_profile(instrs, lines, params)
-            data["registers"] = ptxas.get((m, arch(src)), {}).get("registers", 0)
+            data["registers"] = ptxas.get((m, arch(src, target)), {}).get("registers", 0)
             # A kernel whose path depends on the problem's mask has a row per kind of it besides:
             # "<name> causal=<kind>" and "<name> mask=<kind>" (lean_loop masks every tile of a causal
             # problem), "<name> mask_mod=<kind>" (chapter 10's step b applies the rule on every tile),
@@ -487,8 +483,8 @@ def count_sources(srcs, nvcc, nvdisasm, jobs):
             if reads(params["path"]):
                 masks += [(" causal=%s" % k, dict(causal=v)) for k, v in kr.kind_names("Causal")]
                 masks += [(" mask=%s" % k, dict(mask=v)) for k, v in kr.kind_names("MaskKind")]
-            if modded:
-                masks += [(" mask_mod=%s" % k, dict(mod=v)) for k, v in kr.mod_kinds()[1:]]
+            if modded:  # a packed batch (varlen) is no rule these kernels apply: step e's own kernel serves it
+                masks += [(" mask_mod=%s" % k, dict(mod=v)) for k, v in kr.mod_kinds()[1:] if k != "varlen"]
             scores = [(" score_mod=" + k, dict(softcap=c, alibi=a)) for k, c, a in SCORE_MODS] if modded else []
 
             def profile(args):
@@ -522,6 +518,8 @@ def count_sources(srcs, nvcc, nvdisasm, jobs):
                 if key in rows and rows[key] != row:
                     kr.fail("two kernels named %s differ (%s)" % (key, src), 1)
                 rows[key] = row
+                if by_source is not None:
+                    by_source.setdefault(src, {})[key] = row
                 print("%-100s %s" % (key[:100] if key == name else ("  " + key[len(name):]), row["loops"]))
     return rows, deps
 
@@ -563,7 +561,12 @@ def write_live(out, rows, edited, why):
     lines += ["}  // namespace", "const SassLive kSassLive = {%s, %d, %s, %d, %s};" % (
         "kRows" if rows else "nullptr", len(rows), "kEdited" if edited else "nullptr", len(edited), c_string(why)),
         "}  // namespace attn"]
-    text = "\n".join(lines) + "\n"
+    return write_generated(out, "\n".join(lines) + "\n", why)
+
+
+def write_generated(out, text, why):
+    """Writes a table the build compiles only when its text changes, and touches it always (the
+    build's rule ran); returns the text."""
     if not os.path.exists(out) or open(out).read() != text:
         tmp = out + ".tmp"
         open(tmp, "w").write(text)
@@ -614,6 +617,96 @@ def live(out, nvcc_given, nvdisasm_given, jobs):
     print("%s: %d rows from %d edited sources%s" % (os.path.relpath(out), len(rows), len(edited), ("; " + why) if why else ""))
 
 
+# ---- other GPUs' architectures (--archs) ---------------------------------------------------------------
+def cache_key(target, version, files):
+    """What a source's rows for `target` depend on: the architecture, nvcc's version, these tools and
+    every file nvcc read to compile it (`files`), hashed."""
+    text = "\n".join([target, version] + ["%s %s" % (f, file_hash(os.path.join(ROOT, f))) for f in sorted(set(files) | set(TOOLS))])
+    h = 0xcbf29ce484222325
+    for b in text.encode():
+        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return "%016x" % h
+
+
+def write_archs(out, tables, why):
+    """The C++ table common/model/sass.h's find_sass reads for a GPU that is not sm_90 (kSassArchs):
+    {target: {row name: row text}} (write_generated)."""
+    lines = ["// %s: the SASS rows of every chapter's kernels for other architectures than sm_90, compiled"
+             " by the counters build (tools/sass_issue.py --archs; FLASHSTEPS_SASS_ARCHS). Do not edit." % os.path.basename(out),
+             '#include "model/sass.h"', "", "namespace attn {", "namespace {"]
+    entries = []
+    for target, rows in sorted(tables.items()):
+        if not rows:
+            continue
+        cc = int(re.match(r"sm_(\d+)", target).group(1))
+        lines += ["const SassKernel kSm%d[] = {" % cc] + ["    " + rows[name] for name in sorted(rows)] + ["};"]
+        entries.append("{%d, kSm%d, %d}" % (cc, cc, len(rows)))
+    if entries:
+        lines.append("const SassArchTable kTables[] = {%s};" % ", ".join(entries))
+    lines += ["}  // namespace", "const SassArchs kSassArchs = {%s, %d, %s};" % (
+        "kTables" if entries else "nullptr", len(entries), c_string(why)), "}  // namespace attn"]
+    write_generated(out, "\n".join(lines) + "\n", why)
+
+
+def arch_tables(out, targets, cache, nvcc_given, nvdisasm_given, jobs, depfile=None):
+    """--archs: every chapter's kernels compiled for each of `targets` (sm_80, sm_89, ...: the
+    architectures of the GPUs gpus.h names beside the H100's) and counted as the data file's are
+    (chapter 09's run on sm_90 alone: none). Each source's rows are kept in `cache` under a hash of
+    what they came from (cache_key): a build after an edit compiles the sources the edit reaches,
+    those alone, and a build with nothing edited compiles nothing. `depfile`: the files nvcc read, as
+    a Makefile rule for `out` (the build runs the rule again when one changes)."""
+    nvcc, nvdisasm = kr.find_tool("nvcc", nvcc_given), kr.find_tool("nvdisasm", nvdisasm_given)
+    if not nvcc or not nvdisasm:
+        why = "%s not found: no SASS for %s" % ("nvcc" if not nvcc else "nvdisasm (pip install nvidia-cuda-nvdisasm, then rebuild)",
+                                                ", ".join(targets))
+        write_archs(out, {}, why)
+        print(why)
+        if depfile:
+            open(depfile, "w").write("%s:\n" % out)
+        return
+    version = next((l for l in subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout.splitlines()
+                    if "release" in l), "nvcc")
+    srcs = [f for f in sources() if any(arch(os.path.join(ROOT, f), t) for t in targets)]
+    with concurrent.futures.ThreadPoolExecutor(max(1, jobs)) as pool:
+        deps = dict(zip(srcs, pool.map(lambda f: dependencies(nvcc, os.path.join(ROOT, f)) | {f}, srcs)))
+    tables, failed, compiled = {}, [], 0
+    for target in targets:
+        rows, todo = {}, []
+        for f in srcs:
+            if arch(os.path.join(ROOT, f), target) is None:
+                continue
+            key = cache_key(target, version, deps[f])
+            entry = os.path.join(cache, target, re.sub(r"\W", "_", f) + ".rows")
+            held = open(entry).read().split("\n") if os.path.exists(entry) else []
+            if held and held[0] == "// " + key:
+                rows.update((re.match(r'\{"([^"]+)"', l).group(1), l) for l in held[1:] if l)
+            else:
+                todo.append((f, key, entry))
+        if todo:
+            got = {}
+            try:
+                count_sources([os.path.join(ROOT, f) for f, _, _ in todo], nvcc, nvdisasm, jobs, target, got)
+            except SystemExit:  # nvcc rejected a source for this architecture: said above
+                failed.append(target)
+                continue
+            compiled += len(todo)
+            os.makedirs(os.path.join(cache, target), exist_ok=True)
+            for f, key, entry in todo:
+                mine = {name: row_text(name, r) for name, r in got.get(os.path.join(ROOT, f), {}).items()}
+                rows.update(mine)
+                open(entry + ".tmp", "w").write("\n".join(["// " + key] + [mine[n] for n in sorted(mine)]) + "\n")
+                os.replace(entry + ".tmp", entry)
+        tables[target] = rows
+    why = ("nvcc could not compile the kernels for %s: the build's log says why" % ", ".join(failed)) if failed else ""
+    write_archs(out, tables, why)
+    if depfile:
+        read = sorted({os.path.join(ROOT, d) for f in srcs for d in deps[f]})
+        open(depfile, "w").write("%s: %s\n" % (out, " ".join(read)))
+    print("%s: %s; %d sources compiled, the rest from %s" % (
+        os.path.relpath(out), ", ".join("%s %d rows" % (t, len(r)) for t, r in sorted(tables.items())) or "no rows",
+        compiled, os.path.relpath(cache)) + ("; " + why if why else ""))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=__doc__[__doc__.index("\n"):])
@@ -623,10 +716,26 @@ def main():
     ap.add_argument("--nvdisasm", help="nvdisasm to use (default: on PATH, the CUDA toolkit or the PyPI package)")
     ap.add_argument("--live", metavar="FILE", help="write the rows of the kernels edited since the data file was "
                     "written to this C++ file (the counters build's rule)")
+    ap.add_argument("--archs", metavar="FILE", help="write every kernel's rows for the --arch architectures to this "
+                    "C++ file (the counters build's rule for FLASHSTEPS_SASS_ARCHS)")
+    ap.add_argument("--arch", action="append", default=[], help="with --archs: an architecture, sm_75 to sm_120 "
+                    "(repeatable)")
+    ap.add_argument("--cache", help="with --archs: the folder of each source's rows, by hash")
+    ap.add_argument("--depfile", help="with --archs: also write the files nvcc read, as a Makefile rule for it")
     ap.add_argument("--jobs", type=int, default=2)
     a = ap.parse_args()
-    if (a.out is not None) + (a.check is not None) + (a.live is not None) != 1:
-        kr.fail("give one of --out FILE, --check or --live FILE")
+    if (a.out is not None) + (a.check is not None) + (a.live is not None) + (a.archs is not None) != 1:
+        kr.fail("give one of --out FILE, --check, --live FILE or --archs FILE")
+    if a.archs:
+        for t in a.arch:
+            if not re.fullmatch(r"sm_(75|8[0-9]|1[0-9][0-9])", t):
+                kr.fail("--arch %s: give sm_75 to sm_120 but sm_90 (whose rows are common/model/sass_sm90.inc)" % t)
+        if not a.arch or not a.cache:
+            kr.fail("--archs needs --arch (one or more) and --cache")
+        if not os.path.isdir(os.path.dirname(os.path.abspath(a.archs))):
+            kr.fail("--archs %s: no such folder" % a.archs)
+        arch_tables(a.archs, sorted(set(a.arch)), a.cache, a.nvcc, a.nvdisasm, a.jobs, a.depfile)
+        return
     if a.check:
         sys.exit(check(a.check))
     if a.live:

@@ -51,9 +51,10 @@
 //   Assumptions every row but the H100's and H200's shares: the L2 rate is the H100's assumed
 //   7 TB/s scaled by SMs x clock (no vendor gives one); a launch costs 2.5 us as on the H100; 16
 //   MUFU results per clock per SM on 10.0 and 12.0 as up to 9.0 (the [CC] table cited stops at
-//   9.0). L1: 128 B per clock per SM (32 banks x 4 B). The model's issue term uses the sm_90 SASS
-//   (model/sass.h) for every GPU, and the occupancy its registers give: for another architecture,
-//   a stand-in (the profile says so).
+//   9.0). L1: 128 B per clock per SM (32 banks x 4 B). The model's issue term and the occupancy
+//   its registers give take each kernel's SASS for the GPU's own architecture where the counters
+//   build compiled it (FLASHSTEPS_SASS_ARCHS; model/sass.h), else sm_90's, a stand-in the profile
+//   names.
 #pragma once
 #include <string>
 

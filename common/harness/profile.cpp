@@ -100,7 +100,17 @@ const std::vector<std::string>& stale_sass() {
   }();
   return stale;
 }
-bool stale_stage(const StageProfile& s) {
+// What the issue line says when sm_90's rows stand in for g's architecture, and how to have g's own.
+std::string stand_in(const gpus::Gpu& g) {
+  return "; sm_90's code stands in for " + g.arch() + "'s: configure the counters build with -DFLASHSTEPS_SASS_ARCHS=" +
+         std::to_string(g.cc()) + " to compile " + g.arch() + "'s (minutes)" +
+         (*kSassArchs.why ? std::string(" (this build's: ") + kSassArchs.why + ")" : "");
+}
+
+// Whether a stage on GPU g takes a row of sass_sm90.inc's that an edit left stale (rows compiled
+// for another architecture by this build are its sources' as they are now).
+bool stale_stage(const StageProfile& s, const gpus::Gpu& g) {
+  if (sass_cc(g.cc()) != 90) return false;
   for (const std::string& k : s.kernels)
     if (find_sass(k) && built_from(k, stale_sass())) return true;
   return false;
@@ -228,14 +238,14 @@ void print_stage(const StageProfile& s, const gpus::Gpu& g, int sample) {
               "latency %.2f us (its chains hold fill and drain %.2f) (%.0f%% of the SMs' time busy) + launch %.2f us\n",
               s.us, g.name, s.bound.c_str(), m.dram, m.l2, m.l1, m.issue, m.fma, m.mufu, m.tensor, m.latency, m.fill_drain,
               100 * m.share, m.launch);
+  const int cc = sass_cc(g.cc());
   if (m.sass_known)
-    std::printf("    issue     %s warp instructions (the sm_90 SASS's, weighted by the counts above: model/sass.h)%s%s\n",
-                count(m.instructions).c_str(),
-                g.cc() == 90 ? "" : ("; a stand-in for " + g.arch() + "'s code, which the model does not have").c_str(),
-                stale_stage(s) ? "; * from an older source of the kernel (stale SASS data)" : "");
+    std::printf("    issue     %s warp instructions (the sm_%d SASS's, weighted by the counts above: model/sass.h)%s%s\n",
+                count(m.instructions).c_str(), cc, cc == g.cc() ? "" : stand_in(g).c_str(),
+                stale_stage(s, g) ? "; * from an older source of the kernel (stale SASS data)" : "");
   else
-    std::printf("    issue     not modelled: the SASS data (model/sass_sm90.inc) does not know kernel \"%s\"\n",
-                s.unknown_kernel.c_str());
+    std::printf("    issue     not modelled: the sm_%d SASS data (%s) does not know kernel \"%s\"\n", cc,
+                cc == 90 ? "model/sass_sm90.inc" : "FLASHSTEPS_SASS_ARCHS", s.unknown_kernel.c_str());
   std::printf("    occupancy %.0f block%s per SM by threads, %sdynamic shared memory: %.0f wave%s\n", m.blocks_per_sm,
               m.blocks_per_sm == 1 ? "" : "s", m.sass_known ? "registers and " : "(registers not known) ", m.waves,
               m.waves == 1 ? "" : "s");
@@ -491,7 +501,7 @@ const Profile& Profiler::finish(Profile prof, const std::vector<std::string>& st
       const simt::Counters& c = launches[i][l];
       s.counters += c;
       s.launches.push_back(c), s.kernels.push_back(kernels[i][l]);
-      const SassKernel* k = find_sass(kernels[i][l], s.path);
+      const SassKernel* k = find_sass(kernels[i][l], s.path, gpu_->cc());
       const Modelled m = model(c, *gpu_, k);
       // The emulator refused threads and shared memory past the GPU's at the launch; registers only
       // the SASS data knows.
@@ -559,7 +569,7 @@ SassPath sass_path(const Problem& p) {
 Remodelled remodel(const StageProfile& s, const gpus::Gpu& g, bool latency, bool fill_drain) {
   Remodelled r;
   for (size_t l = 0; l < s.launches.size(); ++l) {
-    Modelled m = model(s.launches[l], g, find_sass(s.kernels[l], s.path), fill_drain);
+    Modelled m = model(s.launches[l], g, find_sass(s.kernels[l], s.path, g.cc()), fill_drain);
     if (!latency) m.latency = 0;
     r.us += m.total();
     if (m.total() > r.longest_us) r.longest_us = m.total(), r.bound = m.bound();
@@ -627,7 +637,7 @@ void Profiler::print_summary() const {
     for (const StageProfile& st : pr.stages)
       if (st.stage == pr.bound_stage) occupancy = st.terms.blocks_per_sm;
     bool stale = false;
-    for (const StageProfile& st : pr.stages) stale |= stale_stage(st);
+    for (const StageProfile& st : pr.stages) stale |= stale_stage(st, *gpu_);
     any_stale |= stale;
     std::printf(" %12.2f %8.2f %6.1f%%  %-7s %9.0f %8.2fx\n", pr.us, tflops, 100 * tflops / gpu_->tensor_tflops,
                 (pr.bound + (stale ? "*" : "")).c_str(), occupancy, per(base.us, pr.us));

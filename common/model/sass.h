@@ -1,4 +1,5 @@
-// sass.h: what the compiler made of each kernel for sm_90 (chapter 09's for sm_90a), as the model needs it: the registers a
+// sass.h: what the compiler made of each kernel for sm_90 (chapter 09's for sm_90a), and for other
+// architectures where the build compiled them (kSassArchs), as the model needs it: the registers a
 // thread holds (occupancy), the instructions a warp issues beside those the emulator sees, and the
 // cycles one warp alone takes to issue them.
 //
@@ -108,6 +109,32 @@ struct SassLive {
 };
 extern const SassLive kSassLive;
 
+// The rows for the architectures of the other GPUs gpus.h names (sm_75 to sm_120 but sm_90), which
+// the counters build compiles itself for those FLASHSTEPS_SASS_ARCHS lists (tools/sass_issue.py
+// --archs, into the build folder's generated/sass_archs.cpp, each source's rows cached by hash: an
+// edit recompiles what it reaches). None by default: a GPU without its own rows is modelled with
+// sm_90's, a stand-in the profile names. `why`: what kept the build from compiling them ("" when
+// nothing did).
+struct SassArchTable {
+  int cc;  // 80 for sm_80
+  const SassKernel* rows;
+  int count;
+};
+struct SassArchs {
+  const SassArchTable* tables;
+  int count;
+  const char* why;
+};
+extern const SassArchs kSassArchs;
+
+// The architecture whose rows model a GPU of compute capability cc: its own where the build has
+// them, else sm_90's (90).
+inline int sass_cc(int cc, const SassArchs& archs = kSassArchs) {
+  for (int i = 0; i < archs.count; ++i)
+    if (archs.tables[i].cc == cc) return cc;
+  return 90;
+}
+
 // The problem's mask and score mods as the SASS data's rows name them (harness/problem.h's
 // causal_name, mask_name, mod_name and score_name; null for none).
 struct SassPath {
@@ -117,21 +144,29 @@ struct SassPath {
   const char* score = nullptr;
 };
 
-// The kernel's data, or nullptr for a kernel the file does not know (a test's own kernel); from the
-// build's own rows (kSassLive) when they hold the kernel, all its rows from there. A kernel
+// The kernel's data for a GPU of compute capability cc, or nullptr for a kernel the data does not
+// know (a test's own kernel; chapter 09's off sm_90): from the rows of cc's architecture where the
+// build has them (sass_cc), else sm_90's: from the build's own rows (kSassLive) when they hold the
+// kernel, all its rows from there, else sass_sm90.inc's. A kernel
 // whose path depends on the problem's mask or score mods has a row for each kind besides
 // (tools/sass_issue.py): "<kernel> causal=<kind>", "<kernel> mask=<kind>", "<kernel>
 // mask_mod=<kind>", "<kernel> score_mod=<mods>", and a mask's kind with score mods where both matter.
 // The row naming the most of the path's kinds is taken (on a tie, the one naming the earlier), else
 // the kernel's.
-inline const SassKernel* find_sass(const std::string& kernel, const SassPath& path = {}) {
+inline const SassKernel* find_sass(const std::string& kernel, const SassPath& path = {}, int cc = 90,
+                                   const SassArchs& archs = kSassArchs) {
   const std::pair<const char*, const char*> parts[] = {
       {" causal=", path.causal}, {" mask=", path.mask}, {" mask_mod=", path.mod}, {" score_mod=", path.score}};
   constexpr int n = sizeof parts / sizeof parts[0];
   const SassKernel* table = kSassSm90;
   int rows = sizeof kSassSm90 / sizeof kSassSm90[0];
-  for (int i = 0; i < kSassLive.count; ++i)
-    if (kernel == kSassLive.rows[i].name) table = kSassLive.rows, rows = kSassLive.count;
+  if (sass_cc(cc, archs) != 90) {
+    for (int i = 0; i < archs.count; ++i)
+      if (archs.tables[i].cc == cc) table = archs.tables[i].rows, rows = archs.tables[i].count;
+  } else {
+    for (int i = 0; i < kSassLive.count; ++i)
+      if (kernel == kSassLive.rows[i].name) table = kSassLive.rows, rows = kSassLive.count;
+  }
   for (int named = n; named >= 0; --named)
     for (int keep = (1 << n) - 1; keep >= 0; --keep) {  // from the subsets naming the earlier parts
       if (__builtin_popcount(keep) != named) continue;
