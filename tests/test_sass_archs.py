@@ -8,8 +8,9 @@ On a copy of the repository's tools/, common/ and chapters in a temporary folder
 four kernel files and chapter 09's (which run on sm_90 alone) the only .cu files: for sm_80, chapter
 02's rows with registers, a parameter-dependent row (is_causal's) beside the common path's, none of
 chapter 09's, and a depfile naming what nvcc read; the same again, nothing compiled; softmax_warp.cu
-edited, that file alone compiled and its row longer; without nvdisasm, no rows and the reason; bad
-arguments refused with exit 2 and nothing written.
+edited, that file alone compiled and its row longer; the header all four include edited, all four
+compiled again; without nvdisasm, no rows and the reason; bad arguments refused with exit 2 and
+nothing written.
 """
 import os
 import re
@@ -86,6 +87,11 @@ def main():
         others = [k for k in got if not k.startswith(KERNEL)]
         check(others and all(now.get(k) == got[k] for k in others), "the other files' rows as they were (from the cache)")
         src.write_text(code)
+        header = tree / "02_fused_softmax" / "fused_softmax.h"
+        header.write_text(header.read_text() + "// an edit\n")
+        r, _ = archs(*base)
+        check(r.returncode == 0 and "4 sources compiled" in r.stdout,
+              f"a header they all include edited: all four compiled again ({r.stdout.strip()[-200:]})")
         r, text = archs(*base, "--nvdisasm", str(Path(tmp) / "no-nvdisasm"))
         check(r.returncode == 0 and not rows(text) and "nvdisasm" in text and "not found" in text,
               "without nvdisasm: no rows, and the reason in the table (the profile prints it)")

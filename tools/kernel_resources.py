@@ -1004,7 +1004,7 @@ def main():
     for r in rows:
         r["kernel"], r["dtype"], r["d"], r["policy"] = describe(names[r["mangled"]]) or (names[r["mangled"]], "", 0, "")
     smem = smem_table(sorted({(r["kernel"], r["d"], 4 if r["dtype"] == "fp32" else 2) for r in rows if r["kernel"] in steps}))
-    params = common_params(smem)
+    params = common_params(smem, base=params_start(a.arch))  # lean_loop's AttentionParams: the first parameter
     smem.pop("params", None), smem.pop("mod", None)
     for r in rows:
         elem = 4 if r["dtype"] == "fp32" else 2

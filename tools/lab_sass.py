@@ -51,11 +51,7 @@ def write(out, rows, sources, missing, gpus):
         lines.append("const lab::SassData lab::kSass = {kRows, %d, %s, %s, %s};" % (len(rows), si.c_string(sources), si.c_string(missing), si.c_string(gpus)))
     else:
         lines.append("const lab::SassData lab::kSass = {nullptr, 0, %s, %s, %s};" % (si.c_string(sources), si.c_string(missing), si.c_string(gpus)))
-    tmp = out + ".tmp"
-    open(tmp, "w").write("\n".join(lines) + "\n")
-    os.replace(tmp, out)  # never a half-written file
-    if missing:
-        os.utime(out, (0, 0))  # older than its inputs: the build runs the rule again (nvdisasm installed, say)
+    si.write_generated(out, "\n".join(lines) + "\n", missing)  # never half-written; rerun while something is missing
 
 
 def main():
@@ -108,7 +104,7 @@ def main():
                     print("%-6s %-90s %s, %d registers" % (arch, demangled[m][:90], data["loops"], data["registers"]))
     write(a.out, rows, names, "", gpus)
     if a.depfile:
-        open(a.depfile, "w").write("%s: %s\n" % (a.out, " ".join(sorted(deps))))
+        open(a.depfile, "w").write("%s: %s\n" % (si.make_path(a.out), " ".join(si.make_path(d) for d in sorted(deps))))
 
 
 if __name__ == "__main__":

@@ -332,9 +332,9 @@ def sources_path(out):
     return out[:-len(".inc")] + "_sources.inc" if out.endswith(".inc") else out + "_sources.inc"
 
 
-def dependencies(nvcc, src):
-    """The repository's files that nvcc reads to compile src (nvcc -MM)."""
-    r = subprocess.run([nvcc, "-std=c++20", "-MM", "-arch=sm_90", "-I" + ROOT, "-I" + os.path.join(ROOT, "common"),
+def dependencies(nvcc, src, target="sm_90"):
+    """The repository's files that nvcc reads to compile src for `target` (nvcc -MM)."""
+    r = subprocess.run([nvcc, "-std=c++20", "-MM", "-arch=" + target, "-I" + ROOT, "-I" + os.path.join(ROOT, "common"),
                         "-I" + os.path.join(ROOT, "common/simt/include"), src], capture_output=True, text=True)
     if r.returncode != 0:
         kr.fail("nvcc -MM failed on %s:\n%s" % (src, r.stderr[-2000:]), 1)
@@ -362,6 +362,9 @@ PARTS = ["fixed", "tile", "outer", "producer", "consumers"]
 # Chapter 10's score mods as rows name them (harness/problem.h's score_name) and a problem with them.
 SCORE_MODS = [("softcap", 30.0, False), ("alibi", 0.0, True), ("softcap+alibi", 30.0, True)]
 MAX_LOOPS = 20  # common/model/sass.h's kSassLoops: the inner parts a kernel may have
+# ModKinds no kernel applies as a rule: a packed batch (varlen) is served by chapter 10's step e, whose
+# Policy reads the offsets itself; steps a to d refuse it, so their rows for it would never be used.
+NOT_A_RULE = ("varlen",)
 
 
 def part_text(part):
@@ -483,8 +486,8 @@ def count_sources(srcs, nvcc, nvdisasm, jobs, target="sm_90", by_source=None):
             if reads(params["path"]):
                 masks += [(" causal=%s" % k, dict(causal=v)) for k, v in kr.kind_names("Causal")]
                 masks += [(" mask=%s" % k, dict(mask=v)) for k, v in kr.kind_names("MaskKind")]
-            if modded:  # a packed batch (varlen) is no rule these kernels apply: step e's own kernel serves it
-                masks += [(" mask_mod=%s" % k, dict(mod=v)) for k, v in kr.mod_kinds()[1:] if k != "varlen"]
+            if modded:
+                masks += [(" mask_mod=%s" % k, dict(mod=v)) for k, v in kr.mod_kinds()[1:] if k not in NOT_A_RULE]
             scores = [(" score_mod=" + k, dict(softcap=c, alibi=a)) for k, c, a in SCORE_MODS] if modded else []
 
             def profile(args):
@@ -618,14 +621,30 @@ def live(out, nvcc_given, nvdisasm_given, jobs):
 
 
 # ---- other GPUs' architectures (--archs) ---------------------------------------------------------------
-def cache_key(target, version, files):
-    """What a source's rows for `target` depend on: the architecture, nvcc's version, these tools and
-    every file nvcc read to compile it (`files`), hashed."""
-    text = "\n".join([target, version] + ["%s %s" % (f, file_hash(os.path.join(ROOT, f))) for f in sorted(set(files) | set(TOOLS))])
+# Besides the tools, what the rows' names come from: the kinds' spellings (kind_names).
+NAMES = ("common/harness/problem.cpp",)
+
+
+def cache_key(target, versions, files):
+    """What a source's rows for `target` depend on: the architecture, nvcc's and nvdisasm's versions,
+    these tools, the rows' names (NAMES) and every file nvcc read to compile it (`files`), hashed."""
+    text = "\n".join([target] + versions + ["%s %s" % (f, file_hash(os.path.join(ROOT, f)))
+                                            for f in sorted(set(files) | set(TOOLS) | set(NAMES))])
     h = 0xcbf29ce484222325
     for b in text.encode():
         h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
     return "%016x" % h
+
+
+def tool_version(tool):
+    """The release line of `tool --version` (nvcc, nvdisasm)."""
+    out = subprocess.run([tool, "--version"], capture_output=True, text=True).stdout.splitlines()
+    return next((l for l in out if "release" in l), os.path.basename(tool))
+
+
+def make_path(p):
+    """p as a Makefile rule (a depfile) spells it: spaces, '#' and '$' escaped."""
+    return p.replace("$", "$$").replace("#", "\\#").replace(" ", "\\ ")
 
 
 def write_archs(out, tables, why):
@@ -662,20 +681,17 @@ def arch_tables(out, targets, cache, nvcc_given, nvdisasm_given, jobs, depfile=N
         write_archs(out, {}, why)
         print(why)
         if depfile:
-            open(depfile, "w").write("%s:\n" % out)
+            open(depfile, "w").write("%s:\n" % make_path(out))
         return
-    version = next((l for l in subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout.splitlines()
-                    if "release" in l), "nvcc")
-    srcs = [f for f in sources() if any(arch(os.path.join(ROOT, f), t) for t in targets)]
+    versions = [tool_version(nvcc), tool_version(nvdisasm)]
+    pairs = [(f, t) for t in targets for f in sources() if arch(os.path.join(ROOT, f), t)]
     with concurrent.futures.ThreadPoolExecutor(max(1, jobs)) as pool:
-        deps = dict(zip(srcs, pool.map(lambda f: dependencies(nvcc, os.path.join(ROOT, f)) | {f}, srcs)))
+        deps = dict(zip(pairs, pool.map(lambda ft: dependencies(nvcc, os.path.join(ROOT, ft[0]), ft[1]) | {ft[0]}, pairs)))
     tables, failed, compiled = {}, [], 0
     for target in targets:
         rows, todo = {}, []
-        for f in srcs:
-            if arch(os.path.join(ROOT, f), target) is None:
-                continue
-            key = cache_key(target, version, deps[f])
+        for f in [f for f, t in pairs if t == target]:
+            key = cache_key(target, versions, deps[(f, target)])
             entry = os.path.join(cache, target, re.sub(r"\W", "_", f) + ".rows")
             held = open(entry).read().split("\n") if os.path.exists(entry) else []
             if held and held[0] == "// " + key:
@@ -700,8 +716,8 @@ def arch_tables(out, targets, cache, nvcc_given, nvdisasm_given, jobs, depfile=N
     why = ("nvcc could not compile the kernels for %s: the build's log says why" % ", ".join(failed)) if failed else ""
     write_archs(out, tables, why)
     if depfile:
-        read = sorted({os.path.join(ROOT, d) for f in srcs for d in deps[f]})
-        open(depfile, "w").write("%s: %s\n" % (out, " ".join(read)))
+        read = sorted({os.path.join(ROOT, d) for fs in deps.values() for d in fs} | {os.path.join(ROOT, f) for f in NAMES})
+        open(depfile, "w").write("%s: %s\n" % (make_path(out), " ".join(make_path(p) for p in read)))
     print("%s: %s; %d sources compiled, the rest from %s" % (
         os.path.relpath(out), ", ".join("%s %d rows" % (t, len(r)) for t, r in sorted(tables.items())) or "no rows",
         compiled, os.path.relpath(cache)) + ("; " + why if why else ""))
@@ -751,8 +767,7 @@ def main():
     if not nvdisasm:
         kr.fail("nvdisasm not found: pip install nvidia-cuda-nvdisasm, or give --nvdisasm")
     srcs = [os.path.join(ROOT, f) for f in sources()]
-    version = next((l for l in subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout.splitlines() if "release" in l), "nvcc")
-    nd_version = next((l for l in subprocess.run([nvdisasm, "--version"], capture_output=True, text=True).stdout.splitlines() if "release" in l), "?")
+    version, nd_version = tool_version(nvcc), tool_version(nvdisasm)
     rows, deps = count_sources(srcs, nvcc, nvdisasm, a.jobs)
     deps |= {"tools/sass_issue.py", "tools/kernel_resources.py"}  # how the data is counted is a source too
     write(a.out, rows, deps, version, nd_version)

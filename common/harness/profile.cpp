@@ -100,10 +100,16 @@ const std::vector<std::string>& stale_sass() {
   }();
   return stale;
 }
-// What the issue line says when sm_90's rows stand in for g's architecture, and how to have g's own.
-std::string stand_in(const gpus::Gpu& g) {
-  return "; sm_90's code stands in for " + g.arch() + "'s: configure the counters build with -DFLASHSTEPS_SASS_ARCHS=" +
-         std::to_string(g.cc()) + " to compile " + g.arch() + "'s (minutes)" +
+// What the issue line says when the rows are not g's architecture's own (sass_table), and how to
+// have them.
+std::string not_own(const gpus::Gpu& g) {
+  const int cc = sass_cc(g.cc());
+  const std::string own = "add " + std::to_string(g.cc()) + " to the counters build's -DFLASHSTEPS_SASS_ARCHS";
+  if (cc == g.cc()) return "";
+  if (cc != 90)
+    return "; sm_" + std::to_string(cc) + "'s code, which the default GPU build runs on an " + g.arch() + " GPU (" + own +
+           " for what a build for it compiles)";
+  return "; sm_90's code stands in for " + g.arch() + "'s: " + own + " to compile " + g.arch() + "'s (minutes)" +
          (*kSassArchs.why ? std::string(" (this build's: ") + kSassArchs.why + ")" : "");
 }
 
@@ -140,13 +146,14 @@ Profiler::Profiler(const ProfileOptions& o) : o_(o), gpu_(modelled_gpu(o)) {
   if (!gpu_) throw UsageError("unknown --gpu \"" + o.gpu + "\": use one of " + gpus::gpu_keys());
   require_rates(*gpu_);
   if (o.sample_blocks < 1) throw UsageError("--sample-blocks must be at least 1 (1: every block)");
-  if (kSassLive.count > 0) {
+  const bool sm90 = sass_cc(gpu_->cc()) == 90;  // the notes below are about sm_90's rows
+  if (sm90 && kSassLive.count > 0) {
     std::string files;
     for (int i = 0; i < kSassLive.edited_count; ++i) files += (files.empty() ? "" : ", ") + std::string(kSassLive.edited[i].path);
     std::fprintf(stderr, "note: %s changed since common/model/sass_sm90.inc was written: this build compiled the SASS of "
                  "the kernels built from it again (%d rows), and models them with their own\n", files.c_str(), kSassLive.count);
   }
-  if (!stale_sass().empty()) {
+  if (sm90 && !stale_sass().empty()) {
     std::string files;
     for (const std::string& f : stale_sass()) files += (files.empty() ? "" : ", ") + f;
     const std::string why = *kSassLive.why ? std::string(" (") + kSassLive.why + ")" : "";
@@ -241,12 +248,12 @@ void print_stage(const StageProfile& s, const gpus::Gpu& g, int sample) {
   const int cc = sass_cc(g.cc());
   if (m.sass_known)
     std::printf("    issue     %s warp instructions (the sm_%d SASS's, weighted by the counts above: model/sass.h)%s%s\n",
-                count(m.instructions).c_str(), cc, cc == g.cc() ? "" : stand_in(g).c_str(),
+                count(m.instructions).c_str(), cc, not_own(g).c_str(),
                 stale_stage(s, g) ? "; * from an older source of the kernel (stale SASS data)" : "");
   else
     std::printf("    issue     not modelled: the sm_%d SASS data (%s) does not know kernel \"%s\"\n", cc,
                 cc == 90 ? "model/sass_sm90.inc" : "FLASHSTEPS_SASS_ARCHS", s.unknown_kernel.c_str());
-  std::printf("    occupancy %.0f block%s per SM by threads, %sdynamic shared memory: %.0f wave%s\n", m.blocks_per_sm,
+  std::printf("    occupancy %.0f block%s per SM by threads, %sshared memory: %.0f wave%s\n", m.blocks_per_sm,
               m.blocks_per_sm == 1 ? "" : "s", m.sass_known ? "registers and " : "(registers not known) ", m.waves,
               m.waves == 1 ? "" : "s");
 }
@@ -458,6 +465,7 @@ const Profile& Profiler::run(const Variant& v, const Problem& p, const SamplePla
         // The whole problem's launch: its grid, block and shared memory, exact where the counts are estimates.
         c.blocks = dry[s][l].counters.blocks;
         c.threads_per_block = dry[s][l].counters.threads_per_block, c.smem_bytes = dry[s][l].counters.smem_bytes;
+        c.smem_static_bytes = dry[s][l].counters.smem_static_bytes;
       }
   }
   return finish(std::move(prof), stages, as_mask, launches, kernels, details);
@@ -670,7 +678,7 @@ void Profiler::print_summary() const {
                 "us: an %s's time from the counters, and what bounds it\n",
                 gpu_->name);
   std::printf("TFLOP/s: 4*B*H*d per visible (query, key) pair over the modelled time; %% peak: of the %.1f TFLOP/s dense "
-              "fp16 tensor-core peak; blocks/SM: occupancy of the longest stage (threads, registers and dynamic shared memory)\n",
+              "fp16 tensor-core peak; blocks/SM: occupancy of the longest stage (threads, registers and shared memory, dynamic and static)\n",
               gpu_->tensor_tflops);
   if (any_stale)
     std::printf("*: the SASS data is from an older source of a kernel in this row (stderr says which file; "

@@ -164,8 +164,8 @@ void Lab::profile(const std::string& name, const std::function<bool(long long n)
       }
     }
     const simt::Counters c = attn::extrapolate(fit, xs, static_cast<double>(o_.n));
-    std::printf("  %s: %.0f blocks of %.0f threads, %.0f B of dynamic shared memory\n", kernel.c_str(), c.blocks,
-                c.threads_per_block, c.smem_bytes);
+    std::printf("  %s: %.0f blocks of %.0f threads, %.0f B of dynamic and %.0f B of static shared memory\n", kernel.c_str(),
+                c.blocks, c.threads_per_block, c.smem_bytes, c.smem_static_bytes);
     const double shared_req = c.shared_requests(), shared_wf = c.shared_wavefronts();
     std::printf("    counted: %.4g global load requests, %.4g MB through L2, %.4g MB from DRAM (%s), %.4g L1 "
                 "wavefronts, %.4g shared-memory requests (%.2f wavefronts each), %.4g barriers\n",

@@ -142,11 +142,11 @@ inline double blocks_per_sm(double threads_per_block, double smem_bytes, int reg
   return std::max(1.0, std::min({by_threads, by_smem, by_regs, static_cast<double>(g.max_blocks_per_sm)}));
 }
 
-// Why g would refuse the launch ("" when it fits, as far as the counts say): its threads, its dynamic
-// shared memory, and the registers its warps ask of the register file ([CC]: 64K per block and per
-// SM on every GPU of gpus.h), which only the SASS data knows (k: the kernel's row, or nullptr). Not
-// its static shared memory, which the counters do not carry: the emulator refuses that, and the
-// first two, at the launch itself, for the GPU it stands for.
+// Why g would refuse the launch ("" when it fits, as far as the counts say): its threads, its shared
+// memory (dynamic and static), and the registers its warps ask of the register file ([CC]: 64K per
+// block and per SM on every GPU of gpus.h), which only the SASS data knows (k: the kernel's row, or
+// nullptr). The emulator refuses the first two at the launch itself, for the GPU it stands for; this
+// says it for another GPU, remodelled from the same counts.
 inline std::string launch_refusal(const simt::Counters& c, const SassKernel* k, const gpus::Gpu& g) {
   char msg[200];
   if (c.threads_per_block > g.max_threads_per_block) {
@@ -154,9 +154,9 @@ inline std::string launch_refusal(const simt::Counters& c, const SassKernel* k, 
                   g.max_threads_per_block, g.name);
     return msg;
   }
-  if (c.smem_bytes > g.smem_optin_bytes) {
-    std::snprintf(msg, sizeof msg, "%g bytes of dynamic shared memory per block, more than the %d the %s allows",
-                  c.smem_bytes, g.smem_optin_bytes, g.name);
+  if (c.smem_bytes + c.smem_static_bytes > g.smem_optin_bytes) {
+    std::snprintf(msg, sizeof msg, "%g bytes of dynamic and %g of static shared memory per block, more than the %d the %s allows",
+                  c.smem_bytes, c.smem_static_bytes, g.smem_optin_bytes, g.name);
     return msg;
   }
   if (k && k->registers > 0) {
@@ -176,7 +176,7 @@ inline Modelled model(const simt::Counters& c, const gpus::Gpu& g, const SassKer
   const double blocks = std::max(1.0, c.blocks), per_sm = std::ceil(blocks / g.sms);
   m.share = blocks / (g.sms * per_sm);
   m.sass_known = k != nullptr;
-  m.blocks_per_sm = blocks_per_sm(c.threads_per_block, c.smem_bytes, k ? k->registers : 0, g);
+  m.blocks_per_sm = blocks_per_sm(c.threads_per_block, c.smem_bytes + c.smem_static_bytes, k ? k->registers : 0, g);
   m.waves = std::ceil(blocks / (g.sms * m.blocks_per_sm));
   const double warps = std::min(per_sm, m.blocks_per_sm) * std::ceil(c.threads_per_block / 32);
   const double schedulers = std::min(1.0, warps / g.warp_schedulers);  // of each SM's issue slots, tensor cores and MUFUs

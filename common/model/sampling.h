@@ -65,6 +65,7 @@ inline simt::Counters extrapolate(const std::vector<simt::Counters>& at, const s
   }
   sum.launches = at.front().launches, sum.blocks_counted = at.front().blocks_counted;
   sum.threads_per_block = at.front().threads_per_block, sum.smem_bytes = at.front().smem_bytes;
+  sum.smem_static_bytes = at.front().smem_static_bytes;
   return sum;
 }
 

@@ -127,12 +127,22 @@ struct SassArchs {
 };
 extern const SassArchs kSassArchs;
 
-// The architecture whose rows model a GPU of compute capability cc: its own where the build has
-// them, else sm_90's (90).
+// The table of rows that models a GPU of compute capability cc: its own architecture's where the
+// build has it; else the newest the build has of the same major version below it (the default GPU
+// build's sm_80 code is what an sm_86 or sm_89 GPU runs); else none, and sm_90's rows stand in.
+inline const SassArchTable* sass_table(int cc, const SassArchs& archs = kSassArchs) {
+  const SassArchTable* best = nullptr;
+  for (int i = 0; i < archs.count; ++i) {
+    const SassArchTable& t = archs.tables[i];
+    if (t.cc == cc) return &t;
+    if (t.cc / 10 == cc / 10 && t.cc < cc && (!best || t.cc > best->cc)) best = &t;
+  }
+  return best;
+}
+// Its architecture (90: sm_90's rows).
 inline int sass_cc(int cc, const SassArchs& archs = kSassArchs) {
-  for (int i = 0; i < archs.count; ++i)
-    if (archs.tables[i].cc == cc) return cc;
-  return 90;
+  const SassArchTable* t = sass_table(cc, archs);
+  return t ? t->cc : 90;
 }
 
 // The problem's mask and score mods as the SASS data's rows name them (harness/problem.h's
@@ -145,9 +155,9 @@ struct SassPath {
 };
 
 // The kernel's data for a GPU of compute capability cc, or nullptr for a kernel the data does not
-// know (a test's own kernel; chapter 09's off sm_90): from the rows of cc's architecture where the
-// build has them (sass_cc), else sm_90's: from the build's own rows (kSassLive) when they hold the
-// kernel, all its rows from there, else sass_sm90.inc's. A kernel
+// know (a test's own kernel; chapter 09's off sm_90): from sass_table(cc)'s rows where the build has
+// them, else sm_90's: from the build's own rows (kSassLive) when they hold the kernel, all its rows
+// from there, else sass_sm90.inc's. A kernel
 // whose path depends on the problem's mask or score mods has a row for each kind besides
 // (tools/sass_issue.py): "<kernel> causal=<kind>", "<kernel> mask=<kind>", "<kernel>
 // mask_mod=<kind>", "<kernel> score_mod=<mods>", and a mask's kind with score mods where both matter.
@@ -160,9 +170,8 @@ inline const SassKernel* find_sass(const std::string& kernel, const SassPath& pa
   constexpr int n = sizeof parts / sizeof parts[0];
   const SassKernel* table = kSassSm90;
   int rows = sizeof kSassSm90 / sizeof kSassSm90[0];
-  if (sass_cc(cc, archs) != 90) {
-    for (int i = 0; i < archs.count; ++i)
-      if (archs.tables[i].cc == cc) table = archs.tables[i].rows, rows = archs.tables[i].count;
+  if (const SassArchTable* t = sass_table(cc, archs)) {
+    table = t->rows, rows = t->count;
   } else {
     for (int i = 0; i < kSassLive.count; ++i)
       if (kernel == kSassLive.rows[i].name) table = kSassLive.rows, rows = kSassLive.count;

@@ -124,6 +124,7 @@ std::vector<Alloc*> g_launch_allocs;  // sorted by address
 std::string g_kernel;
 dim3 g_grid, g_block;
 size_t g_smem = 0;
+long long g_smem_static = 0;
 
 // ---- the cost of one request ------------------------------------------------------------------
 
@@ -436,7 +437,7 @@ bool launch_begin(const void* kernel, dim3 grid, dim3 block, size_t smem) {
   if (g_dry) {  // nothing will be touched: no bitmaps to clear
     for (Worker* w : g_workers) w->raw = Raw{};
     g_kernel = kernel_name(kernel);
-    g_grid = grid, g_block = block, g_smem = smem;
+    g_grid = grid, g_block = block, g_smem = smem, g_smem_static = std::max(0LL, static_smem_bytes(kernel));
     return false;
   }
   for (auto& [lo, al] : g_allocs) {
@@ -451,7 +452,7 @@ bool launch_begin(const void* kernel, dim3 grid, dim3 block, size_t smem) {
   }
   for (Worker* w : g_workers) w->raw = Raw{};
   g_kernel = kernel_name(kernel);
-  g_grid = grid, g_block = block, g_smem = smem;
+  g_grid = grid, g_block = block, g_smem = smem, g_smem_static = std::max(0LL, static_smem_bytes(kernel));
   return true;
 }
 
@@ -480,6 +481,7 @@ void launch_end(bool ok) {
   c.blocks_counted = static_cast<double>(r.blocks_counted);
   c.threads_per_block = static_cast<double>(g_block.x) * g_block.y * g_block.z;
   c.smem_bytes = static_cast<double>(g_smem);
+  c.smem_static_bytes = static_cast<double>(g_smem_static);
   const double scale = r.blocks_counted ? c.blocks / c.blocks_counted : 0.0;
   for (int k = 0; k < kGlobalKinds; ++k) {
     GlobalOps& o = c.global[k];

@@ -69,7 +69,9 @@ struct Counters {
   double launches = 0;
   double blocks = 0;          // of the grid
   double blocks_counted = 0;  // whose requests were grouped (all, unless sampled)
-  double threads_per_block = 0, smem_bytes = 0;  // of the last launch summed in
+  // Of the last launch summed in: its threads per block, and the shared memory each block holds,
+  // dynamic (the launch's) and static (the kernel's __shared__ arrays).
+  double threads_per_block = 0, smem_bytes = 0, smem_static_bytes = 0;
   GlobalOps global[kGlobalKinds];
   SharedOps shared[kSharedKinds];
   // 32-byte sectors read and written by the launch, each counted once however often it is
@@ -101,7 +103,7 @@ struct Counters {
 
   Counters& operator+=(const Counters& o) {
     launches += o.launches, blocks += o.blocks, blocks_counted += o.blocks_counted;
-    threads_per_block = o.threads_per_block, smem_bytes = o.smem_bytes;
+    threads_per_block = o.threads_per_block, smem_bytes = o.smem_bytes, smem_static_bytes = o.smem_static_bytes;
     for (int k = 0; k < kGlobalKinds; ++k) {
       GlobalOps& g = global[k];
       const GlobalOps& h = o.global[k];
@@ -152,7 +154,7 @@ struct Counters {
 };
 
 // A field added to Counters must be added to += and *= too.
-static_assert(sizeof(Counters) == 93 * sizeof(double), "Counters changed: update operator+= and operator*=");
+static_assert(sizeof(Counters) == 94 * sizeof(double), "Counters changed: update operator+= and operator*=");
 
 // The DRAM sectors of one cudaMalloc allocation that a launch touched.
 struct AllocationSectors {
