@@ -12,15 +12,14 @@ edited, that file alone compiled and its row longer; the header all four include
 compiled again; without nvdisasm, no rows and the reason; bad arguments refused with exit 2 and
 nothing written.
 """
-import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from checks import Checks
+from sass_fixture import copy_tree, instructions
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
@@ -36,7 +35,7 @@ def rows(text):
     for line in text.splitlines():
         m = re.match(r'\s*\{"([^"]+)", (\d+), ', line)
         if m:
-            out[m.group(1)] = (int(m.group(2)), sum(int(n) for n in re.findall(r"\{(\d+), \{", line)))
+            out[m.group(1)] = (int(m.group(2)), instructions(line))
     return out
 
 
@@ -47,8 +46,7 @@ def main():
     check = Checks("sass_archs")
     with tempfile.TemporaryDirectory() as tmp:
         tree = Path(tmp) / "tree"
-        for d in ["tools", "common"] + sorted(p.name for p in ROOT.glob("[0-9][0-9]_*") if p.is_dir()):
-            shutil.copytree(ROOT / d, tree / d, ignore=shutil.ignore_patterns("__pycache__"))
+        copy_tree(tree)
         for cu in tree.glob("[0-9][0-9]_*/*.cu"):  # the headers stay: the tools read AttentionParams through them
             if not cu.parent.name.startswith(("02_", "09_")):
                 cu.unlink()

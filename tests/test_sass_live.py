@@ -12,13 +12,13 @@ AttentionParams offsets to decide the paths by) refuses to write a data file.
 """
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from checks import Checks
+from sass_fixture import copy_tree, instructions
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
@@ -32,7 +32,7 @@ def row(text, name):
     """The instructions of a row's parts, summed, or None."""
     for line in text.splitlines():
         if line.strip().startswith('{"%s", ' % name):
-            return sum(int(n) for n in re.findall(r"\{(\d+), \{", line))
+            return instructions(line)
     return None
 
 
@@ -42,8 +42,7 @@ def main():
         return 77
     check = Checks("sass_live")
     with tempfile.TemporaryDirectory() as tmp:
-        for d in ["tools", "common"] + sorted(p.name for p in ROOT.glob("[0-9][0-9]_*") if p.is_dir()):
-            shutil.copytree(ROOT / d, Path(tmp) / d, ignore=shutil.ignore_patterns("__pycache__"))
+        copy_tree(Path(tmp))
         out = Path(tmp) / "sass_live.cpp"
 
         def live(*args):
