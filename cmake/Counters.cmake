@@ -26,3 +26,20 @@ if(FLASHSTEPS_COUNTERS)
   set(FLASHSTEPS_COUNTER_FLAGS "-fsanitize=thread;--param=tsan-instrument-func-entry-exit=0;-fno-tree-sra")
   message(STATUS "flashsteps: counters on (kernels instrumented; flashsteps profile)")
 endif()
+
+# A table a tool of tools/ writes at the build (its file starts with the tool's "//" comment). Where
+# this build does not run the tool (`run` false), `placeholder` is written instead, only when its
+# text changes (file(CONFIGURE): nothing recompiles for nothing); where it does, a placeholder an
+# earlier configure left, newer than every input, is removed so that the rule runs.
+function(flashsteps_generated_table file run placeholder)
+  if(run)
+    if(EXISTS ${file})
+      file(READ ${file} old)
+      if(NOT old MATCHES "^//")
+        file(REMOVE ${file})
+      endif()
+    endif()
+  else()
+    file(CONFIGURE OUTPUT ${file} CONTENT "${placeholder}" @ONLY)
+  endif()
+endfunction()

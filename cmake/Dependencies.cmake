@@ -24,3 +24,6 @@ flashsteps_require(CLI11 libcli11-dev)
 if(FLASHSTEPS_BACKEND STREQUAL "cpu")
   flashsteps_require(Boost libboost-context-dev 1.74 CONFIG COMPONENTS context)
 endif()
+# Python 3 (optional): the tools the build and the tests run (tools/, tests/*.py). Without it the
+# counters build compiles no SASS of its own (the committed data serves) and those tests are skipped.
+find_program(FLASHSTEPS_PYTHON NAMES python3)

@@ -20,15 +20,13 @@ function(flashsteps_add_lab name)
     list(APPEND gpu_args --gpu ${gpu})
   endforeach()
   list(TRANSFORM LAB_KERNELS PREPEND ${CMAKE_CURRENT_SOURCE_DIR}/ OUTPUT_VARIABLE kernel_paths)
-  find_program(FLASHSTEPS_LAB_PYTHON NAMES python3)
-  if(NOT FLASHSTEPS_LAB_PYTHON)
-    list(JOIN LAB_GPUS "," gpus)
-    list(JOIN LAB_KERNELS ", " kernels)
-    # Written only when its text changes (file(CONFIGURE)): the lab is not rebuilt for nothing.
-    file(CONFIGURE OUTPUT ${sass} CONTENT "#include \"lab/lab.h\"\nconst lab::SassData lab::kSass = {nullptr, 0, \"${kernels}\", \"no SASS: python3 not found\", \"${gpus}\"};\n" @ONLY)
-  else()
+  list(JOIN LAB_GPUS "," gpus)
+  list(JOIN LAB_KERNELS ", " kernels)
+  flashsteps_generated_table(${sass} "${FLASHSTEPS_PYTHON}"
+    "#include \"lab/lab.h\"\nconst lab::SassData lab::kSass = {nullptr, 0, \"${kernels}\", \"no SASS: python3 not found\", \"${gpus}\"};\n")
+  if(FLASHSTEPS_PYTHON)
   add_custom_command(OUTPUT ${sass}
-    COMMAND ${FLASHSTEPS_LAB_PYTHON} ${PROJECT_SOURCE_DIR}/tools/lab_sass.py ${gpu_args} --out ${sass}
+    COMMAND ${FLASHSTEPS_PYTHON} ${PROJECT_SOURCE_DIR}/tools/lab_sass.py ${gpu_args} --out ${sass}
             --depfile ${sass}.d ${kernel_paths}
     DEPENDS ${kernel_paths} ${PROJECT_SOURCE_DIR}/tools/lab_sass.py ${PROJECT_SOURCE_DIR}/tools/sass_issue.py
             ${PROJECT_SOURCE_DIR}/tools/kernel_resources.py ${PROJECT_SOURCE_DIR}/common/gpus/gpus.h

@@ -14,11 +14,14 @@
 #include <string>
 #include <vector>
 
+#include "backward_run.h"
+#include "harness/errors.h"
 #include "harness/profile.h"
 #include "harness/registry.h"
 #include "harness/report.h"
 #include "model/model.h"
 #include "model/sass_fresh.h"
+#include "simt/cpu/launch.h"
 
 using Catch::Matchers::Contains;
 
@@ -277,6 +280,50 @@ TEST_CASE("another architecture's rows: a GPU takes its own where the build comp
   CHECK(find_sass(book, {}, 80, archs) == nullptr);  // on sm_80 only sm_80's rows: none of sm_90's mixed in
   REQUIRE(find_sass(book) != nullptr);
   CHECK(find_sass(book, {}, 75, archs) == find_sass(book));
+}
+
+TEST_CASE("the emulator refuses registers x threads past the register file, with the SASS data's registers", "[profile]") {
+  using namespace attn;
+  const gpus::Gpu& h100 = *gpus::find_gpu("h100");
+  const gpus::Gpu& a100 = *gpus::find_gpu("a100");
+  // A GPU's own architecture's registers, as this build has them: sm_90's committed rows on an H100;
+  // on an A100 sm_80's where the build compiled them, never sm_90's standing in.
+  const std::string book = kSassSm90[0].name;
+  REQUIRE(find_sass(book) != nullptr);
+  CHECK(own_registers(book, h100) == find_sass(book)->registers);
+  CHECK(own_registers(book, h100) > 0);
+  if (sass_cc(a100.cc()) == 90)
+    CHECK(own_registers(book, a100) == 0);
+  else
+    CHECK(own_registers(book, a100) == find_sass(book, {}, a100.cc())->registers);
+  CHECK(own_registers("void not_a_book_kernel()", h100) == 0);
+  // A run whose kernel the GPU would refuse stops with CUDA's error, as on the GPU: chapter 01's
+  // smem_tiles launches blocks of 32 x 32 threads, which 255 registers each cannot have.
+  Problem p;
+  p.B = 1, p.H = 1, p.Lq = p.Lk = 64, p.d = 64, p.dtype = DType::fp32;
+  p.validate();
+  const Variant* v = find_variant("smem_tiles");
+  REQUIRE(v != nullptr);
+  const RunOptions o = untimed();
+  const Inputs in = Inputs::generate(p);
+  const Checker checker(p, in, o);
+  const DeviceInputs dev(p, in);
+  simt::Schedule quiet = simt::schedule(), before = quiet;
+  quiet.quiet = true;
+  simt::set_schedule(quiet);
+  simt::set_register_source([](const std::string&, const gpus::Gpu&) { return 255; });
+  std::string error;
+  try {
+    run_variant(*v, p, dev, checker, o);
+  } catch (const CudaError& e) {
+    error = e.what();
+  }
+  simt::set_register_source(own_registers);
+  simt::set_schedule(before);
+  CHECK_THAT(error, Contains("too many resources requested for launch") && Contains("255 registers x") &&
+                        Contains("H100 SXM5"));
+  // With the build's own registers it runs.
+  CHECK(run_variant(*v, p, dev, checker, o).verdict.pass);
 }
 
 TEST_CASE("the FMA term: FP32 and IMAD share the FMA pipes, whose FP32 rate an A100 has half of", "[profile]") {

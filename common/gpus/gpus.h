@@ -56,6 +56,8 @@
 //   build compiled it (FLASHSTEPS_SASS_ARCHS; model/sass.h), else sm_90's, a stand-in the profile
 //   names.
 #pragma once
+#include <algorithm>
+#include <cstdio>
 #include <string>
 
 namespace gpus {
@@ -71,6 +73,7 @@ struct Gpu {
   int smem_reserved_bytes;  // per block, taken by the driver from the SM's share
   int max_threads_per_sm, max_blocks_per_sm;
   int registers_per_sm = 65536;
+  int registers_per_block = 65536;
   int max_threads_per_block = 1024;
   int warp_schedulers = 4;  // sub-partitions: each issues one warp instruction per clock and has its own tensor core and MUFU
   const char* sources = "";
@@ -234,6 +237,45 @@ inline const Gpu* find_gpu(const std::string& key) {
     if (key == g.key) return &g;
   return nullptr;
 }
+// The registers a block of `threads` takes from the register file: each warp's allocated 256 at a
+// time (the CUDA Occupancy Calculator's allocation unit and granularity, every CC here).
+inline long long block_registers(long long threads, int registers) {
+  return (std::max(1LL, threads) + 31) / 32 * ((registers * 32LL + 255) / 256 * 256);
+}
+
+// What a launch asks of one block, and the first of g's limits it passes: the rule the emulator
+// refuses a launch by (for the GPU it stands for) and the model remodels one by (for another).
+struct BlockAsk {
+  long long threads;
+  long long dynamic_smem, static_smem;
+  int registers;  // per thread, as the compiler allotted them for g's architecture; 0: not known
+};
+enum class Limit { none, threads, shared_memory, registers };
+struct Refusal {
+  Limit limit = Limit::none;
+  std::string why;  // a sentence with g's name; "" when the block fits
+};
+inline Refusal refusal(const Gpu& g, const BlockAsk& a) {
+  char msg[240];
+  if (a.threads > g.max_threads_per_block) {
+    std::snprintf(msg, sizeof msg, "%lld threads per block, more than the %d the %s (%s) allows", a.threads,
+                  g.max_threads_per_block, g.name, g.arch().c_str());
+    return {Limit::threads, msg};
+  }
+  if (a.dynamic_smem + a.static_smem > g.smem_optin_bytes) {
+    std::snprintf(msg, sizeof msg, "%lld bytes of dynamic and %lld of static shared memory per block, more than the %d the %s (%s) allows",
+                  a.dynamic_smem, a.static_smem, g.smem_optin_bytes, g.name, g.arch().c_str());
+    return {Limit::shared_memory, msg};
+  }
+  if (a.registers > 0 && block_registers(a.threads, a.registers) > g.registers_per_block) {
+    std::snprintf(msg, sizeof msg, "too many resources requested for launch: %d registers x %lld threads take %lld "
+                  "registers, more than the %d a block may have on the %s (%s)", a.registers, a.threads,
+                  block_registers(a.threads, a.registers), g.registers_per_block, g.name, g.arch().c_str());
+    return {Limit::registers, msg};
+  }
+  return {};
+}
+
 // "h100, h200, ..." (for messages).
 inline std::string gpu_keys() {
   std::string s;

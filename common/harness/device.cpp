@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "errors.h"
+#include "profile.h"
 #if FLASHSTEPS_GPU
 #include "simt/gpu_presence.h"
 #else
@@ -156,6 +157,14 @@ const DeviceInfo* device_if_any() {
     return nullptr;
   }
 }
+
+#if !FLASHSTEPS_GPU
+namespace {
+// The emulator holds every launch to the registers x threads of the GPU it stands for, with the
+// registers this build's SASS data gives for that GPU's architecture (profile.h's own_registers).
+const bool g_registers_checked = (simt::set_register_source(own_registers), true);
+}  // namespace
+#endif
 
 void emulate_gpu(const gpus::Gpu& g) {
 #if FLASHSTEPS_GPU

@@ -511,8 +511,8 @@ const Profile& Profiler::finish(Profile prof, const std::vector<std::string>& st
       s.launches.push_back(c), s.kernels.push_back(kernels[i][l]);
       const SassKernel* k = find_sass(kernels[i][l], s.path, gpu_->cc());
       const Modelled m = model(c, *gpu_, k);
-      // The emulator refused threads and shared memory past the GPU's at the launch; registers only
-      // the SASS data knows.
+      // The emulator refused at the launch what the GPU would, registers where the build has the
+      // GPU's own architecture's (own_registers); sm_90's standing in for another's are only warned of.
       if (const std::string no = launch_refusal(c, k, *gpu_); !no.empty())
         std::fprintf(stderr, "warning: the %s would not launch %s (%s): modelled as if it did\n", gpu_->name,
                      kernels[i][l].c_str(), no.c_str());
@@ -563,6 +563,14 @@ double recorded_ms(const std::string& path, const std::string& kind, const Probl
       ms = std::atof(at("median_ms").c_str());  // the last such row
   }
   return ms;
+}
+
+int own_registers(const std::string& kernel, const gpus::Gpu& g) {
+  const int cc = sass_cc(g.cc());
+  if (cc == 90 && g.cc() != 90) return 0;  // a stand-in's registers say nothing of g's compile
+  const SassKernel* k = find_sass(kernel, {}, g.cc());
+  if (!k || (cc == 90 && built_from(kernel, stale_sass()))) return 0;
+  return k->registers;
 }
 
 SassPath sass_path(const Problem& p) {

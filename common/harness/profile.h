@@ -42,6 +42,13 @@ bool apply_gpu_option(const ProfileOptions& o);
 // A UsageError when the model has no rates for g (a row of common/gpus/gpus.h whose rates are zero:
 // none is, today; the Profiler asks this of every GPU it models).
 void require_rates(const gpus::Gpu& g);
+// The registers per thread the compiler allotted `kernel` (named as the emulator names it) for g's
+// own architecture, as this build knows them (model/sass.h): sm_90's committed rows unless an edit
+// left them stale, the rows the counters build compiled again for an edit or for
+// FLASHSTEPS_SASS_ARCHS (an sm_86/89 GPU runs sm_80's); 0 where only a stand-in's rows or none are
+// at hand. The emulator's register source (simt::set_register_source, installed by device.cpp):
+// registers x threads past the register file refuse a launch as that GPU would.
+int own_registers(const std::string& kernel, const gpus::Gpu& g);
 
 // The rows of the SASS data a problem's kernels take (find_sass): its is_causal, attn_mask,
 // mask_mod and score mods by their names.

@@ -127,46 +127,27 @@ inline double l2_bytes(const simt::Counters& c) {
 // a global load or store touches.
 inline double l1_wavefronts(const simt::Counters& c) { return c.shared_wavefronts() + c.global_lines(); }
 
-// The registers a block of `threads` takes from the register file: allocated per warp, 256 at a time.
-inline double block_registers(double threads, int registers) {
-  return std::ceil(std::max(1.0, threads) / 32) * std::ceil(registers * 32 / 256.0) * 256;
-}
-
 // Blocks one SM holds at once: the fewest that its threads, its blocks, its registers (registers
 // per thread; 0: not known) and its shared memory allow.
 inline double blocks_per_sm(double threads_per_block, double smem_bytes, int registers, const gpus::Gpu& g) {
   const double by_threads = std::floor(g.max_threads_per_sm / std::max(1.0, threads_per_block));
   const double by_smem = std::floor(g.smem_per_sm_bytes / (smem_bytes + g.smem_reserved_bytes));
-  const double by_regs =
-      registers > 0 ? std::floor(g.registers_per_sm / block_registers(threads_per_block, registers)) : g.max_blocks_per_sm;
+  const double by_regs = registers > 0 ? std::floor(g.registers_per_sm / static_cast<double>(gpus::block_registers(
+                                                       std::llround(threads_per_block), registers)))
+                                       : g.max_blocks_per_sm;
   return std::max(1.0, std::min({by_threads, by_smem, by_regs, static_cast<double>(g.max_blocks_per_sm)}));
 }
 
-// Why g would refuse the launch ("" when it fits, as far as the counts say): its threads, its shared
-// memory (dynamic and static), and the registers its warps ask of the register file ([CC]: 64K per
-// block and per SM on every GPU of gpus.h), which only the SASS data knows (k: the kernel's row, or
-// nullptr). The emulator refuses the first two at the launch itself, for the GPU it stands for; this
-// says it for another GPU, remodelled from the same counts.
+// Why g would refuse the launch ("" when it fits, as far as the counts say), by gpus.h's rule: its
+// threads, its shared memory (dynamic and static), and the registers its warps ask of the register
+// file, which only the SASS data knows (k: the kernel's row for g's architecture, or nullptr). The
+// emulator refuses a launch by the same rule for the GPU it stands for; this remodels it for another.
 inline std::string launch_refusal(const simt::Counters& c, const SassKernel* k, const gpus::Gpu& g) {
-  char msg[200];
-  if (c.threads_per_block > g.max_threads_per_block) {
-    std::snprintf(msg, sizeof msg, "%g threads per block, more than the %d the %s allows", c.threads_per_block,
-                  g.max_threads_per_block, g.name);
-    return msg;
-  }
-  if (c.smem_bytes + c.smem_static_bytes > g.smem_optin_bytes) {
-    std::snprintf(msg, sizeof msg, "%g bytes of dynamic and %g of static shared memory per block, more than the %d the %s allows",
-                  c.smem_bytes, c.smem_static_bytes, g.smem_optin_bytes, g.name);
-    return msg;
-  }
-  if (k && k->registers > 0) {
-    if (block_registers(c.threads_per_block, k->registers) > g.registers_per_sm) {
-      std::snprintf(msg, sizeof msg, "too many resources requested for launch: %d registers x %g threads, more "
-                    "than the %d of the %s's register file", k->registers, c.threads_per_block, g.registers_per_sm, g.name);
-      return msg;
-    }
-  }
-  return "";
+  return gpus::refusal(g, {.threads = std::llround(c.threads_per_block),
+                           .dynamic_smem = std::llround(c.smem_bytes),
+                           .static_smem = std::llround(c.smem_static_bytes),
+                           .registers = k ? k->registers : 0})
+      .why;
 }
 
 // c: the counters of one launch; k: its kernel's SASS data (sass.h), or nullptr.

@@ -168,6 +168,21 @@ void observe(const LaunchRecord& r) {
   if (g_observer) g_observer(r);
 }
 
+// simt::set_register_source's f; a function's static, so that another file's static initializer may set it.
+std::mutex g_registers_mu;
+std::function<int(const std::string&, const gpus::Gpu&)>& register_source() {
+  static std::function<int(const std::string&, const gpus::Gpu&)> f;
+  return f;
+}
+int registers_of(const void* kernel, const gpus::Gpu& g) {
+  std::lock_guard<std::mutex> l(g_registers_mu);
+  if (!register_source()) return 0;
+  static std::map<const void*, std::string> names;  // demangled once per kernel
+  auto it = names.find(kernel);
+  if (it == names.end()) it = names.emplace(kernel, kernel_name(kernel)).first;
+  return register_source()(it->second, g);
+}
+
 cudaError_t refuse_launch(cudaError_t e, const std::string& m) {
   g_last_error_message = m;
   if (!schedule().quiet) std::fprintf(stderr, "simt: launch refused: %s\n", m.c_str());
@@ -184,15 +199,20 @@ cudaError_t run_grid(const void* kernel, dim3 grid, dim3 block, size_t smem, Ker
   char msg[320];
   std::snprintf(msg, sizeof msg, "invalid configuration: grid (%u,%u,%u), block (%u,%u,%u)", grid.x, grid.y, grid.z,
                 block.x, block.y, block.z);
-  if (threads < 1 || threads > gpu.max_threads_per_block || block.x > 1024 || block.y > 1024 || block.z > 64 ||
-      blocks < 1 || grid.x > 2147483647u || grid.y > 65535 || grid.z > 65535)
+  if (threads < 1 || block.x > 1024 || block.y > 1024 || block.z > 64 || blocks < 1 || grid.x > 2147483647u ||
+      grid.y > 65535 || grid.z > 65535)
     return refuse_launch(cudaErrorInvalidConfiguration, msg);
+  const long long static_bytes = std::max(0LL, static_smem_bytes(kernel));
+  const gpus::Refusal no = gpus::refusal(gpu, {.threads = threads,
+                                               .dynamic_smem = static_cast<long long>(smem),
+                                               .static_smem = static_bytes,
+                                               .registers = registers_of(kernel, gpu)});
+  if (no.limit == gpus::Limit::threads) return refuse_launch(cudaErrorInvalidConfiguration, no.why);
   if (arch_specific && arch_specific != gpu.cc())
     return refuse_launch(cudaErrorNoKernelImageForDevice,
                          "no kernel image for " + emulated_gpu_name() + ": this kernel's file is built for sm_" +
                              std::to_string(arch_specific) + "a alone, which only sm_" + std::to_string(arch_specific) +
                              " GPUs run");
-  const long long static_bytes = std::max(0LL, static_smem_bytes(kernel));
   observe(LaunchRecord{kernel, grid, block, smem, static_smem_bytes(kernel)});
   const size_t limit = max_dynamic_smem(kernel);
   if (smem > limit) {
@@ -203,11 +223,8 @@ cudaError_t run_grid(const void* kernel, dim3 grid, dim3 block, size_t smem, Ker
                   smem, limit, emulated_gpu_name().c_str(), gpu.smem_optin_bytes);
     return refuse_launch(cudaErrorInvalidValue, msg);
   }
-  if (static_bytes + static_cast<long long>(smem) > gpu.smem_optin_bytes) {
-    std::snprintf(msg, sizeof msg, "%zu bytes of dynamic and %lld of static shared memory per block: more than the %d %s allows",
-                  smem, static_bytes, gpu.smem_optin_bytes, emulated_gpu_name().c_str());
-    return refuse_launch(cudaErrorInvalidValue, msg);
-  }
+  if (no.limit == gpus::Limit::registers) return refuse_launch(cudaErrorLaunchOutOfResources, no.why);
+  if (no.limit != gpus::Limit::none) return refuse_launch(cudaErrorInvalidValue, no.why);
 
   std::atomic<long long> next{0};
   std::atomic<bool> failed{false};
@@ -262,6 +279,10 @@ const char* order_name(Order o) {
   return "?";
 }
 std::string last_launch_error() { return detail::g_last_error_message; }
+void set_register_source(std::function<int(const std::string&, const gpus::Gpu&)> f) {
+  std::lock_guard<std::mutex> g(detail::g_registers_mu);
+  detail::register_source() = std::move(f);
+}
 void set_launch_observer(std::function<void(const LaunchRecord&)> f) {
   std::lock_guard<std::mutex> g(detail::g_observer_mu);
   detail::g_observer = std::move(f);

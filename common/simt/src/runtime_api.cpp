@@ -70,12 +70,11 @@ cudaError_t opt_in(const void* kernel, size_t smem, int arch_specific) {
                              " GPUs run");
   const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (e == cudaSuccess) return e;
-  const long long st = static_smem(kernel);
   observe(LaunchRecord{kernel, {}, {}, smem, static_smem_bytes(kernel)});
-  return refuse_launch(e, "the kernel asks for " + std::to_string(smem) + " bytes of dynamic shared memory per block" +
-                              (st ? " beside " + std::to_string(st) + " static" : std::string()) + "; " +
-                              emulated_gpu_name() + " allows " + std::to_string(g.smem_optin_bytes) +
-                              " per block in all (opt-in)");
+  // Refused only past the GPU's opt-in maximum: gpus.h's rule says so, as the launch would.
+  const gpus::Refusal no =
+      gpus::refusal(g, {.threads = 1, .dynamic_smem = static_cast<long long>(smem), .static_smem = static_smem(kernel), .registers = 0});
+  return refuse_launch(e, no.why.empty() ? "cudaFuncSetAttribute refused " + std::to_string(smem) + " bytes" : no.why);
 }
 
 void require_arch(int cc, const char* instruction, const char* file, int line, bool specific) {
@@ -192,7 +191,7 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp* p, int device) {
   p->sharedMemPerBlockOptin = static_cast<size_t>(g.smem_optin_bytes);
   p->sharedMemPerMultiprocessor = static_cast<size_t>(g.smem_per_sm_bytes);
   p->reservedSharedMemPerBlock = static_cast<size_t>(g.smem_reserved_bytes);
-  p->regsPerBlock = 65536;
+  p->regsPerBlock = g.registers_per_block;
   p->regsPerMultiprocessor = g.registers_per_sm;
   p->warpSize = 32;
   p->maxThreadsPerBlock = g.max_threads_per_block;
@@ -246,6 +245,7 @@ const char* cudaGetErrorName(cudaError_t e) {
     case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
     case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
     case cudaErrorNoKernelImageForDevice: return "cudaErrorNoKernelImageForDevice";
+    case cudaErrorLaunchOutOfResources: return "cudaErrorLaunchOutOfResources";
     default: return "cudaErrorUnknown";
   }
 }
@@ -259,6 +259,7 @@ const char* cudaGetErrorString(cudaError_t e) {
     case cudaErrorInvalidDevice: return "invalid device ordinal";
     case cudaErrorInvalidResourceHandle: return "invalid resource handle";
     case cudaErrorNoKernelImageForDevice: return "no kernel image is available for execution on the device";
+    case cudaErrorLaunchOutOfResources: return "too many resources requested for launch";
     default: return "unknown error";
   }
 }

@@ -1,5 +1,6 @@
 // gpus_kernels.cu: the kernels of test_gpus.cpp, each touching one limit of the GPU the emulator
-// stands for: shared memory (static and dynamic), an sm_80 instruction, an sm_90a-only file.
+// stands for: shared memory (static and dynamic), an sm_80 instruction, an sm_90a-only file, the
+// register file (a kernel of as many threads as a test asks).
 #include "gpus_kernels.h"
 #include "simt/ptx.cuh"
 #include "simt/simt.h"
@@ -39,6 +40,9 @@ cudaError_t launch_as_sm90a(float* out) {
 #else
   return simt::launch(write_one, dim3(1), dim3(32), 0, out);
 #endif
+}
+cudaError_t launch_write_one(int threads, float* out) {
+  return simt::launch(write_one, dim3(1), dim3(threads), 0, out);
 }
 
 }  // namespace simt_tests

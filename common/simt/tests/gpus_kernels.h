@@ -14,5 +14,7 @@ cudaError_t launch_static_and_dynamic(size_t dynamic_bytes, float* out);
 cudaError_t launch_cp_async(const float* in, float* out);
 // A plain kernel launched as a file built for sm_90a alone would launch it.
 cudaError_t launch_as_sm90a(float* out);
+// The same kernel, `threads` threads of one block, each writing 1 to out[threadIdx.x].
+cudaError_t launch_write_one(int threads, float* out);
 
 }  // namespace simt_tests

@@ -1,7 +1,7 @@
 // test_gpus.cpp: the emulator standing for a GPU of common/gpus/gpus.h (SIMT_GPU, simt::set_gpu):
 // the runtime reports that GPU's properties, and its launches are held to its limits as the GPU
 // would hold them: shared memory per block counting the kernel's static __shared__, sm_80's
-// instructions, code built for sm_90a alone (cpu backend only).
+// instructions, code built for sm_90a alone, registers x threads (cpu backend only).
 #include <string>
 #include <vector>
 
@@ -58,7 +58,7 @@ TEST_CASE("static __shared__ counts against the GPU's shared memory per block", 
     CHECK(launch_static_and_dynamic(24 * 1024, out.get()) == cudaSuccess);
     // One float more is refused, and the message counts both kinds.
     CHECK(launch_static_and_dynamic(24 * 1024 + 4, out.get()) == cudaErrorInvalidValue);
-    CHECK_THAT(simt::last_launch_error(), Contains("24580 bytes of dynamic shared memory") && Contains("40960 static") &&
+    CHECK_THAT(simt::last_launch_error(), Contains("24580 bytes of dynamic and 40960 of static shared memory") &&
                                               Contains("Tesla T4 (sm_75)") && Contains("65536"));
   }
   {
@@ -94,4 +94,38 @@ TEST_CASE("a file built for sm_90a alone has no kernel image for any other GPU",
   const Standing on("h200");
   CHECK(launch_as_sm90a(out.get()) == cudaSuccess);
   CHECK(out.host()[0] == 1.f);
+}
+
+TEST_CASE("registers x threads past the register file refuse the launch, as the GPU does", "[simt][gpus]") {
+  Device<float> out(1024);
+  std::vector<std::string> asked;  // the kernels and GPUs the source was asked about
+  int registers = 128;
+  simt::set_register_source([&](const std::string& kernel, const gpus::Gpu& g) {
+    asked.push_back(kernel + " on " + g.key);
+    return kernel.find("write_one") != std::string::npos ? registers : 0;
+  });
+  {
+    const Standing on("a100");
+    // 128 registers: 4096 per warp; 16 warps fill the 65536 a block may have, 17 do not.
+    CHECK(launch_write_one(512, out.get()) == cudaSuccess);
+    CHECK(out.host()[511] == 1.f);
+    REQUIRE_FALSE(asked.empty());
+    CHECK_THAT(asked.back(), Contains("write_one(float*)") && Contains("on a100"));
+    CHECK(launch_write_one(544, out.get()) == cudaErrorLaunchOutOfResources);
+    CHECK(std::string(cudaGetErrorString(cudaErrorLaunchOutOfResources)) == "too many resources requested for launch");
+    CHECK_THAT(simt::last_launch_error(), Contains("too many resources requested for launch") &&
+                                              Contains("128 registers x 544 threads") && Contains("A100") &&
+                                              Contains("(sm_80)"));
+    // Allocated per warp, 256 at a time: 121 registers take 3872 per warp, allocated as 4096.
+    registers = 121;
+    CHECK(launch_write_one(544, out.get()) == cudaErrorLaunchOutOfResources);
+    registers = 120;  // 3840 per warp: 17 warps take 65280
+    CHECK(launch_write_one(544, out.get()) == cudaSuccess);
+    registers = 0;  // not known: not checked
+    CHECK(launch_write_one(1024, out.get()) == cudaSuccess);
+  }
+  simt::set_register_source({});
+  const Standing on("a100");
+  registers = 255;
+  CHECK(launch_write_one(1024, out.get()) == cudaSuccess);  // no source: registers are not checked
 }

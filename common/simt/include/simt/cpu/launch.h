@@ -67,6 +67,13 @@ struct LaunchRecord {
 // an empty f stops it.
 void set_launch_observer(std::function<void(const LaunchRecord&)> f);
 
+// The registers per thread the compiler allotted a kernel (named as the symbol table demangles it)
+// for GPU g's architecture, 0 when not known: the harness reads them from its SASS data (model/
+// sass.h). With a source set, a launch whose warps ask more of the register file than a block may
+// have is refused as the GPU refuses it (cudaErrorLaunchOutOfResources); without one (the default,
+// an empty f) registers are not checked.
+void set_register_source(std::function<int(const std::string& kernel, const gpus::Gpu& g)> f);
+
 namespace detail {
 
 struct AsyncCopy {  // one cp.async in flight: read at issue, written at its wait_group
