@@ -31,7 +31,8 @@ struct SequenceTiles : ch05::EveryTile {
     return static_cast<const SeqTile*>(p.workspace)[blockIdx.y + gridDim.y * blockIdx.z];
   }
   // Sequence s of head blockIdx.x as a problem of one head: B = H = 1, its first query and key at
-  // the tensors' starts, its lengths Lq and Lk. A slot past the last tile: no rows, no keys.
+  // the tensors' starts (the keys of K/V head blockIdx.x / heads_per_kv: grouped-query attention),
+  // its lengths Lq and Lk. A slot past the last tile: no rows, no keys.
   __device__ static attn::AttentionParams part(const attn::AttentionParams& p) {
     const SeqTile e = entry(p);
     attn::AttentionParams one = p;
@@ -40,7 +41,8 @@ struct SequenceTiles : ch05::EveryTile {
     one.Lq = one.Lk = 0;
     if (e.seq < 0) return one;
     const int *cu_q = p.mod.doc, *cu_k = cu_q + p.mod.arg + 1;
-    const size_t q = static_cast<size_t>(blockIdx.x) * p.Lq + cu_q[e.seq], k = static_cast<size_t>(blockIdx.x) * p.Lk + cu_k[e.seq];
+    const int kv_head = static_cast<int>(blockIdx.x) / (p.mod.heads_per_kv > 1 ? p.mod.heads_per_kv : 1);
+    const size_t q = static_cast<size_t>(blockIdx.x) * p.Lq + cu_q[e.seq], k = static_cast<size_t>(kv_head) * p.Lk + cu_k[e.seq];
     one.q = static_cast<const T*>(p.q) + q * p.d;
     one.o = static_cast<T*>(p.o) + q * p.d;
     one.k = static_cast<const T*>(p.k) + k * p.d;

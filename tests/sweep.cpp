@@ -142,6 +142,16 @@ std::vector<Problem> mask_mod_sweep() {
       p.seed = 300 + k++;
       out.push_back(p);
     }
+  // Grouped-query attention over packed batches: 4 query heads on 2 K/V heads, and 3 on 1 (multi-query),
+  // at every head dim.
+  for (int d : dims)
+    for (auto [H, Hkv] : {std::pair{4, 2}, std::pair{3, 1}}) {
+      Problem p = H == 4 ? packed({100, 0, 37, 129, 1}, {100, 0, 37, 129, 1}) : packed({200, 5, 64, 9}, {3, 250, 0, 70});
+      p.H = H, p.Hkv = Hkv, p.d = d, p.dtype = k % 2 ? DType::bf16 : DType::fp16;
+      p.causal = k % 3 == 0 ? Causal::none : k % 3 == 1 ? Causal::top_left : Causal::bottom_right;
+      p.seed = 300 + k++;
+      out.push_back(p);
+    }
   // 300 sequences of 0 to 3 queries and keys: the tile map's scan takes two rounds of 256, the second
   // carrying the first's count.
   std::vector<int> many_q, many_k;

@@ -220,7 +220,7 @@ TEST_CASE("steps a to d refuse a packed batch, which their rules cannot mask; st
   const int cu[] = {0, 5, 9, 0, 4, 9};
   AttentionParams a{};
   a.dtype = DType::fp16, a.B = 1, a.H = 1, a.Lq = 9, a.Lk = 9, a.d = 64, a.scale = 0.125f;
-  a.mod = MaskMod{ModKind::varlen, false, 2, cu};
+  a.mod = MaskMod{ModKind::varlen, false, 1, 2, cu};
   uint8_t mask[81];
   int lists[64];
   CHECK(ch10::write_mask(a, mask) == cudaErrorInvalidValue);

@@ -21,16 +21,18 @@ std::vector<double> plain_sdpa(const Problem& p, const Inputs& in, std::vector<d
   lse.assign(p.heads() * p.Lq, 0.0);
   // The scale the kernels receive: 1/sqrt(d) (or the given one) as a float.
   const double scale = static_cast<float>(p.scale_override ? *p.scale_override : 1.0 / std::sqrt(static_cast<double>(p.d)));
+  const int kv_heads = p.Hkv > 0 ? p.Hkv : p.H;  // grouped-query attention: query head h reads K/V head hk
   for (int b = 0; b < p.B; ++b)
     for (int h = 0; h < p.H; ++h)
       for (int i = 0; i < p.Lq; ++i) {
+        const size_t hk = static_cast<size_t>(b) * kv_heads + static_cast<size_t>(h / (p.H / kv_heads));
         std::vector<double> s(static_cast<size_t>(p.Lk));
         double m = -std::numeric_limits<double>::infinity();
         for (int j = 0; j < p.Lk; ++j) {
           double dot = 0;
           for (int c = 0; c < p.d; ++c)
             dot += static_cast<double>(in.q[((static_cast<size_t>(b) * p.H + h) * p.Lq + i) * p.d + c]) *
-                   in.k[((static_cast<size_t>(b) * p.H + h) * p.Lk + j) * p.d + c];
+                   in.k[(hk * p.Lk + j) * p.d + c];
           bool visible = true;
           if (p.causal == Causal::top_left) visible = j <= i;
           if (p.causal == Causal::bottom_right) visible = j <= i + p.Lk - p.Lq;
@@ -73,7 +75,7 @@ std::vector<double> plain_sdpa(const Problem& p, const Inputs& in, std::vector<d
         lse[row] = m + std::log(l);
         for (int j = 0; j < p.Lk; ++j)
           for (int c = 0; c < p.d; ++c)
-            o[row * p.d + c] += s[static_cast<size_t>(j)] / l * in.v[((static_cast<size_t>(b) * p.H + h) * p.Lk + j) * p.d + c];
+            o[row * p.d + c] += s[static_cast<size_t>(j)] / l * in.v[(hk * p.Lk + j) * p.d + c];
       }
   return o;
 }
@@ -148,6 +150,15 @@ TEST_CASE("the reference applies a packed batch as flash_attn_varlen_func define
       p.validate();
       require_plain(p);
     }
+  // Grouped-query attention: 6 query heads on 3 K/V heads (2 each), and on 1 (multi-query).
+  for (int Hkv : {3, 1})
+    for (Causal c : {Causal::none, Causal::bottom_right}) {
+      Problem p;
+      p.B = 1, p.H = 6, p.Hkv = Hkv, p.d = 8, p.dtype = DType::fp32, p.causal = c;
+      p.pack({9, 3, 0, 7}, {4, 8, 2, 0});
+      p.validate();
+      require_plain(p);
+    }
 }
 
 TEST_CASE("a packed batch's sampled rows hold each sequence's first and last row", "[reference]") {
@@ -214,7 +225,7 @@ TEST_CASE("mask_mod rules: the definitions by hand, the host's runs and the kern
   // bottom-right, its second query sees keys 3 to 5 (kv <= q + cu_k[3] - cu_q[3] = 3 + 2); top-left,
   // keys 3 and 4.
   const int cu[] = {0, 2, 2, 5, 0, 1, 3, 7};
-  const MaskMod packed{ModKind::varlen, false, 3, cu};
+  const MaskMod packed{ModKind::varlen, false, 1, 3, cu};
   for (int kv = 0; kv < 7; ++kv) {
     INFO("key " << kv);
     CHECK(Varlen::of(packed, Causal::none)(0, 0, 1, kv) == (kv == 0));

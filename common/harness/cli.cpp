@@ -20,7 +20,7 @@ namespace attn {
 namespace {
 
 struct Args {
-  int B = 0, H = 0, seq = 0, Lq = 0, Lk = 0, d = 64;  // 0: the backend's default
+  int B = 0, H = 0, Hkv = 0, seq = 0, Lq = 0, Lk = 0, d = 64;  // 0: the backend's default (Hkv: H)
   std::string dtype = "fp16", causal, mask = "none", mask_mod = "none";
   int window = -1, prefix = -1;  // -1: not given
   std::vector<int> window_size;  // --window-size L,R
@@ -75,6 +75,9 @@ void add_problem_options(CLI::App& app, Args& a) {
                  "with --seqlens: the sequences' key lengths, when they differ from their query lengths "
                  "(is_causal's bottom-right diagonal is then each sequence's)")
       ->delimiter(',');
+  app.add_option("--hkv", a.Hkv,
+                 "with --seqlens: K and V's heads, a divisor of H (grouped-query attention, as flash_attn_varlen_func "
+                 "takes it; default H)");
   app.add_option("--softcap", a.softcap, "a score_mod (chapter 10): scores become C * tanh(score / C) (FlashAttention-2's softcap)");
   app.add_flag("--alibi", a.alibi, "a score_mod (chapter 10): ALiBi's bias, -slope_h * |i + Lk - Lq - j| (FlashAttention-2's alibi_slopes)");
   app.add_option("--scale", a.scale, "softmax scale (default 1/sqrt(d))");
@@ -151,6 +154,10 @@ Problem build_problem(const Args& a, const CLI::App& app) {
         throw UsageError(std::string("--seqlens sets Lq and Lk (the sums of the lengths): drop ") + sized);
     p.pack(a.seqlens, app.count("--seqlens-k") ? a.seqlens_k : a.seqlens);  // validate() refuses a negative length
     if (!app.count("--batch")) p.B = 1;
+  }
+  if (app.count("--hkv")) {
+    if (a.Hkv < 1) throw UsageError("--hkv must be at least 1 (got " + std::to_string(a.Hkv) + ")");
+    p.Hkv = a.Hkv;  // validate() refuses one that does not divide H, or without --seqlens
   }
   p.window = std::max(a.window, 0), p.prefix = std::max(a.prefix, 0);
   p.softcap = static_cast<float>(a.softcap), p.alibi = a.alibi;  // validate() refuses a negative or non-finite cap

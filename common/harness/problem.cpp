@@ -26,6 +26,12 @@ void Problem::validate() const {
   positive("head dim (d)", d);
   if (causal != Causal::none && mask != MaskKind::none)
     throw UsageError("is_causal and an attn_mask cannot be combined (torch refuses it too): choose one");
+  if (Hkv < 0 || Hkv > H || H % kv_heads() != 0)
+    throw UsageError("K and V's heads (Hkv = " + std::to_string(Hkv) + ") must divide the query heads (H = " +
+                     std::to_string(H) + "): each K/V head serves H / Hkv query heads");
+  if (kv_heads() != H && mod != ModKind::varlen)
+    throw UsageError("K/V heads shared by query heads (Hkv = " + std::to_string(Hkv) + " < H = " + std::to_string(H) +
+                     ") are read by chapter 10's packed batches only: give the sequences' lengths (--seqlens)");
   if (mod == ModKind::varlen) validate_packing();
   if (mod != ModKind::none && mod != ModKind::varlen && (causal != Causal::none || mask != MaskKind::none))
     throw UsageError(std::string("a mask_mod (") + mod_name(mod) + ") is the whole mask: it takes neither is_causal nor "
@@ -133,7 +139,7 @@ const char* mod_name(ModKind m) {
 
 std::string Problem::describe() const {
   std::ostringstream s;
-  s << "B=" << B << " H=" << H << " Lq=" << Lq << " Lk=" << Lk << " d=" << d << " " << dtype_name(dtype);
+  s << "B=" << B << " H=" << H << (kv_heads() != H ? " Hkv=" + std::to_string(Hkv) : "") << " Lq=" << Lq << " Lk=" << Lk << " d=" << d << " " << dtype_name(dtype);
   if (causal != Causal::none) s << " causal(" << causal_name(causal) << ")";
   if (mask != MaskKind::none) s << " mask(" << mask_name(mask) << (mask_per_head ? ", per head" : "") << ")";
   if (mod == ModKind::sliding_window) s << " mask_mod(sliding_window " << window << ")";
@@ -202,16 +208,17 @@ std::vector<int> Problem::cu_seqlens() const {
 
 MaskMod Problem::mask_mod(const int* doc) const {
   switch (mod) {
-    case ModKind::varlen: return {mod, alibi, static_cast<int>(seqlens_q.size()), doc};
-    case ModKind::sliding_window: return {mod, alibi, window, doc};
-    case ModKind::prefix_lm: return {mod, alibi, prefix, doc};
-    case ModKind::random_blocks: return {mod, alibi, static_cast<int>(seed * 0x9E3779B97F4A7C15ull >> 33), doc};
+    case ModKind::varlen:
+      return {mod, alibi, static_cast<uint16_t>(H / kv_heads()), static_cast<int>(seqlens_q.size()), doc};
+    case ModKind::sliding_window: return {mod, alibi, 0, window, doc};
+    case ModKind::prefix_lm: return {mod, alibi, 0, prefix, doc};
+    case ModKind::random_blocks: return {mod, alibi, 0, static_cast<int>(seed * 0x9E3779B97F4A7C15ull >> 33), doc};
     case ModKind::window: {
-      MaskMod m{mod, alibi, left, nullptr};
+      MaskMod m{mod, alibi, 0, left, nullptr};
       m.right = right;
       return m;
     }
-    default: return {mod, alibi, 0, doc};
+    default: return {mod, alibi, 0, 0, doc};
   }
 }
 

@@ -28,6 +28,9 @@ struct Problem {
   // differences of flash_attn_varlen_func's cu_seqlens_q and cu_seqlens_k. Lq and Lk are their sums
   // and B is 1: the sequences are the batch.
   std::vector<int> seqlens_q, seqlens_k;
+  // K and V's heads (grouped-query attention: torch's enable_gqa, flash_attn_varlen_func's), 0 for H:
+  // a divisor of H, query head h reading K/V head h / (H / Hkv). Read by a packed batch's kernel.
+  int Hkv = 0;
   // Chapter 10's score mods (params.h): FlashAttention-2's softcap (0: none) and ALiBi's biases.
   float softcap = 0.f;
   bool alibi = false;
@@ -51,8 +54,13 @@ struct Problem {
   // the reference's; params.h's definitions).
   double score_at(int h, int i, int j, double x) const;
 
+  int kv_heads() const { return Hkv > 0 ? Hkv : H; }
+  int kv_head(int h) const { return h / (H / kv_heads()); }
   size_t q_elems() const { return static_cast<size_t>(B) * H * Lq * d; }
-  size_t kv_elems() const { return static_cast<size_t>(B) * H * Lk * d; }
+  size_t kv_elems() const { return static_cast<size_t>(B) * kv_heads() * Lk * d; }
+  // Where head (b, h)'s [Lq][d] of Q (and O) and its [Lk][d] of K and V start, in elements.
+  size_t q_offset(int b, int h) const { return (static_cast<size_t>(b) * H + h) * Lq * d; }
+  size_t kv_offset(int b, int h) const { return (static_cast<size_t>(b) * kv_heads() + kv_head(h)) * Lk * d; }
   size_t heads() const { return static_cast<size_t>(B) * H; }
   size_t mask_elems() const;
   size_t mask_bytes() const;

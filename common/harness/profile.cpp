@@ -358,6 +358,9 @@ SamplePlan Profiler::plan(const Variant& v, const Problem& p) const {
     s.heads.emulated = heads;
   else
     s.heads.emulated = std::max(1LL, static_cast<long long>(kWholeProblemUpTo / per_head));
+  // Grouped-query attention: whole groups of the query heads that share a K/V head, whose reads of
+  // it cross from DRAM once for the group (B = 1: a packed batch).
+  if (const long long g = p.H / p.kv_heads(); g > 1) s.heads.emulated = std::min(heads, (s.heads.emulated + g - 1) / g * g);
   // Row groups: when one head alone would take long (or always, when asked), and the problem is
   // one whose counts are a polynomial in its row groups (model/sampling.h): without is_causal a
   // line; with it a quadratic (a row's visible keys grow with its position, and whether a kernel
@@ -379,7 +382,10 @@ SamplePlan Profiler::plan(const Variant& v, const Problem& p) const {
 
 std::vector<Problem> emulated_problems(const Problem& p, const SamplePlan& plan) {
   Problem base = p;
-  if (plan.heads.sampled()) base.B = 1, base.H = static_cast<int>(plan.heads.emulated);
+  if (plan.heads.sampled()) {
+    base.B = 1, base.H = static_cast<int>(plan.heads.emulated);
+    if (p.Hkv > 0) base.Hkv = static_cast<int>(plan.heads.emulated / (p.H / p.kv_heads()));  // whole groups (plan)
+  }
   if (plan.rows.empty()) return {base};
   std::vector<Problem> out;
   for (int rows : plan.rows) {

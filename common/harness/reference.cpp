@@ -10,10 +10,9 @@ namespace attn {
 namespace {
 using MatrixRM = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-// The rows `rows` of the [L][d] matrix of head (b, h) of x.
-MatrixRM rows_of(const std::vector<float>& x, const Problem& p, int b, int h, int L, const std::vector<int>& rows) {
+// The rows `rows` of the [L][d] matrix of x that starts at element `head`.
+MatrixRM rows_of(const std::vector<float>& x, const Problem& p, size_t head, const std::vector<int>& rows) {
   MatrixRM m(static_cast<Eigen::Index>(rows.size()), p.d);
-  const size_t head = (static_cast<size_t>(b) * p.H + h) * L * p.d;
   for (size_t r = 0; r < rows.size(); ++r)
     for (int c = 0; c < p.d; ++c) m(static_cast<Eigen::Index>(r), c) = x[head + static_cast<size_t>(rows[r]) * p.d + c];
   return m;
@@ -74,9 +73,9 @@ Expected reference(const Problem& p, const Inputs& in, const Selection& sel) {
   const std::vector<int> keys = iota(p.Lk);
   const double scale = p.scale();
   for (const auto& [b, h] : sel.heads) {
-    const MatrixRM Q = rows_of(in.q, p, b, h, p.Lq, sel.rows);
-    const MatrixRM K = rows_of(in.k, p, b, h, p.Lk, keys);
-    const MatrixRM V = rows_of(in.v, p, b, h, p.Lk, keys);
+    const MatrixRM Q = rows_of(in.q, p, p.q_offset(b, h), sel.rows);
+    const MatrixRM K = rows_of(in.k, p, p.kv_offset(b, h), keys);
+    const MatrixRM V = rows_of(in.v, p, p.kv_offset(b, h), keys);
     MatrixRM S = scale * (Q * K.transpose());
     const double k_norm = K.rowwise().norm().maxCoeff();
     for (Eigen::Index r = 0; r < Q.rows(); ++r) e.score_bound.push_back(std::fabs(scale) * Q.row(r).norm() * k_norm);
@@ -112,7 +111,7 @@ std::vector<double> naive_same_dtype(const Problem& p, const Inputs& in, const S
   std::vector<float> k(static_cast<size_t>(p.Lk) * p.d), q(static_cast<size_t>(p.d)), s(static_cast<size_t>(p.Lk)),
       o(static_cast<size_t>(p.d));
   for (const auto& [b, h] : sel.heads) {
-    const size_t qh = (static_cast<size_t>(b) * p.H + h) * p.Lq * p.d, kh = (static_cast<size_t>(b) * p.H + h) * p.Lk * p.d;
+    const size_t qh = p.q_offset(b, h), kh = p.kv_offset(b, h);
     for (size_t e = 0; e < k.size(); ++e) k[e] = round_to(t, in.k[kh + e] * root);  // K scaled in the dtype
     for (int i : sel.rows) {
       for (int c = 0; c < p.d; ++c) q[static_cast<size_t>(c)] = round_to(t, in.q[qh + static_cast<size_t>(i) * p.d + c] * q_root);

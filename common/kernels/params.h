@@ -44,21 +44,25 @@ enum class MaskKind : int { none, boolean, additive };
 //                   diagonal aligned in the sequence (bottom-right: kv <= q + cu_k[s + 1] - cu_q[s + 1],
 //                   FlashAttention's; top-left: kv <= q + cu_k[s] - cu_q[s]). arg = n, doc = cu_q's
 //                   n + 1 offsets then cu_k's (cu_seqlens_q, cu_seqlens_k). Given as --seqlens, not a rule
-//                   by name: chapter 10's step e (Problem::seqlens_q).
+//                   by name: chapter 10's step e (Problem::seqlens_q). Its K and V may have fewer heads
+//                   than Q (grouped-query attention, flash_attn_varlen_func's): query head h reads K/V
+//                   head h / heads_per_kv.
 // 16 bytes: arg is the window, the prefix, the seed, the window's left side or the sequences
-// (AttentionParams' size: see the end), and beside the kind, in a byte of its word, ALiBi's switch (a
-// score mod, below); a document's positions, the sequences' offsets or the window's right side last
-// (no rule needs two).
+// (AttentionParams' size: see the end), and beside the kind, in the rest of its word, ALiBi's switch
+// (a score mod, below) and a packed batch's query heads per K/V head (0 or 1: one each); a
+// document's positions, the sequences' offsets or the window's right side last (no rule needs two).
 enum class ModKind : uint8_t { none, sliding_window, prefix_lm, document, random_blocks, window, varlen };
 struct MaskMod {
   ModKind kind;
   bool alibi;
+  uint16_t heads_per_kv;
   int arg;
   union {
     const int* doc;
     int right;
   };
 };
+static_assert(sizeof(MaskMod) == 16, "MaskMod's fields fill two 8-byte words: AttentionParams' size");
 
 // Score mods (chapter 10): the scaled score s = scale * q.k of a (query, key) pair changed before
 // the softmax, as FlexAttention's score_mod(score, b, h, q_idx, kv_idx), FlashAttention-2's two:
