@@ -153,9 +153,11 @@ size_t map_bytes(const Problem& p) {
 
 // Step e: a packed batch, each block one Q tile of one sequence, the sequence a problem of its own.
 Variant varlen_variant() {
-  Variant v = masks_variant("varlen", "a packed batch (cu_seqlens): each block one Q tile of one sequence, no padding");
+  Variant v = masks_variant("varlen", "a packed batch (cu_seqlens): each block one Q tile of one sequence, no padding; "
+                                      "GQA and score mods in each sequence");
   v.mask_mods = {ModKind::varlen};
   v.needs_mask_mod = true;  // its Policy reads cu_seqlens
+  v.score_mod = true;       // step d's, in each sequence
   v.max_heads = 0;          // heads on the grid's x
   v.workspace_bytes = map_bytes;
   v.hbm_bytes = [](const Problem& p) { return p.fa2_bytes_visited(packed_visits(p).pairs, tiles(p).Bc) + 2.0 * map_bytes(p); };

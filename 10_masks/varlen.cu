@@ -12,11 +12,13 @@
 // sum): one kernel scans the sequences' tile counts. Each sequence's tiles are listed from its last,
 // under is_causal its heaviest, and every head's t-th slot starts before any head's next (chapter
 // 06's grid), so that a long sequence's heavy tiles start together, not head after head.
+// Step d's score mods apply in each sequence as they would to it alone (ScoredSequenceTiles).
 // Cost: the map's launch and its Lq / Br + n entries; per block, two loads of the map and four of
 // cu_seqlens; the slots past the last tile (at most one per sequence, and the few the grid's rounding
 // adds) start and stop at once.
 #include "05_flash_v2/lean_loop.cuh"
 #include "06_causal/causal.h"
+#include "kernels/score_mod.h"
 #include "masks.h"
 
 namespace ch10 {
@@ -60,6 +62,21 @@ struct SequenceTiles : ch05::EveryTile {
   }
 };
 
+// With step d's score mods, in each sequence: softcap as everywhere; ALiBi's distance from the
+// sequence's own bottom-right diagonal (the part's Lk - Lq, FlashAttention-2's varlen alibi_slopes),
+// its slope the block's query head's among the launch's heads (the grid's x: the part has one head).
+template <class T, int Br, int Bc>
+struct ScoredSequenceTiles : SequenceTiles<T, Br, Bc> {
+  __device__ static attn::AttentionParams part(const attn::AttentionParams& p) {
+    attn::AttentionParams one = SequenceTiles<T, Br, Bc>::part(p);
+    one.mod.alibi = p.mod.alibi;
+    return one;
+  }
+  __device__ static attn::BookScore score_mod(const attn::AttentionParams& p, int /*h*/) {
+    return {p.softcap, p.mod.alibi, static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x), p.Lk - p.Lq};
+  }
+};
+
 // One block is enough: the sequences are few (tens to thousands) against the tiles, and one block
 // needs no pass across the grid to carry its running sum. The scan is Hillis-Steele, the simplest to
 // read: log2(256) steps, each thread adding its neighbour's partial sum. cu_seqlens is trusted, as
@@ -88,10 +105,9 @@ __global__ void __launch_bounds__(kMapThreads) tile_map_kernel(const attn::Atten
   for (int i = listed + t; i < slots; i += kMapThreads) map[i] = {-1, 0};
 }
 
-// A packed batch is one batch of B = 1, with no attn_mask and no score_mod (the Policy keeps none).
+// A packed batch is one batch of B = 1, with no attn_mask (its Policies keep none).
 bool packed(const attn::AttentionParams& p) {
-  return p.mod.kind == attn::ModKind::varlen && p.B == 1 && p.mask_kind == attn::MaskKind::none && !p.mod.alibi &&
-         !(p.softcap > 0.f);
+  return p.mod.kind == attn::ModKind::varlen && p.B == 1 && p.mask_kind == attn::MaskKind::none;
 }
 
 }  // namespace
@@ -109,13 +125,18 @@ cudaError_t varlen(const attn::AttentionParams& p, const void* map) {
   if (!packed(p)) return cudaErrorInvalidValue;  // its Policy reads cu_seqlens
   attn::AttentionParams a = p;
   a.workspace = const_cast<void*>(map);  // the Policy finds the map there
+  // A problem without a score_mod runs the kernel without one: chosen at launch, as step d chooses.
+  const bool scored = p.softcap > 0.f || p.mod.alibi;
   return ch05::dispatch_tensor_core(a, [&](auto t, auto d) {
     using T = decltype(t);
     constexpr int D = decltype(d)::value;
     constexpr ch05::Tiles kT = ch05::fa2_tiles(D);
-    return simt::launch(ch05::lean_loop_kernel<T, D, SequenceTiles<T, kT.Br, kT.Bc>>, tile_map_grid(a.H, a.Lq, a.mod.arg, kT.Br),
-                        dim3(ch05::block_threads(ch05::Step::lean_loop, D)),
-                        ch05::smem_bytes(ch05::Step::lean_loop, D, sizeof(T)), a);
+    const auto launch = [&](auto kernel) {
+      return simt::launch(kernel, tile_map_grid(a.H, a.Lq, a.mod.arg, kT.Br), dim3(ch05::block_threads(ch05::Step::lean_loop, D)),
+                          ch05::smem_bytes(ch05::Step::lean_loop, D, sizeof(T)), a);
+    };
+    if (scored) return launch(ch05::lean_loop_kernel<T, D, ScoredSequenceTiles<T, kT.Br, kT.Bc>>);
+    return launch(ch05::lean_loop_kernel<T, D, SequenceTiles<T, kT.Br, kT.Bc>>);
   });
 }
 

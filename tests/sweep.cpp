@@ -199,6 +199,18 @@ std::vector<Problem> score_mod_sweep() {
   negative.H = 2, negative.Lq = 150, negative.Lk = 170, negative.d = 64, negative.dtype = DType::fp16;
   negative.softcap = 3.f, negative.alibi = true, negative.scale_override = -0.5;
   out.push_back(negative);
+  // Packed batches (step e's): each mod in each sequence, Lq > Lk and Lq < Lk in a sequence (ALiBi's
+  // diagonal each sequence's), at every head dim, one with grouped K/V heads.
+  for (Mods s : mods)
+    for (Causal c : {Causal::none, Causal::bottom_right}) {
+      Problem p = packed({100, 0, 37, 129, 1}, {60, 7, 37, 200, 1});
+      p.H = k % 2 ? 4 : 3, p.Hkv = k % 2 ? 2 : 0, p.causal = c;
+      p.d = dims[k % std::size(dims)], p.dtype = k % 2 ? DType::bf16 : DType::fp16;
+      p.softcap = s.softcap, p.alibi = s.alibi;
+      p.seed = 7 * k + 3;
+      ++k;
+      out.push_back(p);
+    }
   return out;
 }
 

@@ -183,12 +183,11 @@ TEST_CASE("numbers out of range are refused, not wrapped, clamped or ignored", "
   bad("run -v varlen --seqlens 5,3 -b 2", "a packed batch is one sequence of B = 1 (got B = 2)");
   bad("run -v varlen --seqlens 5,3 --mask bool", "a packed batch takes no attn_mask");
   bad("run -v varlen --seqlens 5,3 --mask-mod document", "--seqlens packs sequences");
-  bad("run -v score_mod --seqlens 5,3 --alibi", "ALiBi over a packed batch is not built");
+  bad("run -v score_mod --seqlens 5,3 --alibi", "variant score_mod takes no mask_mod varlen");
   bad("run -v varlen --seqlens 0,0", "query length (Lq) must be at least 1");
   bad("run -v varlen --seqlens 2000000000,2000000000", "add up to more than 2^31 - 1");
-  bad("run -v varlen --seqlens 5,3 --softcap 2", "variant varlen takes no score_mod");
   bad("run -v varlen -n 64", "variant varlen runs only a mask_mod (it supports fp16, bf16; d 32, 64, 96, 128, 256; causal; "
-                             "mask_mod varlen (--seqlens))");
+                             "mask_mod varlen (--seqlens); score_mod)");
   bad("run -v window --seqlens 5,3", "variant window takes no mask_mod varlen");
   // Grouped-query attention: K/V heads that divide H, in a packed batch.
   bad("run -v varlen --seqlens 5,3 -H 4 --hkv 3", "K and V's heads (Hkv = 3) must divide the query heads (H = 4)");

@@ -230,7 +230,6 @@ TEST_CASE("steps a to d refuse a packed batch, which their rules cannot mask; st
   CHECK(ch10::score_mod(a, lists) == cudaErrorInvalidValue);
   ch10::SeqTile map[8];
   for (auto change : {+[](AttentionParams& p) { p.B = 2; }, +[](AttentionParams& p) { p.mask_kind = MaskKind::boolean; },
-                      +[](AttentionParams& p) { p.softcap = 2.f; }, +[](AttentionParams& p) { p.mod.alibi = true; },
                       +[](AttentionParams& p) { p.mod.kind = ModKind::document; }}) {
     AttentionParams b = a;
     change(b);

@@ -34,6 +34,7 @@ std::vector<double> plain_sdpa(const Problem& p, const Inputs& in, std::vector<d
             dot += static_cast<double>(in.q[((static_cast<size_t>(b) * p.H + h) * p.Lq + i) * p.d + c]) *
                    in.k[(hk * p.Lk + j) * p.d + c];
           bool visible = true;
+          int distance = i + p.Lk - p.Lq - j;  // from the bottom-right diagonal (ALiBi's)
           if (p.causal == Causal::top_left) visible = j <= i;
           if (p.causal == Causal::bottom_right) visible = j <= i + p.Lk - p.Lq;
           // The mask_mods as params.h defines them (a document's positions from the inputs).
@@ -51,6 +52,7 @@ std::vector<double> plain_sdpa(const Problem& p, const Inputs& in, std::vector<d
             visible = kj >= 0 && kj < lk;
             if (p.causal == Causal::top_left) visible = visible && kj <= qi;
             if (p.causal == Causal::bottom_right) visible = visible && kj <= qi + lk - lq;
+            distance = qi + lk - lq - kj;  // the sequence's own
           }
           double add = 0;
           if (p.mask != MaskKind::none) {
@@ -61,7 +63,7 @@ std::vector<double> plain_sdpa(const Problem& p, const Inputs& in, std::vector<d
           }
           double x = dot * scale;  // the score mods as params.h defines them, the cap first
           if (p.softcap > 0) x = p.softcap * std::tanh(x / p.softcap);
-          if (p.alibi) x -= alibi_slope(h, p.H) * std::fabs(static_cast<double>(i + p.Lk - p.Lq - j));
+          if (p.alibi) x -= alibi_slope(h, p.H) * std::fabs(static_cast<double>(distance));
           s[static_cast<size_t>(j)] = visible ? x + add : -std::numeric_limits<double>::infinity();
           m = std::max(m, s[static_cast<size_t>(j)]);
         }
@@ -147,6 +149,15 @@ TEST_CASE("the reference applies a packed batch as flash_attn_varlen_func define
       Problem p;
       p.B = 1, p.H = 2, p.d = 8, p.dtype = DType::fp32, p.causal = c;
       p.pack(pk.q, pk.k);
+      p.validate();
+      require_plain(p);
+    }
+  // Score mods in each sequence: ALiBi's distance from the sequence's own bottom-right diagonal.
+  for (auto [softcap, alibi] : {std::pair{0.f, true}, std::pair{3.f, false}, std::pair{3.f, true}})
+    for (Causal c : {Causal::none, Causal::top_left}) {
+      Problem p;
+      p.B = 1, p.H = 3, p.d = 8, p.dtype = DType::fp32, p.causal = c, p.softcap = softcap, p.alibi = alibi;
+      p.pack({9, 3, 0, 7}, {4, 8, 2, 0});
       p.validate();
       require_plain(p);
     }

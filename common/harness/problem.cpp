@@ -103,8 +103,6 @@ void Problem::validate_packing() const {
   if (B != 1)
     throw UsageError("a packed batch is one sequence of B = 1 (got B = " + std::to_string(B) + "): its sequences are the batch");
   if (mask != MaskKind::none) throw UsageError("a packed batch takes no attn_mask: its mask is its sequences (and is_causal)");
-  if (alibi)
-    throw UsageError("ALiBi over a packed batch is not built: its diagonal would be each sequence's");
 }
 
 const char* causal_name(Causal c) {
@@ -162,9 +160,15 @@ std::string Problem::describe() const {
   return s.str();
 }
 
-double Problem::score_at(int h, int i, int j, double x) const {
+int Problem::diagonal_offset(int i) const {
+  if (mod != ModKind::varlen) return Lk - Lq;
+  int q_end = 0, k_end = 0;  // of the sequences up to i's
+  for (size_t s = 0; s < seqlens_q.size() && q_end <= i; ++s) q_end += seqlens_q[s], k_end += seqlens_k[s];
+  return k_end - q_end;
+}
+double Problem::score_at(int h, int i, int j, double x, int offset) const {
   if (softcap > 0.f) x = softcap * std::tanh(x / softcap);
-  if (alibi) x -= static_cast<double>(alibi_slope(h, H)) * std::abs(i + Lk - Lq - j);
+  if (alibi) x -= static_cast<double>(alibi_slope(h, H)) * std::abs(static_cast<long long>(i) + offset - j);
   return x;
 }
 

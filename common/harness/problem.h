@@ -50,9 +50,13 @@ struct Problem {
   const char* score_name() const {  // "softcap", "alibi", "softcap+alibi"; null without one
     return softcap > 0.f ? (alibi ? "softcap+alibi" : "softcap") : alibi ? "alibi" : nullptr;
   }
+  // The offset of query i's diagonal, aligned bottom-right as ALiBi's distance and FlashAttention's
+  // window take it: key j is on it when j = i + offset. Lk - Lq, or in a packed batch i's sequence's
+  // (its last query's diagonal through its last key).
+  int diagonal_offset(int i) const;
   // The score of query i and key j of head h after the score mods, from the scaled score x (double,
-  // the reference's; params.h's definitions).
-  double score_at(int h, int i, int j, double x) const;
+  // the reference's; params.h's definitions); offset: diagonal_offset(i).
+  double score_at(int h, int i, int j, double x, int offset) const;
 
   int kv_heads() const { return Hkv > 0 ? Hkv : H; }
   int kv_head(int h) const { return h / (H / kv_heads()); }

@@ -80,10 +80,11 @@ Expected reference(const Problem& p, const Inputs& in, const Selection& sel) {
     const double k_norm = K.rowwise().norm().maxCoeff();
     for (Eigen::Index r = 0; r < Q.rows(); ++r) e.score_bound.push_back(std::fabs(scale) * Q.row(r).norm() * k_norm);
     for (size_t r = 0; r < sel.rows.size(); ++r) {
-      const int i = sel.rows[r];
+      const int i = sel.rows[r], offset = p.diagonal_offset(i);
       auto s = S.row(static_cast<Eigen::Index>(r));
       for (int j = 0; j < p.Lk; ++j)
-        s(j) = visible(p, i, j) ? p.score_at(h, i, j, s(j)) + in.mask_at(p, b, h, i, j) : -std::numeric_limits<double>::infinity();
+        s(j) = visible(p, i, j) ? p.score_at(h, i, j, s(j), offset) + in.mask_at(p, b, h, i, j)
+                                : -std::numeric_limits<double>::infinity();
       const double m = s.maxCoeff();
       if (m == -std::numeric_limits<double>::infinity()) {  // nothing to attend to: O = 0
         s.setZero();
@@ -114,13 +115,14 @@ std::vector<double> naive_same_dtype(const Problem& p, const Inputs& in, const S
     const size_t qh = p.q_offset(b, h), kh = p.kv_offset(b, h);
     for (size_t e = 0; e < k.size(); ++e) k[e] = round_to(t, in.k[kh + e] * root);  // K scaled in the dtype
     for (int i : sel.rows) {
+      const int offset = p.diagonal_offset(i);
       for (int c = 0; c < p.d; ++c) q[static_cast<size_t>(c)] = round_to(t, in.q[qh + static_cast<size_t>(i) * p.d + c] * q_root);
       float m = -INFINITY;
       for (int j = 0; j < p.Lk; ++j) {
         float acc = 0.f;
         for (int c = 0; c < p.d; ++c) acc += q[static_cast<size_t>(c)] * k[static_cast<size_t>(j) * p.d + c];
         float x = round_to(t, acc);
-        if (p.score_mod()) x = round_to(t, static_cast<float>(p.score_at(h, i, j, x)));
+        if (p.score_mod()) x = round_to(t, static_cast<float>(p.score_at(h, i, j, x, offset)));
         x = visible(p, i, j) ? round_to(t, x + in.mask_at(p, b, h, i, j)) : -INFINITY;
         s[static_cast<size_t>(j)] = x;
         m = std::max(m, x);
