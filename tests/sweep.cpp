@@ -200,7 +200,7 @@ std::vector<Problem> score_mod_sweep() {
   negative.softcap = 3.f, negative.alibi = true, negative.scale_override = -0.5;
   out.push_back(negative);
   // Packed batches (step e's): each mod in each sequence, Lq > Lk and Lq < Lk in a sequence (ALiBi's
-  // diagonal each sequence's), at every head dim, one with grouped K/V heads.
+  // diagonal each sequence's), walking the head dims, every other one with grouped K/V heads.
   for (Mods s : mods)
     for (Causal c : {Causal::none, Causal::bottom_right}) {
       Problem p = packed({100, 0, 37, 129, 1}, {60, 7, 37, 200, 1});

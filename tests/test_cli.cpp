@@ -190,10 +190,11 @@ TEST_CASE("numbers out of range are refused, not wrapped, clamped or ignored", "
                              "mask_mod varlen (--seqlens); score_mod)");
   bad("run -v window --seqlens 5,3", "variant window takes no mask_mod varlen");
   // Grouped-query attention: K/V heads that divide H, in a packed batch.
-  bad("run -v varlen --seqlens 5,3 -H 4 --hkv 3", "K and V's heads (Hkv = 3) must divide the query heads (H = 4)");
-  bad("run -v varlen --seqlens 5,3 -H 4 --hkv 8", "must divide the query heads");
-  bad("run -v varlen --seqlens 5,3 -H 4 --hkv 0", "--hkv must be at least 1 (got 0)");
-  bad("run -v lean_loop -H 4 --hkv 2", "are read by chapter 10's packed batches only: give the sequences' lengths (--seqlens)");
+  bad("run -v varlen --seqlens 5,3 -H 4 --kv-heads 3", "K and V's heads (Hkv = 3) must divide the query heads (H = 4)");
+  bad("run -v varlen --seqlens 5,3 -H 4 --kv-heads 8", "must divide the query heads");
+  bad("run -v varlen --seqlens 5,3 -H 4 --kv-heads 0", "--kv-heads must be at least 1 (got 0)");
+  bad("run -v varlen --seqlens 5,3 -H 65536 --kv-heads 1 -d 32", "H / Hkv = 65536 query heads per K/V head: at most 65535");
+  bad("run -v lean_loop -H 4 --kv-heads 2", "are read by chapter 10's packed batches only: give the sequences' lengths (--seqlens)");
   bad("tour --reps -1", "--reps must be 0 or more");
   bad("bench --reps 0 --csv never_written.csv", "--reps must be 1 or more");
   bad("bench --warmup -1 --csv never_written.csv", "--warmup must be 0 or more");
@@ -209,7 +210,7 @@ TEST_CASE("numbers out of range are refused, not wrapped, clamped or ignored", "
   INFO(v.output);
   CHECK(v.code == 0);
   CHECK_THAT(v.output, Contains("B=1 H=2 Lq=73 Lk=115") && Contains("varlen(3 sequences: q 70,0,3 k 20,5,90)"));
-  const Outcome g = run("run -v varlen --reps 1 --seqlens 70,3 -H 4 --hkv 2 --causal bottom-right");
+  const Outcome g = run("run -v varlen --reps 1 --seqlens 70,3 -H 4 --kv-heads 2 --causal bottom-right");
   INFO(g.output);
   CHECK(g.code == 0);
   CHECK_THAT(g.output, Contains("B=1 H=4 Hkv=2 Lq=73") && Contains("pass"));

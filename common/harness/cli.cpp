@@ -75,11 +75,12 @@ void add_problem_options(CLI::App& app, Args& a) {
                  "with --seqlens: the sequences' key lengths, when they differ from their query lengths "
                  "(is_causal's bottom-right diagonal is then each sequence's)")
       ->delimiter(',');
-  app.add_option("--hkv", a.Hkv,
-                 "with --seqlens: K and V's heads, a divisor of H (grouped-query attention, as flash_attn_varlen_func "
-                 "takes it; default H)");
+  app.add_option("--kv-heads", a.Hkv,
+                 "with --seqlens: K and V's heads, a divisor of H; query head h reads K/V head h / (H / Hkv) "
+                 "(grouped-query attention, as flash_attn_varlen_func takes it; default H)");
   app.add_option("--softcap", a.softcap, "a score_mod (chapter 10): scores become C * tanh(score / C) (FlashAttention-2's softcap)");
-  app.add_flag("--alibi", a.alibi, "a score_mod (chapter 10): ALiBi's bias, -slope_h * |i + Lk - Lq - j| (FlashAttention-2's alibi_slopes)");
+  app.add_flag("--alibi", a.alibi, "a score_mod (chapter 10): ALiBi's bias, -slope_h * |i + Lk - Lq - j| (FlashAttention-2's alibi_slopes; in a packed "
+                "batch, each sequence's own i, j, Lq and Lk)");
   app.add_option("--scale", a.scale, "softmax scale (default 1/sqrt(d))");
   app.add_option("--seed", a.seed, "seed of the random inputs, 0 to 18446744073709551615")
       ->capture_default_str()
@@ -155,8 +156,8 @@ Problem build_problem(const Args& a, const CLI::App& app) {
     p.pack(a.seqlens, app.count("--seqlens-k") ? a.seqlens_k : a.seqlens);  // validate() refuses a negative length
     if (!app.count("--batch")) p.B = 1;
   }
-  if (app.count("--hkv")) {
-    if (a.Hkv < 1) throw UsageError("--hkv must be at least 1 (got " + std::to_string(a.Hkv) + ")");
+  if (app.count("--kv-heads")) {
+    if (a.Hkv < 1) throw UsageError("--kv-heads must be at least 1 (got " + std::to_string(a.Hkv) + ")");
     p.Hkv = a.Hkv;  // validate() refuses one that does not divide H, or without --seqlens
   }
   p.window = std::max(a.window, 0), p.prefix = std::max(a.prefix, 0);

@@ -29,6 +29,9 @@ void Problem::validate() const {
   if (Hkv < 0 || Hkv > H || H % kv_heads() != 0)
     throw UsageError("K and V's heads (Hkv = " + std::to_string(Hkv) + ") must divide the query heads (H = " +
                      std::to_string(H) + "): each K/V head serves H / Hkv query heads");
+  if (H / kv_heads() > std::numeric_limits<uint16_t>::max())  // params.h: MaskMod::heads_per_kv
+    throw UsageError("H / Hkv = " + std::to_string(H / kv_heads()) + " query heads per K/V head: at most " +
+                     std::to_string(std::numeric_limits<uint16_t>::max()));
   if (kv_heads() != H && mod != ModKind::varlen)
     throw UsageError("K/V heads shared by query heads (Hkv = " + std::to_string(Hkv) + " < H = " + std::to_string(H) +
                      ") are read by chapter 10's packed batches only: give the sequences' lengths (--seqlens)");

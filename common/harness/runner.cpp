@@ -52,7 +52,8 @@ MemoryNeed memory_needed(const Variant& v, const Problem& p, const RunOptions& o
   // Every count in double: a problem refused here may hold more elements than a size_t product
   // would survive (Problem::validate keeps them below 2^56, so the casts below are exact).
   const double t = static_cast<double>(dtype_size(p.dtype)), heads = static_cast<double>(p.heads());
-  const double q = heads * p.Lq * p.d, kv = heads * p.Lk * p.d, mask = static_cast<double>(p.mask_bytes());
+  const double kv_heads = static_cast<double>(p.B) * p.kv_heads();  // fewer than heads with grouped K/V heads
+  const double q = heads * p.Lq * p.d, kv = kv_heads * p.Lk * p.d, mask = static_cast<double>(p.mask_bytes());
   const double lse_elems = heads * p.Lq;
   // The rows the Checker keeps (Selection::sample): every row of a small problem, else a sample.
   const bool all = !o.sample || heads * p.Lq * p.Lk * p.d <= kCheckEveryRowUpTo;

@@ -100,6 +100,9 @@ TEST_CASE("registers x threads past the register file refuse the launch, as the 
   Device<float> out(1024);
   std::vector<std::string> asked;  // the kernels and GPUs the source was asked about
   int registers = 128;
+  struct Source {  // none again when the test ends, however it ends (the lambda's captures die with it)
+    ~Source() { simt::set_register_source({}); }
+  } source;
   simt::set_register_source([&](const std::string& kernel, const gpus::Gpu& g) {
     asked.push_back(kernel + " on " + g.key);
     return kernel.find("write_one") != std::string::npos ? registers : 0;
