@@ -6,9 +6,11 @@
 The SGEMM lab's counts at n = 4096, extrapolated from its emulated sizes, against counts worked out
 by hand; its issue term from the SASS its build compiled for each GPU's architecture, and none on a
 GPU it was not built for (the book's own SASS data does not know its kernels); bad input refused
-with exit status 2; and an edited copy of its kernels compiled by tools/lab_sass.py gets other
-instruction counts than the original. Without nvdisasm at build time the lab has no SASS: the rest
-is checked, and the test reports itself skipped (77) when that passes.
+with exit status 2; an edited copy of its kernels compiled by tools/lab_sass.py gets other
+instruction counts than the original; and the depfile tools/lab_sass.py writes for the build names
+the lab's kernel and the header it includes (an edit to either compiles the lab's SASS again).
+Without nvdisasm at build time the lab has no SASS: the rest is checked, and the test reports itself
+skipped (77) when that passes.
 """
 import os
 import re
@@ -118,6 +120,15 @@ def main():
             counts[name] = int(m.group(1)) if m else None
         check(None not in counts.values() and counts["kernels.cu"] != counts["edited.cu"],
               f"an edited copy of the kernel gets another loop count from its own SASS ({counts})")
+        # The build's rule reruns when the lab's kernel or a header it includes changes: its depfile
+        # names both (the repository's files nvcc read: a lab lives in the repository, labs/).
+        out = os.path.join(tmp, "lab.cpp")
+        subprocess.run([sys.executable, str(ROOT / "tools" / "lab_sass.py"), "--gpu", "a100", "--out", out, "--depfile",
+                        out + ".d", str(src / "kernels.cu")], capture_output=True, text=True)
+        rule = open(out + ".d").read() if os.path.exists(out + ".d") else ""
+        target, _, deps = rule.partition(":")
+        check(target.strip() == out and {str(src / "kernels.cu"), str(src / "kernels.h")} <= set(deps.split()),
+              f"the lab's depfile names its table, its kernel and the header it includes ({rule.strip()[:200]})")
     return check.exit_code()
 
 
