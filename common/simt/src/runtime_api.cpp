@@ -71,10 +71,9 @@ cudaError_t opt_in(const void* kernel, size_t smem, int arch_specific) {
   const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (e == cudaSuccess) return e;
   observe(LaunchRecord{kernel, {}, {}, smem, static_smem_bytes(kernel)});
-  // Refused only past the GPU's opt-in maximum: gpus.h's rule says so, as the launch would.
-  const gpus::Refusal no =
-      gpus::refusal(g, {.threads = 1, .dynamic_smem = static_cast<long long>(smem), .static_smem = static_smem(kernel), .registers = 0});
-  return refuse_launch(e, no.why.empty() ? "cudaFuncSetAttribute refused " + std::to_string(smem) + " bytes" : no.why);
+  // Refused by gpus.h's rule (past the GPU's opt-in maximum), which says so in a sentence.
+  return refuse_launch(e, gpus::refusal(g, {.threads = 1, .dynamic_smem = static_cast<long long>(smem),
+                                            .static_smem = static_smem(kernel), .registers = 0}).why);
 }
 
 void require_arch(int cc, const char* instruction, const char* file, int line, bool specific) {
@@ -266,8 +265,9 @@ const char* cudaGetErrorString(cudaError_t e) {
 
 cudaError_t cudaFuncSetAttribute(const void* func, enum cudaFuncAttribute attr, int value) {
   if (attr == cudaFuncAttributeMaxDynamicSharedMemorySize) {
-    // The GPU's per-block opt-in covers static and dynamic shared memory together.
-    if (value < 0 || value + simt::detail::static_smem(func) > simt::gpu().smem_optin_bytes)
+    // The GPU's per-block opt-in covers static and dynamic shared memory together (gpus.h's rule).
+    if (value < 0 || gpus::refusal(simt::gpu(), {.threads = 1, .dynamic_smem = value, .static_smem = simt::detail::static_smem(func),
+                                                 .registers = 0}).limit == gpus::Limit::shared_memory)
       return record_error(cudaErrorInvalidValue);
     std::lock_guard<std::mutex> g(simt::detail::g_mu);
     simt::detail::g_smem_opt_in[func] = value;
