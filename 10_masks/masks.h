@@ -33,12 +33,20 @@ cudaError_t varlen(const attn::AttentionParams& p, const void* map);
 // f: a window (ModKind::window, FlashAttention-2's window_size) in closed form: each Q tile's K/V
 // tiles are a range (window_tiles), the rule only on tiles that cross its edges, no lists; the Q
 // tiles launched from the end whose tiles the window's cut at the sequence's ends lightens less
-// (window_from_end). cudaErrorInvalidValue for another mask_mod.
+// (window_from_end). With a score_mod, step d's on every visited tile. cudaErrorInvalidValue for
+// another mask_mod.
 cudaError_t window(const attn::AttentionParams& p);
+// f in a packed batch (ModKind::varlen_window: flash_attn_varlen_func with window_size): step e's tile
+// map (write_tile_map) and blocks, each sequence's K/V tiles the window's range in that sequence.
+cudaError_t packed_window(const attn::AttentionParams& p, const void* map);
 
 // BookMod (mask_mod.h) has no rule for a packed batch, whose blocks must each hold one sequence: steps
-// a to d refuse one (cudaErrorInvalidValue) rather than run it unmasked; step e runs it.
-inline bool has_rule(const attn::AttentionParams& p) { return p.mod.kind != attn::ModKind::varlen; }
+// a to d refuse one (cudaErrorInvalidValue) rather than run it unmasked; steps e and f run it.
+inline bool has_rule(const attn::AttentionParams& p) { return !attn::is_packed(p.mod.kind); }
+// A packed batch as steps e and f take it: B = 1 (its sequences are the batch), no attn_mask.
+inline bool packed_batch(const attn::AttentionParams& p) {
+  return attn::is_packed(p.mod.kind) && p.B == 1 && p.mask_kind == attn::MaskKind::none;
+}
 
 // Step f's closed form, for p.mod a window (params.h: left = mod.arg, right = mod.right, a side of -1
 // unbounded). A Q tile of rows [q0, q0 + rows) visits K/V tiles [first, first + count): from the tile

@@ -150,12 +150,21 @@ Packed packed_visits(const Problem& p) {
 size_t map_bytes(const Problem& p) {
   return sizeof(ch10::SeqTile) * ch10::tile_slots(p.Lq, static_cast<int>(p.seqlens_q.size()), tiles(p).Br);
 }
+constexpr const char* kTileMap = "the tile map (a prefix sum of cu_seqlens)";  // steps e's and f's first stage
+// Their plan on a packed batch: its sequences, tiles and visits.
+std::string packed_plan(const Problem& p, long long q_tiles, long long pairs, long long masked) {
+  char s[240];
+  std::snprintf(s, sizeof s, "Br = %d, Bc = %d: %zu sequences in %lld Q tiles (%zu slots per head), %lld "
+                "(Q tile, K/V tile) pairs visited per head, %lld masked", tiles(p).Br, tiles(p).Bc, p.seqlens_q.size(),
+                q_tiles, map_bytes(p) / sizeof(ch10::SeqTile), pairs, masked);
+  return std::string(s);
+}
 
 // Step e: a packed batch, each block one Q tile of one sequence, the sequence a problem of its own.
 Variant varlen_variant() {
   Variant v = masks_variant("varlen", "a packed batch (cu_seqlens): each block one Q tile of one sequence, no padding; "
                                       "GQA and score mods in each sequence");
-  v.mask_mods = {ModKind::varlen};
+  v.mask_mods = {ModKind::varlen};  // a window in each sequence (varlen_window): step f's
   v.needs_mask_mod = true;  // its Policy reads cu_seqlens
   v.score_mod = true;       // step d's, in each sequence
   v.max_heads = 0;          // heads on the grid's x
@@ -163,48 +172,60 @@ Variant varlen_variant() {
   v.hbm_bytes = [](const Problem& p) { return p.fa2_bytes_visited(packed_visits(p).pairs, tiles(p).Bc) + 2.0 * map_bytes(p); };
   v.plan = [](const Problem& p) {
     const Packed n = packed_visits(p);
-    char s[240];
-    std::snprintf(s, sizeof s, "Br = %d, Bc = %d: %zu sequences in %lld Q tiles (%zu slots per head), %lld "
-                  "(Q tile, K/V tile) pairs visited per head, %lld masked", tiles(p).Br, tiles(p).Bc, p.seqlens_q.size(),
-                  n.tiles, map_bytes(p) / sizeof(ch10::SeqTile), n.pairs, n.masked);
-    return std::string(s);
+    return packed_plan(p, n.tiles, n.pairs, n.masked);
   };
   v.run = [](const AttentionParams& p, Stages& st) {
-    st.run("the tile map (a prefix sum of cu_seqlens)", [&] { return ch10::write_tile_map(p, p.workspace); }, 0, false);
+    st.run(kTileMap, [&] { return ch10::write_tile_map(p, p.workspace); }, 0, false);
     st.run("FlashAttention-2 over each sequence's tiles", [&] { return ch10::varlen(p, p.workspace); });
   };
   return v;
 }
 
 // Step f's (Q tile, K/V tile) pairs of one head, and of those the masked ones: the kernel's closed
-// form (masks.h), which test_masks checks against the host's count of each tile's visible keys.
+// form (masks.h), which test_masks checks against the host's count of each tile's visible keys; in a
+// packed batch, summed over its sequences, each with its own diagonal (the kernel's part).
 struct Visited {
-  long long pairs = 0, masked = 0;
+  long long tiles = 0, pairs = 0, masked = 0;
   bool from_end = false;
 };
 Visited window_visits(const Problem& p) {
   const ch05::Tiles t = tiles(p);
   AttentionParams a{};
-  a.Lq = p.Lq, a.Lk = p.Lk, a.mod = p.mask_mod(nullptr);
+  a.mod = MaskMod{ModKind::window, false, 0, p.left, nullptr};
+  a.mod.right = p.right;
   Visited n;
-  for (int q0 = 0; q0 < p.Lq; q0 += t.Br) {
-    const ch10::TileRange r = ch10::window_tiles(a, q0, t.Br, t.Bc), full = ch10::window_full(a, q0, t.Br, t.Bc);
-    n.pairs += r.count, n.masked += r.count - full.count;
+  const auto add = [&](int Lq, int Lk) {
+    a.Lq = Lq, a.Lk = Lk;
+    for (int q0 = 0; q0 < Lq; q0 += t.Br, ++n.tiles) {
+      const ch10::TileRange r = ch10::window_tiles(a, q0, t.Br, t.Bc), full = ch10::window_full(a, q0, t.Br, t.Bc);
+      n.pairs += r.count, n.masked += r.count - full.count;
+    }
+  };
+  if (!p.packed()) {
+    add(p.Lq, p.Lk);
+    n.from_end = ch10::window_from_end(a);
   }
-  n.from_end = ch10::window_from_end(a);
+  for (size_t s = 0; s < p.seqlens_q.size(); ++s) add(p.seqlens_q[s], p.seqlens_k[s]);
   return n;
 }
 
-// Step f: the window's tiles in closed form (masks.h), no lists; windows only.
+// Step f: the window's tiles in closed form (masks.h), no lists; windows only, alone or in each
+// sequence of a packed batch (step e's map first).
 Variant window_variant() {
-  Variant v = masks_variant("window", "FlashAttention-2's window_size: each Q tile's K/V tiles a range in closed form, no lists");
-  v.mask_mods = {ModKind::window};
+  Variant v = masks_variant("window", "FlashAttention-2's window_size: each Q tile's K/V tiles a range in closed form, no lists; "
+                                      "alone or in each sequence of a packed batch");
+  v.mask_mods = {ModKind::window, ModKind::varlen_window};
   v.needs_mask_mod = true;  // its Policy reads the window's sides
   v.causal = false;  // is_causal is the window (-1, 0), which the command line makes of --causal with --window-size
+  v.score_mod = true;  // step d's, on every visited tile
   v.max_heads = 0;   // heads on the grid's x
-  v.hbm_bytes = [](const Problem& p) { return p.fa2_bytes_visited(window_visits(p).pairs, tiles(p).Bc); };
+  v.workspace_bytes = [](const Problem& p) { return p.packed() ? map_bytes(p) : size_t{0}; };
+  v.hbm_bytes = [](const Problem& p) {
+    return p.fa2_bytes_visited(window_visits(p).pairs, tiles(p).Bc) + 2.0 * static_cast<double>(p.packed() ? map_bytes(p) : 0);
+  };
   v.plan = [](const Problem& p) {
     const Visited n = window_visits(p);
+    if (p.packed()) return packed_plan(p, n.tiles, n.pairs, n.masked);
     char s[200];
     std::snprintf(s, sizeof s, "Br = %d, Bc = %d: %lld of %lld (Q tile, K/V tile) pairs visited per head, %lld masked; "
                   "Q tiles launched from the %s", tiles(p).Br, tiles(p).Bc, n.pairs,
@@ -212,6 +233,11 @@ Variant window_variant() {
     return std::string(s);
   };
   v.run = [](const AttentionParams& p, Stages& st) {
+    if (p.mod.kind == ModKind::varlen_window) {
+      st.run(kTileMap, [&] { return ch10::write_tile_map(p, p.workspace); }, 0, false);
+      st.run("FlashAttention-2 over the window's tiles in each sequence", [&] { return ch10::packed_window(p, p.workspace); });
+      return;
+    }
     st.run("FlashAttention-2 over the window's tiles", [&] { return ch10::window(p); });
   };
   return v;

@@ -78,6 +78,13 @@ Problem packed(std::vector<int> q, std::vector<int> k) {
   p.pack(std::move(q), std::move(k));
   return p;
 }
+// The same with FlashAttention-2's window (left, right) in each sequence (step f's).
+Problem packed_window(std::vector<int> q, std::vector<int> k, int left, int right) {
+  Problem p;
+  p.mod = ModKind::window, p.left = left, p.right = right;
+  p.pack(std::move(q), std::move(k));
+  return p;
+}
 }  // namespace
 
 std::vector<Problem> mask_mod_sweep() {
@@ -152,6 +159,18 @@ std::vector<Problem> mask_mod_sweep() {
       p.seed = 300 + k++;
       out.push_back(p);
     }
+  // Windows in each sequence of a packed batch (step f's; flash_attn_varlen_func's window_size): the
+  // diagonal alone, causal (right 0) and narrower than a tile, one-sided and wider than a sequence,
+  // two-sided, unbounded; on the packings above, walking the head dims and dtypes, every other one
+  // with grouped K/V heads.
+  const std::pair<int, int> packed_windows[] = {{0, 0}, {5, 0}, {-1, 3}, {300, -1}, {40, 70}, {-1, -1}};
+  for (size_t w = 0; w < std::size(packed_windows); ++w) {
+    const auto& [q, kv] = packings[1 + w % 3];
+    Problem p = packed_window(q, kv, packed_windows[w].first, packed_windows[w].second);
+    p.H = w % 2 ? 4 : 2, p.Hkv = w % 2 ? 2 : 0, p.d = dims[k % std::size(dims)], p.dtype = k % 2 ? DType::bf16 : DType::fp16;
+    p.seed = 300 + k++;
+    out.push_back(p);
+  }
   // 300 sequences of 0 to 3 queries and keys: the tile map's scan takes two rounds of 256, the second
   // carrying the first's count.
   std::vector<int> many_q, many_k;
@@ -211,6 +230,22 @@ std::vector<Problem> score_mod_sweep() {
       ++k;
       out.push_back(p);
     }
+  // Windows (step f's) with each mod, alone (Lq != Lk: ALiBi's diagonal bottom-right) and in each
+  // sequence of a packed batch (Gemma 2's softcap in a sliding window; ALiBi on each sequence's own
+  // diagonal), walking the head dims, every other packed one with grouped K/V heads.
+  for (Mods s : mods) {
+    Problem alone;
+    alone.H = k % 3 == 0 ? 3 : 2, alone.Lq = 97, alone.Lk = 200, alone.mod = ModKind::window, alone.left = 40, alone.right = 0;
+    Problem in_each = packed_window({100, 0, 37, 129, 1}, {60, 7, 37, 200, 1}, 30, k % 2 ? 0 : 20);
+    in_each.H = k % 2 ? 4 : 3, in_each.Hkv = k % 2 ? 2 : 0;
+    for (Problem* p : {&alone, &in_each}) {
+      p->d = dims[k % std::size(dims)], p->dtype = k % 2 ? DType::bf16 : DType::fp16;
+      p->softcap = s.softcap, p->alibi = s.alibi;
+      p->seed = 7 * k + 3;
+      ++k;
+      out.push_back(*p);
+    }
+  }
   return out;
 }
 
@@ -231,6 +266,9 @@ std::vector<Problem> scale_sweep() {
     Problem q = packed({30, 0, 40}, {150, 10, 40});  // step e's only problems: a packed batch
     q.d = 64, q.dtype = DType::fp16, q.causal = Causal::bottom_right, q.scale_override = scale;
     out.push_back(q);
+    Problem w = packed_window({30, 0, 40}, {150, 10, 40}, 20, 5);  // and step f's in a packed batch
+    w.d = 64, w.dtype = DType::fp16, w.scale_override = scale;
+    out.push_back(w);
   }
   return out;
 }

@@ -166,7 +166,8 @@ TEST_CASE("numbers out of range are refused, not wrapped, clamped or ignored", "
       "a window's diagonal is bottom-right (FlashAttention-2's): with Lq != Lk, use --causal bottom-right");
   bad("run -v window --mask-mod document", "variant window takes no mask_mod document (it supports fp16, bf16;");
   bad("run -v window --causal", "variant window has no is_causal");
-  bad("run -v window", "variant window runs only a mask_mod (it supports fp16, bf16; d 32, 64, 96, 128, 256; mask_mod window)");
+  bad("run -v window", "variant window runs only a mask_mod (it supports fp16, bf16; d 32, 64, 96, 128, 256; mask_mod window, "
+                      "varlen_window (--seqlens with --mask-mod window); score_mod)");
   bad("run -v score_mod --softcap -1", "the softcap must be a finite number >= 0");
   bad("run -v score_mod --softcap nan", "the softcap must be a finite number >= 0");
   bad("run -v score_mod --softcap 1e39", "the softcap must be a finite number >= 0");
@@ -189,6 +190,12 @@ TEST_CASE("numbers out of range are refused, not wrapped, clamped or ignored", "
   bad("run -v varlen -n 64", "variant varlen runs only a mask_mod (it supports fp16, bf16; d 32, 64, 96, 128, 256; causal; "
                              "mask_mod varlen (--seqlens); score_mod)");
   bad("run -v window --seqlens 5,3", "variant window takes no mask_mod varlen");
+  // A window in each sequence: step f's; its sides checked, its diagonal each sequence's bottom-right.
+  bad("run -v varlen --seqlens 5,3 --mask-mod window --window-size 2,0", "variant varlen takes no mask_mod varlen_window");
+  bad("run -v window --seqlens 5,3 --mask-mod window --window-size -2,0", "a window's sides are keys before and after the diagonal");
+  bad("run -v window --seqlens 5,3 --seqlens-k 4,3 --mask-mod window --window-size 2,-1 --causal",
+      "a window's diagonal is bottom-right (FlashAttention-2's): with Lq != Lk in a sequence, use --causal bottom-right");
+  bad("run -v window --seqlens 5,3 --mask-mod sliding_window --window 2", "it takes no other --mask-mod (got sliding_window)");
   // Grouped-query attention: K/V heads that divide H, in a packed batch.
   bad("run -v varlen --seqlens 5,3 -H 4 --kv-heads 3", "K and V's heads (Hkv = 3) must divide the query heads (H = 4)");
   bad("run -v varlen --seqlens 5,3 -H 4 --kv-heads 8", "must divide the query heads");
@@ -210,6 +217,12 @@ TEST_CASE("numbers out of range are refused, not wrapped, clamped or ignored", "
   INFO(v.output);
   CHECK(v.code == 0);
   CHECK_THAT(v.output, Contains("B=1 H=2 Lq=73 Lk=115") && Contains("varlen(3 sequences: q 70,0,3 k 20,5,90)"));
+  // With a window in each sequence, FlashAttention-2's causal=True its right side 0.
+  const Outcome pw = run("run -v window --reps 1 --seqlens 70,0,3 --seqlens-k 20,5,90 --mask-mod window --window-size 8,-1 "
+                         "--causal bottom-right");
+  INFO(pw.output);
+  CHECK(pw.code == 0);
+  CHECK_THAT(pw.output, Contains("mask_mod(window 8,0) varlen(3 sequences: q 70,0,3 k 20,5,90)") && Contains("pass"));
   const Outcome g = run("run -v varlen --reps 1 --seqlens 70,3 -H 4 --kv-heads 2 --causal bottom-right");
   INFO(g.output);
   CHECK(g.code == 0);

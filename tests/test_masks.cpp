@@ -216,8 +216,8 @@ TEST_CASE("a kernel of a user's own mask_mod and score_mod matches its definitio
   CHECK(moved > 10 * tolerance(p.dtype));
 }
 
-TEST_CASE("steps a to d refuse a packed batch, which their rules cannot mask; step e refuses what it does not take", "[variants]") {
-  const int cu[] = {0, 5, 9, 0, 4, 9};
+TEST_CASE("steps a to d refuse a packed batch, which their rules cannot mask; steps e and f refuse what they do not take", "[variants]") {
+  const int cu[] = {0, 5, 9, 0, 4, 9, 3, 0};  // the offsets, then a window's sides (varlen_window)
   AttentionParams a{};
   a.dtype = DType::fp16, a.B = 1, a.H = 1, a.Lq = 9, a.Lk = 9, a.d = 64, a.scale = 0.125f;
   a.mod = MaskMod{ModKind::varlen, false, 1, 2, cu};
@@ -235,5 +235,19 @@ TEST_CASE("steps a to d refuse a packed batch, which their rules cannot mask; st
     change(b);
     CHECK(ch10::write_tile_map(b, map) == cudaErrorInvalidValue);
     CHECK(ch10::varlen(b, map) == cudaErrorInvalidValue);
+    b.mod.kind = b.mod.kind == ModKind::varlen ? ModKind::varlen_window : b.mod.kind;
+    CHECK(ch10::packed_window(b, map) == cudaErrorInvalidValue);
   }
+  // A window in each sequence: steps a to d and e refuse it, and step f's plain window (which would
+  // read the offsets' pointer as its sides); step f's packed one refuses a batch without the window
+  // and is_causal beside it (the window holds it).
+  AttentionParams w = a;
+  w.mod.kind = ModKind::varlen_window;
+  CHECK(ch10::mask_mod(w) == cudaErrorInvalidValue);
+  CHECK(ch10::write_block_mask(w, lists) == cudaErrorInvalidValue);
+  CHECK(ch10::varlen(w, map) == cudaErrorInvalidValue);
+  CHECK(ch10::window(w) == cudaErrorInvalidValue);
+  CHECK(ch10::packed_window(a, map) == cudaErrorInvalidValue);
+  w.causal = Causal::bottom_right;
+  CHECK(ch10::packed_window(w, map) == cudaErrorInvalidValue);
 }

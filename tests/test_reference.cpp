@@ -44,7 +44,7 @@ std::vector<double> plain_sdpa(const Problem& p, const Inputs& in, std::vector<d
           if (p.mod == ModKind::random_blocks) visible = RandomBlocks{static_cast<uint32_t>(p.mask_mod(nullptr).arg)}(b, h, i, j);
           if (p.mod == ModKind::window)  // FlashAttention-2's: from the bottom-right diagonal i + Lk - Lq
             visible = (p.left < 0 || j >= i + p.Lk - p.Lq - p.left) && (p.right < 0 || j <= i + p.Lk - p.Lq + p.right);
-          if (p.mod == ModKind::varlen) {  // a packed batch: i's sequence by walking the lengths, is_causal in it
+          if (p.packed()) {  // a packed batch: i's sequence by walking the lengths, is_causal or a window in it
             size_t s = 0;
             int q_first = 0, k_first = 0;
             for (; i >= q_first + p.seqlens_q[s]; ++s) q_first += p.seqlens_q[s], k_first += p.seqlens_k[s];
@@ -52,6 +52,8 @@ std::vector<double> plain_sdpa(const Problem& p, const Inputs& in, std::vector<d
             visible = kj >= 0 && kj < lk;
             if (p.causal == Causal::top_left) visible = visible && kj <= qi;
             if (p.causal == Causal::bottom_right) visible = visible && kj <= qi + lk - lq;
+            if (p.mod == ModKind::varlen_window)  // FlashAttention-2's window on the sequence's diagonal qi + lk - lq
+              visible = visible && (p.left < 0 || kj >= qi + lk - lq - p.left) && (p.right < 0 || kj <= qi + lk - lq + p.right);
             distance = qi + lk - lq - kj;  // the sequence's own
           }
           double add = 0;
@@ -161,6 +163,18 @@ TEST_CASE("the reference applies a packed batch as flash_attn_varlen_func define
       p.validate();
       require_plain(p);
     }
+  // A window in each sequence (flash_attn_varlen_func's window_size): sides smaller than the
+  // sequences, unbounded on either side, and wider than every sequence; with a score mod and GQA.
+  for (auto [left, right] : {std::pair{2, 0}, std::pair{-1, 1}, std::pair{3, -1}, std::pair{0, 0}, std::pair{50, 50}})
+    for (bool scored : {false, true}) {
+      Problem p;
+      p.B = 1, p.H = 4, p.Hkv = scored ? 2 : 0, p.d = 8, p.dtype = DType::fp32, p.alibi = scored;
+      p.mod = ModKind::window, p.left = left, p.right = right;
+      p.pack({9, 3, 0, 7, 1}, {4, 8, 2, 0, 6});
+      REQUIRE(p.mod == ModKind::varlen_window);
+      p.validate();
+      require_plain(p);
+    }
   // Grouped-query attention: 6 query heads on 3 K/V heads (2 each), and on 1 (multi-query).
   for (int Hkv : {3, 1})
     for (Causal c : {Causal::none, Causal::bottom_right}) {
@@ -244,6 +258,17 @@ TEST_CASE("mask_mod rules: the definitions by hand, the host's runs and the kern
     CHECK(Varlen::of(packed, Causal::bottom_right)(0, 0, 3, kv) == (kv >= 3 && kv <= 5));
     CHECK(Varlen::of(packed, Causal::top_left)(0, 0, 3, kv) == (kv >= 3 && kv <= 4));
   }
+  // The same batch with the window (1, 0) in each sequence, its sides after the offsets: query 3's
+  // diagonal is key 5 (as bottom-right above), so it sees keys 4 and 5; query 1's is key 0 (its
+  // sequence's last query on its last key), so it sees key 0 alone.
+  const int cu_window[] = {0, 2, 2, 5, 0, 1, 3, 7, 1, 0};
+  const MaskMod windowed{ModKind::varlen_window, false, 1, 3, cu_window};
+  for (int kv = 0; kv < 7; ++kv) {
+    INFO("key " << kv);
+    CHECK(Varlen::of(windowed, Causal::none)(0, 0, 3, kv) == (kv == 4 || kv == 5));
+    CHECK(Varlen::of(windowed, Causal::none)(0, 0, 1, kv) == (kv == 0));
+    CHECK(Varlen::of(windowed, Causal::none)(0, 0, 0, kv) == false);  // its diagonal is key -1
+  }
   CHECK(CausalMod{0}(0, 0, 3, 3));
   CHECK_FALSE(CausalMod{0}(0, 0, 3, 4));
   CHECK(CausalMod{2}(0, 0, 3, 5));
@@ -304,16 +329,23 @@ TEST_CASE("mask_mod rules: the definitions by hand, the host's runs and the kern
       }
       CHECK(p.visible_pairs() == n);
     }
-  // A packed batch's runs against its rule, with empty sequences.
-  for (Causal c : {Causal::none, Causal::top_left, Causal::bottom_right}) {
+  // A packed batch's runs against its rule, with empty sequences; and with windows in its sequences
+  // (is_causal none: the window holds it).
+  struct Packed {
+    Causal causal;
+    int left = -1, right = -1;
+  };
+  for (Packed c : {Packed{Causal::none}, Packed{Causal::top_left}, Packed{Causal::bottom_right}, Packed{Causal::none, 9, 0},
+                   Packed{Causal::none, -1, 3}, Packed{Causal::none, 40, -1}, Packed{Causal::none, 0, 0}}) {
     Problem p;
-    p.causal = c;
+    p.causal = c.causal;
+    if (c.left >= 0 || c.right >= 0) p.mod = ModKind::window, p.left = c.left, p.right = c.right;
     p.pack({70, 0, 1, 129, 30}, {20, 5, 0, 200, 30});
     REQUIRE((p.Lq == 230 && p.Lk == 255));
     p.validate();
     INFO(p.describe());
     const std::vector<int> cu = p.mod_table();
-    const Varlen rule = Varlen::of(p.mask_mod(cu.data()), c);
+    const Varlen rule = Varlen::of(p.mask_mod(cu.data()), c.causal);
     std::vector<std::pair<int, int>> runs;
     long long n = 0;
     for (int i = 0; i < p.Lq; ++i) {

@@ -362,9 +362,10 @@ PARTS = ["fixed", "tile", "outer", "producer", "consumers"]
 # Chapter 10's score mods as rows name them (harness/problem.h's score_name) and a problem with them.
 SCORE_MODS = [("softcap", 30.0, False), ("alibi", 0.0, True), ("softcap+alibi", 30.0, True)]
 MAX_LOOPS = 20  # common/model/sass.h's kSassLoops: the inner parts a kernel may have
-# ModKinds no kernel applies as a rule: a packed batch (varlen) is served by chapter 10's step e, whose
-# Policy reads the offsets itself; steps a to d refuse it, so their rows for it would never be used.
-NOT_A_RULE = ("varlen",)
+# ModKinds no kernel applies as a rule: a packed batch (varlen, varlen_window) is served by chapter 10's
+# steps e and f, whose Policies read the offsets themselves; steps a to d refuse it, so their rows for it
+# would never be used.
+NOT_A_RULE = ("varlen", "varlen_window")
 
 
 def part_text(part):

@@ -69,7 +69,7 @@ void add_problem_options(CLI::App& app, Args& a) {
   app.add_option("--prefix", a.prefix, "prefix_lm: the keys every query sees");
   app.add_option("--seqlens", a.seqlens,
                  "a packed batch (chapter 10, flash_attn_varlen_func): the sequences' lengths, e.g. 100,2000,37; "
-                 "Lq and Lk are their sums, B is 1, and is_causal applies within each sequence")
+                 "Lq and Lk are their sums, B is 1, and is_causal (or --mask-mod window) applies within each sequence")
       ->delimiter(',');
   app.add_option("--seqlens-k", a.seqlens_k,
                  "with --seqlens: the sequences' key lengths, when they differ from their query lengths "
@@ -131,14 +131,7 @@ Problem build_problem(const Args& a, const CLI::App& app) {
   if ((p.mod == ModKind::window) != (app.count("--window-size") > 0))
     throw UsageError(p.mod == ModKind::window ? "--mask-mod window needs --window-size L,R (-1 for an unbounded side)"
                                              : "--window-size is window's: add --mask-mod window");
-  if (p.mod == ModKind::window) {
-    p.left = a.window_size[0], p.right = a.window_size[1];
-    // FlashAttention-2's causal=True with a window: the window's right side becomes 0, on its own
-    // (bottom-right) diagonal; top-left's differs from it when Lq != Lk.
-    if (p.causal == Causal::top_left && p.Lq != p.Lk)
-      throw UsageError("a window's diagonal is bottom-right (FlashAttention-2's): with Lq != Lk, use --causal bottom-right");
-    if (p.causal != Causal::none) p.right = 0, p.causal = Causal::none;
-  }
+  if (p.mod == ModKind::window) p.left = a.window_size[0], p.right = a.window_size[1];
   if ((p.mod == ModKind::sliding_window) != (a.window >= 0) && (p.mod == ModKind::sliding_window || app.count("--window")))
     throw UsageError(p.mod == ModKind::sliding_window ? "--mask-mod sliding_window needs --window N (N >= 0)"
                                                       : "--window is sliding_window's: add --mask-mod sliding_window");
@@ -147,14 +140,24 @@ Problem build_problem(const Args& a, const CLI::App& app) {
                                                  : "--prefix is prefix_lm's: add --mask-mod prefix_lm");
   if (app.count("--seqlens-k") && !app.count("--seqlens")) throw UsageError("--seqlens-k needs --seqlens (the query lengths)");
   if (app.count("--seqlens")) {
-    if (p.mod != ModKind::none)
-      throw UsageError(std::string("--seqlens packs sequences, whose mask is their own (and is_causal): it takes no "
-                                   "--mask-mod (got ") + mod_name(p.mod) + ")");
+    if (p.mod != ModKind::none && p.mod != ModKind::window)
+      throw UsageError(std::string("--seqlens packs sequences, whose mask is their own (and is_causal, or a window in "
+                                   "each): it takes no other --mask-mod (got ") + mod_name(p.mod) + ")");
     for (const char* sized : {"--seq", "--lq", "--lk"})
       if (app.count(sized))
         throw UsageError(std::string("--seqlens sets Lq and Lk (the sums of the lengths): drop ") + sized);
     p.pack(a.seqlens, app.count("--seqlens-k") ? a.seqlens_k : a.seqlens);  // validate() refuses a negative length
     if (!app.count("--batch")) p.B = 1;
+  }
+  if (p.mod == ModKind::window || p.mod == ModKind::varlen_window) {
+    // FlashAttention-2's causal=True with a window: the window's right side becomes 0, on its own
+    // (bottom-right) diagonal, each sequence's in a packed batch; top-left's differs from it where
+    // Lq != Lk.
+    const bool square = p.packed() ? p.seqlens_q == p.seqlens_k : p.Lq == p.Lk;
+    if (p.causal == Causal::top_left && !square)
+      throw UsageError(std::string("a window's diagonal is bottom-right (FlashAttention-2's): with Lq != Lk") +
+                       (p.packed() ? " in a sequence" : "") + ", use --causal bottom-right");
+    if (p.causal != Causal::none) p.right = 0, p.causal = Causal::none;
   }
   if (app.count("--kv-heads")) {
     if (a.Hkv < 1) throw UsageError("--kv-heads must be at least 1 (got " + std::to_string(a.Hkv) + ")");

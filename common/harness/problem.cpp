@@ -32,10 +32,10 @@ void Problem::validate() const {
   if (H / kv_heads() > std::numeric_limits<uint16_t>::max())  // params.h: MaskMod::heads_per_kv
     throw UsageError("H / Hkv = " + std::to_string(H / kv_heads()) + " query heads per K/V head: at most " +
                      std::to_string(std::numeric_limits<uint16_t>::max()));
-  if (kv_heads() != H && mod != ModKind::varlen)
+  if (kv_heads() != H && !packed())
     throw UsageError("K/V heads shared by query heads (Hkv = " + std::to_string(Hkv) + " < H = " + std::to_string(H) +
                      ") are read by chapter 10's packed batches only: give the sequences' lengths (--seqlens)");
-  if (mod == ModKind::varlen) validate_packing();
+  if (packed()) validate_packing();
   if (mod != ModKind::none && mod != ModKind::varlen && (causal != Causal::none || mask != MaskKind::none))
     throw UsageError(std::string("a mask_mod (") + mod_name(mod) + ") is the whole mask: it takes neither is_causal nor "
                      "an attn_mask (sliding_window and prefix_lm are causal already)");
@@ -45,7 +45,7 @@ void Problem::validate() const {
     throw UsageError("the softcap must be a finite number >= 0 (0: no cap; got " + std::to_string(softcap) + ")");
   if (score_mod() && mask != MaskKind::none)
     throw UsageError("a score_mod (softcap, alibi) takes no attn_mask: chapter 10's kernels take the mask as a rule (--mask-mod)");
-  if (mod == ModKind::window && (left < -1 || right < -1))
+  if ((mod == ModKind::window || mod == ModKind::varlen_window) && (left < -1 || right < -1))
     throw UsageError("a window's sides are keys before and after the diagonal, -1 for unbounded (got " +
                      std::to_string(left) + ", " + std::to_string(right) + ")");
   if (mod == ModKind::prefix_lm && prefix < 0)
@@ -134,6 +134,7 @@ const char* mod_name(ModKind m) {
     case ModKind::random_blocks: return "random_blocks";
     case ModKind::window: return "window";
     case ModKind::varlen: return "varlen";
+    case ModKind::varlen_window: return "varlen_window";
   }
   return "?";
 }
@@ -145,9 +146,9 @@ std::string Problem::describe() const {
   if (mask != MaskKind::none) s << " mask(" << mask_name(mask) << (mask_per_head ? ", per head" : "") << ")";
   if (mod == ModKind::sliding_window) s << " mask_mod(sliding_window " << window << ")";
   if (mod == ModKind::prefix_lm) s << " mask_mod(prefix_lm " << prefix << ")";
-  if (mod == ModKind::window) s << " mask_mod(window " << left << "," << right << ")";
+  if (mod == ModKind::window || mod == ModKind::varlen_window) s << " mask_mod(window " << left << "," << right << ")";
   if (mod == ModKind::document || mod == ModKind::random_blocks) s << " mask_mod(" << mod_name(mod) << ")";
-  if (mod == ModKind::varlen) {  // the first lengths; the rest counted
+  if (packed()) {  // the first lengths; the rest counted
     auto list = [&](const std::vector<int>& n) {
       for (size_t i = 0; i < n.size() && i < 8; ++i) s << (i ? "," : "") << n[i];
       if (n.size() > 8) s << ",...";
@@ -164,7 +165,7 @@ std::string Problem::describe() const {
 }
 
 int Problem::diagonal_offset(int i) const {
-  if (mod != ModKind::varlen) return Lk - Lq;
+  if (!packed()) return Lk - Lq;
   int q_end = 0, k_end = 0;  // of the sequences up to i's
   for (size_t s = 0; s < seqlens_q.size() && q_end <= i; ++s) q_end += seqlens_q[s], k_end += seqlens_k[s];
   return k_end - q_end;
@@ -201,11 +202,12 @@ void Problem::pack(std::vector<int> q, std::vector<int> k) {
     return static_cast<int>(n);
   };
   Lq = sum(q), Lk = sum(k);
-  mod = ModKind::varlen, seqlens_q = std::move(q), seqlens_k = std::move(k);
+  const bool window = mod == ModKind::window || mod == ModKind::varlen_window;  // its sides then hold in each sequence
+  mod = window ? ModKind::varlen_window : ModKind::varlen, seqlens_q = std::move(q), seqlens_k = std::move(k);
 }
 
 std::vector<int> Problem::cu_seqlens() const {
-  if (mod != ModKind::varlen) return {};
+  if (!packed()) return {};
   std::vector<int> cu(1, 0);
   for (int n : seqlens_q) cu.push_back(cu.back() + n);
   cu.push_back(0);
@@ -213,9 +215,17 @@ std::vector<int> Problem::cu_seqlens() const {
   return cu;
 }
 
+std::vector<int> Problem::mod_table() const {
+  if (!packed()) return documents();
+  std::vector<int> t = cu_seqlens();
+  if (mod == ModKind::varlen_window) t.push_back(left), t.push_back(right);
+  return t;
+}
+
 MaskMod Problem::mask_mod(const int* doc) const {
   switch (mod) {
     case ModKind::varlen:
+    case ModKind::varlen_window:
       return {mod, alibi, static_cast<uint16_t>(H / kv_heads()), static_cast<int>(seqlens_q.size()), doc};
     case ModKind::sliding_window: return {mod, alibi, 0, window, doc};
     case ModKind::prefix_lm: return {mod, alibi, 0, prefix, doc};
@@ -252,13 +262,19 @@ void Problem::visible_runs(int i, const std::vector<int>& doc, std::vector<std::
       add(lo - doc.begin(), hi - doc.begin());
       return;
     }
-    case ModKind::varlen: {  // doc: cu_seqlens(); the query's sequence, the last that starts at or before it
+    case ModKind::varlen:
+    case ModKind::varlen_window: {  // doc: mod_table(); the query's sequence, the last that starts at or before it
       const auto n = static_cast<std::ptrdiff_t>(seqlens_q.size());
       const auto s = std::upper_bound(doc.begin(), doc.begin() + n, i) - doc.begin() - 1;
-      const long long first = doc[static_cast<size_t>(n + 1 + s)], end = doc[static_cast<size_t>(n + 2 + s)];
-      const long long diagonal = causal == Causal::bottom_right ? end - doc[static_cast<size_t>(s + 1)]
-                                                                : first - doc[static_cast<size_t>(s)];
-      add(first, causal == Causal::none ? end : std::min(end, i + diagonal + 1));
+      long long first = doc[static_cast<size_t>(n + 1 + s)], end = doc[static_cast<size_t>(n + 2 + s)];
+      const long long bottom_right = end - doc[static_cast<size_t>(s + 1)];  // the sequence's Lk - Lq
+      const long long diagonal = causal == Causal::bottom_right ? bottom_right : first - doc[static_cast<size_t>(s)];
+      if (causal != Causal::none) end = std::min(end, i + diagonal + 1);
+      if (mod == ModKind::varlen_window) {  // its sides (left, right) after the offsets, on the sequence's diagonal
+        if (left >= 0) first = std::max(first, i + bottom_right - left);
+        if (right >= 0) end = std::min(end, i + bottom_right + right + 1);
+      }
+      if (first < end) add(first, end);
       return;
     }
     case ModKind::random_blocks: {
@@ -328,7 +344,7 @@ Inputs Inputs::generate(const Problem& p) {
 }
 
 float Inputs::mask_at(const Problem& p, int b, int h, int i, int j) const {
-  if (p.mod == ModKind::varlen) return Varlen::of(p.mask_mod(doc.data()), p.causal)(b, h, i, j) ? 0.f : -INFINITY;
+  if (p.packed()) return Varlen::of(p.mask_mod(doc.data()), p.causal)(b, h, i, j) ? 0.f : -INFINITY;
   if (p.mod != ModKind::none) return BookMod{p.mask_mod(doc.data()), p.Lk - p.Lq, false}(b, h, i, j) ? 0.f : -INFINITY;
   if (p.mask == MaskKind::none) return 0.f;
   const size_t plane = p.mask_per_head ? static_cast<size_t>(b) * p.H + h : 0;

@@ -19,12 +19,12 @@ struct Problem {
   MaskKind mask = MaskKind::none;
   bool mask_per_head = false;  // [B, H, Lq, Lk] instead of one [Lq, Lk] for every (batch, head)
   // Chapter 10's mask_mod (params.h says what each kind means): the window or prefix it takes, or
-  // a window's sides (FlashAttention-2's window_size, -1 unbounded); a document pattern's lengths
-  // and random_blocks' draw come from the seed.
+  // a window's sides (FlashAttention-2's window_size, -1 unbounded; window's, and varlen_window's in
+  // each sequence); a document pattern's lengths and random_blocks' draw come from the seed.
   ModKind mod = ModKind::none;
   int window = 0, prefix = 0;
   int left = -1, right = -1;
-  // Chapter 10's packed batch (mod varlen, params.h): each sequence's queries and keys, the
+  // Chapter 10's packed batch (mod varlen or varlen_window, params.h): each sequence's queries and keys, the
   // differences of flash_attn_varlen_func's cu_seqlens_q and cu_seqlens_k. Lq and Lk are their sums
   // and B is 1: the sequences are the batch.
   std::vector<int> seqlens_q, seqlens_k;
@@ -42,9 +42,11 @@ struct Problem {
   // with which the scores would overflow fp32.
   void validate() const;
   void validate_packing() const;  // validate()'s rules of a packed batch (mod varlen)
-  // Makes this a packed batch of these query and key lengths: mod varlen, Lq and Lk their sums.
-  // Throws UsageError when a sum passes an int; validate() checks the rest.
+  // Makes this a packed batch of these query and key lengths: mod varlen (varlen_window if it was
+  // window: its sides then hold in each sequence), Lq and Lk their sums. Throws UsageError when a sum
+  // passes an int; validate() checks the rest.
   void pack(std::vector<int> q, std::vector<int> k);
+  bool packed() const { return is_packed(mod); }
   std::string describe() const;  // "B=1 H=2 Lq=128 Lk=128 d=64 fp16 causal(top-left)"
   bool score_mod() const { return softcap > 0.f || alibi; }
   const char* score_name() const {  // "softcap", "alibi", "softcap+alibi"; null without one
@@ -78,8 +80,9 @@ struct Problem {
   std::vector<int> documents() const;
   // A packed batch's cu_seqlens_q then cu_seqlens_k (each n + 1 offsets from 0); empty for others.
   std::vector<int> cu_seqlens() const;
-  // The table the mask_mod's rule reads (params.h: MaskMod::doc): documents() or cu_seqlens().
-  std::vector<int> mod_table() const { return mod == ModKind::varlen ? cu_seqlens() : documents(); }
+  // The table the mask_mod's rule reads (params.h: MaskMod::doc): documents(), or cu_seqlens() and
+  // for varlen_window the window's sides after them.
+  std::vector<int> mod_table() const;
   // The mask_mod's rule as the kernels see it (doc: mod_table()'s, or null).
   MaskMod mask_mod(const int* doc) const;
   // The convention of every peer: 4 * B * H * d * (visible pairs); softmax not counted.

@@ -24,7 +24,7 @@ std::vector<int> iota(int n) {
 }
 // is_causal's diagonal over the whole [Lq, Lk]; a packed batch's is each sequence's (its rule, mask_at).
 bool visible(const Problem& p, int i, int j) {
-  return p.causal == Causal::none || p.mod == ModKind::varlen || j <= i + (p.causal == Causal::bottom_right ? p.Lk - p.Lq : 0);
+  return p.causal == Causal::none || p.packed() || j <= i + (p.causal == Causal::bottom_right ? p.Lk - p.Lq : 0);
 }
 }  // namespace
 

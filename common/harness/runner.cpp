@@ -151,7 +151,7 @@ void check_runnable(const Variant& v, const Problem& p, const RunOptions& o) {
 AttentionParams attention_params(const Problem& p, const DeviceInputs& in) {
   AttentionParams a = attention_params(p, in.q.get(), in.k.get(), in.v.get(), in.mask.get());
   // A document's positions or a packed batch's offsets (a window keeps its right side there).
-  if (p.mod == ModKind::document || p.mod == ModKind::varlen) a.mod.doc = static_cast<const int*>(in.doc.get());
+  if (p.mod == ModKind::document || p.packed()) a.mod.doc = static_cast<const int*>(in.doc.get());
   return a;
 }
 AttentionParams attention_params(const Problem& p, const void* q, const void* k, const void* v, const void* mask) {

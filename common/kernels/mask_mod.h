@@ -38,16 +38,22 @@ struct Document {
   const int* doc;
   ATTN_HOST_DEVICE bool operator()(int, int, int q, int kv) const { return doc[q] == doc[kv]; }
 };
-// A packed batch (params.h: varlen): the query's sequence s, the last whose first query is at or
-// before it (empty sequences share their start with the next), found by bisection of cu_q; then
-// s's keys, and with is_causal those up to the diagonal aligned in s. The reference's rule, for any
-// pair; step e's kernel needs none of it, each of its blocks holding one sequence (10_masks/varlen.cu).
+// A packed batch (params.h: varlen, varlen_window): the query's sequence s, the last whose first
+// query is at or before it (empty sequences share their start with the next), found by bisection of
+// cu_q; then s's keys, and with is_causal those up to the diagonal aligned in s, with a window those
+// within it of s's bottom-right diagonal. The reference's rule, for any pair; steps e and f need none
+// of it, each of their blocks holding one sequence (10_masks/sequence_tiles.cuh).
 struct Varlen {
   const int *cu_q, *cu_k;
   int n;
   Causal causal;
-  ATTN_HOST_DEVICE static Varlen of(const MaskMod& m, Causal causal) { return {m.doc, m.doc + m.arg + 1, m.arg, causal}; }
-  ATTN_HOST_DEVICE bool operator()(int, int, int q, int kv) const {
+  int left, right;  // the window's sides (varlen_window), -1 unbounded
+  ATTN_HOST_DEVICE static Varlen of(const MaskMod& m, Causal causal) {
+    const int* sides = m.doc + 2 * (m.arg + 1);  // after the offsets (params.h)
+    const bool window = m.kind == ModKind::varlen_window;
+    return {m.doc, m.doc + m.arg + 1, m.arg, causal, window ? sides[0] : -1, window ? sides[1] : -1};
+  }
+  ATTN_HOST_DEVICE bool operator()(int b, int h, int q, int kv) const {
     int s = 0;
     for (int hi = n; hi - s > 1;) {
       const int mid = (s + hi) / 2;
@@ -55,6 +61,7 @@ struct Varlen {
       else hi = mid;
     }
     if (kv < cu_k[s] || kv >= cu_k[s + 1]) return false;
+    if (!Window{left, right, cu_k[s + 1] - cu_q[s + 1]}(b, h, q, kv)) return false;
     if (causal == Causal::none) return true;
     return kv <= q + (causal == Causal::bottom_right ? cu_k[s + 1] - cu_q[s + 1] : cu_k[s] - cu_q[s]);
   }
@@ -97,7 +104,7 @@ struct BookMod {
       case ModKind::document: return f(Document{m.doc});
       case ModKind::random_blocks: return f(RandomBlocks{static_cast<uint32_t>(m.arg)});
       case ModKind::window: return f(Window{m.arg, m.right, offset});
-      default: return;  // varlen: step e's alone, which needs no rule per score (masks.h: has_rule)
+      default: return;  // a packed batch: steps e and f alone, which need no rule per score (masks.h: has_rule)
     }
   }
   ATTN_HOST_DEVICE bool operator()(int b, int h, int q, int kv) const {

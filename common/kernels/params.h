@@ -47,11 +47,18 @@ enum class MaskKind : int { none, boolean, additive };
 //                   by name: chapter 10's step e (Problem::seqlens_q). Its K and V may have fewer heads
 //                   than Q (grouped-query attention, flash_attn_varlen_func's): query head h reads K/V
 //                   head h / heads_per_kv.
+//   varlen_window:  a packed batch with FlashAttention-2's window_size in each sequence, as
+//                   flash_attn_varlen_func takes both: varlen's rule, then window's within the
+//                   sequence, on its own bottom-right diagonal (kv - q - (cu_k[s + 1] - cu_q[s + 1])
+//                   in [-left, right]); no is_causal beside it (causal=True is the window (left, 0)).
+//                   doc = varlen's offsets, then left and right. Chapter 10's step f.
 // 16 bytes: arg is the window, the prefix, the seed, the window's left side or the sequences
 // (AttentionParams' size: see the end), and beside the kind, in the rest of its word, ALiBi's switch
 // (a score mod, below) and a packed batch's query heads per K/V head (0 or 1: one each); a
 // document's positions, the sequences' offsets or the window's right side last (no rule needs two).
-enum class ModKind : uint8_t { none, sliding_window, prefix_lm, document, random_blocks, window, varlen };
+enum class ModKind : uint8_t { none, sliding_window, prefix_lm, document, random_blocks, window, varlen, varlen_window };
+// A packed batch, its blocks each one sequence's: no rule per score serves it (chapter 10's steps e, f).
+ATTN_HOST_DEVICE constexpr bool is_packed(ModKind k) { return k == ModKind::varlen || k == ModKind::varlen_window; }
 struct MaskMod {
   ModKind kind;
   bool alibi;
