@@ -27,22 +27,27 @@ cudaError_t block_mask(const attn::AttentionParams& p, const void* lists);
 cudaError_t score_mod(const attn::AttentionParams& p, const void* lists);
 // e: a packed batch (ModKind::varlen, flash_attn_varlen_func's cu_seqlens): write_tile_map lists the
 // sequences' Q tiles (into `map`: tile_slots entries, below), then one launch runs them, each block one Q
-// tile of one sequence as a problem of its own, no padding. cudaErrorInvalidValue for another mask_mod.
+// tile of one sequence as a problem of its own, no padding. varlen() returns cudaErrorInvalidValue for
+// another mask_mod (a window in each sequence, varlen_window, is step f's); write_tile_map serves both.
 cudaError_t write_tile_map(const attn::AttentionParams& p, void* map);
 cudaError_t varlen(const attn::AttentionParams& p, const void* map);
 // f: a window (ModKind::window, FlashAttention-2's window_size) in closed form: each Q tile's K/V
 // tiles are a range (window_tiles), the rule only on tiles that cross its edges, no lists; the Q
 // tiles launched from the end whose tiles the window's cut at the sequence's ends lightens less
 // (window_from_end). With a score_mod, step d's on every visited tile. cudaErrorInvalidValue for
-// another mask_mod.
+// another mask_mod, is_causal (the window (left, 0) is it) or an attn_mask.
 cudaError_t window(const attn::AttentionParams& p);
 // f in a packed batch (ModKind::varlen_window: flash_attn_varlen_func with window_size): step e's tile
-// map (write_tile_map) and blocks, each sequence's K/V tiles the window's range in that sequence.
+// map (write_tile_map) and blocks, in its order, each sequence's K/V tiles the window's range in that
+// sequence. The table (mod.doc) must hold the sides after the offsets (Problem::mod_table, params.h:
+// window_sides): the device's table cannot be checked here. cudaErrorInvalidValue for is_causal.
 cudaError_t packed_window(const attn::AttentionParams& p, const void* map);
 
 // BookMod (mask_mod.h) has no rule for a packed batch, whose blocks must each hold one sequence: steps
 // a to d refuse one (cudaErrorInvalidValue) rather than run it unmasked; steps e and f run it.
 inline bool has_rule(const attn::AttentionParams& p) { return !attn::is_packed(p.mod.kind); }
+// Whether a launch has a score_mod (softcap, ALiBi): steps d, e and f choose their kernel by it.
+inline bool has_score_mod(const attn::AttentionParams& p) { return p.softcap > 0.f || p.mod.alibi; }
 // A packed batch as steps e and f take it: B = 1 (its sequences are the batch), no attn_mask.
 inline bool packed_batch(const attn::AttentionParams& p) {
   return attn::is_packed(p.mod.kind) && p.B == 1 && p.mask_kind == attn::MaskKind::none;

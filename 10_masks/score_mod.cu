@@ -21,7 +21,7 @@ struct ScoredTiles : ListedTiles<Br, Bc> {
 }  // namespace
 
 cudaError_t score_mod(const attn::AttentionParams& p, const void* lists) {
-  if (!(p.softcap > 0.f) && !p.mod.alibi) return block_mask(p, lists);
+  if (!has_score_mod(p)) return block_mask(p, lists);
   return launch_listed<ScoredTiles>(p, lists);
 }
 

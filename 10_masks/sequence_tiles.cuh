@@ -70,7 +70,7 @@ template <template <class, int, int> class Policy, template <class, int, int> cl
 cudaError_t launch_sequences(const attn::AttentionParams& p, const void* map) {
   attn::AttentionParams a = p;
   a.workspace = const_cast<void*>(map);  // the Policy finds the map there
-  const bool scored = p.softcap > 0.f || p.mod.alibi;
+  const bool scored = has_score_mod(p);
   return ch05::dispatch_tensor_core(a, [&](auto t, auto d) {
     using T = decltype(t);
     constexpr int D = decltype(d)::value;

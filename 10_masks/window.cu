@@ -56,7 +56,7 @@ template <class Sequences>
 struct InSequence : Sequences {
   __device__ static attn::AttentionParams part(const attn::AttentionParams& p) {
     attn::AttentionParams one = Sequences::part(p);
-    const int* sides = p.mod.doc + 2 * (p.mod.arg + 1);
+    const int* sides = attn::window_sides(p.mod);
     one.mod.kind = attn::ModKind::window;
     one.mod.arg = sides[0], one.mod.right = sides[1];
     return one;
@@ -70,8 +70,10 @@ using ScoredPackedWindow = WindowRange<Br, Bc, InSequence<ScoredSequenceTiles<T,
 }  // namespace
 
 cudaError_t window(const attn::AttentionParams& p) {
-  if (p.mod.kind != attn::ModKind::window) return cudaErrorInvalidValue;  // its Policy reads the window's sides
-  const bool scored = p.softcap > 0.f || p.mod.alibi;  // chosen at launch, as step d chooses
+  // Its Policy reads the window's sides, and masks by them alone: is_causal is the window (left, 0).
+  if (p.mod.kind != attn::ModKind::window || p.causal != attn::Causal::none || p.mask_kind != attn::MaskKind::none)
+    return cudaErrorInvalidValue;
+  const bool scored = has_score_mod(p);  // chosen at launch, as step d chooses
   return ch05::dispatch_tensor_core(p, [&](auto t, auto d) {
     using T = decltype(t);
     constexpr int D = decltype(d)::value;

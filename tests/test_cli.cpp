@@ -20,6 +20,7 @@
 #include "harness/report.h"
 
 using Catch::Matchers::Contains;
+using Catch::Matchers::EndsWith;
 
 namespace {
 Outcome run(const std::string& args) { return shell(std::string(FLASHSTEPS_BINARY) + " " + args); }
@@ -103,10 +104,22 @@ TEST_CASE("a good run passes, lists and writes its CSV", "[cli]") {
   CHECK(std::string(line) == std::string(attn::kCsvHeader) + "\n");
   REQUIRE(std::fgets(line, sizeof line, f) != nullptr);
   CHECK_THAT(std::string(line), Contains(",01_naive_attention,naive,fp16,1,2,17,17,64,none,none,"));
+  CHECK_THAT(std::string(line), EndsWith(",\"none\"\n"));  // no chapter 10 settings
 #if !FLASHSTEPS_GPU
   // The emulator's rows claim no driver and no CUDA runtime.
   CHECK_THAT(std::string(line), Contains("\"CPU emulation (simt)\",none,none,"));
 #endif
+  std::fclose(f);
+  // Chapter 10's settings, whole, in the row's last column: a packed batch reads as one.
+  o = run("run -v window -H 4 --kv-heads 2 --reps 1 --seqlens 70,0,3 --seqlens-k 20,5,90 --mask-mod window "
+          "--window-size 8,-1 --causal bottom-right --softcap 30 --alibi --csv " + csv);
+  CHECK(o.code == 0);
+  f = std::fopen(csv.c_str(), "r");
+  REQUIRE(f != nullptr);
+  for (int row = 0; row < 3; ++row) REQUIRE(std::fgets(line, sizeof line, f) != nullptr);
+  CHECK_THAT(std::string(line), Contains(",10_masks,window,fp16,1,4,73,115,64,none,none,") &&
+                                    EndsWith(",\"mask_mod=varlen_window window=8,0 seqlens=70,0,3 seqlens_k=20,5,90 "
+                                             "kv_heads=2 softcap=30 alibi\"\n"));
   std::fclose(f);
   std::remove(csv.c_str());
 }
@@ -127,7 +140,8 @@ TEST_CASE("the benchmark runner writes one checked row per measurement", "[cli]"
     ++rows;
     const std::string l = line;
     CHECK_THAT(l, Contains(",06_causal,"));
-    const size_t kind = l.rfind(',', l.rfind(',') - 1);  // the row ends pass,kind,bound
+    const size_t mods = l.rfind(",\"none\"");  // the row ends pass,kind,bound,"mods"
+    const size_t kind = mods == std::string::npos ? mods : l.rfind(',', l.rfind(',', mods - 1) - 1);
     passed += kind != std::string::npos && kind >= 2 && l.compare(kind - 2, 2, ",1") == 0;
   }
   std::fclose(f);
@@ -183,7 +197,7 @@ TEST_CASE("numbers out of range are refused, not wrapped, clamped or ignored", "
   bad("run -v varlen --seqlens 5,3 --lk 8", "drop --lk");
   bad("run -v varlen --seqlens 5,3 -b 2", "a packed batch is one sequence of B = 1 (got B = 2)");
   bad("run -v varlen --seqlens 5,3 --mask bool", "a packed batch takes no attn_mask");
-  bad("run -v varlen --seqlens 5,3 --mask-mod document", "--seqlens packs sequences");
+  bad("run -v varlen --seqlens 5,3 --mask-mod document", "a packed batch's mask is its sequences");
   bad("run -v score_mod --seqlens 5,3 --alibi", "variant score_mod takes no mask_mod varlen");
   bad("run -v varlen --seqlens 0,0", "query length (Lq) must be at least 1");
   bad("run -v varlen --seqlens 2000000000,2000000000", "add up to more than 2^31 - 1");
@@ -195,7 +209,7 @@ TEST_CASE("numbers out of range are refused, not wrapped, clamped or ignored", "
   bad("run -v window --seqlens 5,3 --mask-mod window --window-size -2,0", "a window's sides are keys before and after the diagonal");
   bad("run -v window --seqlens 5,3 --seqlens-k 4,3 --mask-mod window --window-size 2,-1 --causal",
       "a window's diagonal is bottom-right (FlashAttention-2's): with Lq != Lk in a sequence, use --causal bottom-right");
-  bad("run -v window --seqlens 5,3 --mask-mod sliding_window --window 2", "it takes no other --mask-mod (got sliding_window)");
+  bad("run -v window --seqlens 5,3 --mask-mod sliding_window --window 2", "it takes no other mask_mod (got sliding_window)");
   // Grouped-query attention: K/V heads that divide H, in a packed batch.
   bad("run -v varlen --seqlens 5,3 -H 4 --kv-heads 3", "K and V's heads (Hkv = 3) must divide the query heads (H = 4)");
   bad("run -v varlen --seqlens 5,3 -H 4 --kv-heads 8", "must divide the query heads");
@@ -217,7 +231,17 @@ TEST_CASE("numbers out of range are refused, not wrapped, clamped or ignored", "
   INFO(v.output);
   CHECK(v.code == 0);
   CHECK_THAT(v.output, Contains("B=1 H=2 Lq=73 Lk=115") && Contains("varlen(3 sequences: q 70,0,3 k 20,5,90)"));
-  // With a window in each sequence, FlashAttention-2's causal=True its right side 0.
+  // With a window in each sequence, FlashAttention-2's causal=True its right side 0; top-left where
+  // every sequence has Lq = Lk is the same diagonal.
+  const Outcome tl = run("run -v window --reps 1 --seqlens 70,3 --mask-mod window --window-size 8,-1 --causal");
+  INFO(tl.output);
+  CHECK(tl.code == 0);
+  CHECK_THAT(tl.output, Contains("mask_mod(window 8,0) varlen(2 sequences: q 70,3)") && Contains("pass"));
+  // Step f's count of a packed batch's tiles: exercise 12's, by hand (notes/answers/10_masks.md).
+  const Outcome plan = run("run -v window --reps 0 --seqlens 100,2000,37 -H 1 -d 64 --mask-mod window --window-size 256,0");
+  INFO(plan.output);
+  CHECK_THAT(plan.output, Contains("3 sequences in 18 Q tiles (19 slots per head), 93 (Q tile, K/V tile) pairs visited "
+                                   "per head, 63 masked"));
   const Outcome pw = run("run -v window --reps 1 --seqlens 70,0,3 --seqlens-k 20,5,90 --mask-mod window --window-size 8,-1 "
                          "--causal bottom-right");
   INFO(pw.output);

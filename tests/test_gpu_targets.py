@@ -20,11 +20,11 @@ ROOT = Path(__file__).resolve().parent.parent
 TOOL = ROOT / "tools" / "gpu_targets.py"
 MODEL = ROOT / "tools" / "model_vs_gpu.py"
 HEAD = "device,driver,cuda,commit,timestamp,chapter,variant,dtype,B,H,Lq,Lk,d,causal,mask,median_ms,min_ms,tflops,gbps," \
-       "extra_bytes,max_err,pass,kind,bound\n"
+       "extra_bytes,max_err,pass,kind,bound,mods\n"
 
 
 def row(chapter, variant, n, d, causal, ms, gbps=0, kind="measured", b=1, h=16):
-    return f"GPU,1,13.0,c0ffee,t,{chapter},{variant},fp16,{b},{h},{n},{n},{d},{causal},none,{ms},{ms},1,{gbps},0,0,1,{kind},\n"
+    return f"GPU,1,13.0,c0ffee,t,{chapter},{variant},fp16,{b},{h},{n},{n},{d},{causal},none,{ms},{ms},1,{gbps},0,0,1,{kind},,none\n"
 
 
 def main():

@@ -243,11 +243,22 @@ TEST_CASE("steps a to d refuse a packed batch, which their rules cannot mask; st
   // and is_causal beside it (the window holds it).
   AttentionParams w = a;
   w.mod.kind = ModKind::varlen_window;
+  CHECK(ch10::write_mask(w, mask) == cudaErrorInvalidValue);
   CHECK(ch10::mask_mod(w) == cudaErrorInvalidValue);
   CHECK(ch10::write_block_mask(w, lists) == cudaErrorInvalidValue);
+  CHECK(ch10::block_mask(w, lists) == cudaErrorInvalidValue);
+  CHECK(ch10::score_mod(w, lists) == cudaErrorInvalidValue);
   CHECK(ch10::varlen(w, map) == cudaErrorInvalidValue);
   CHECK(ch10::window(w) == cudaErrorInvalidValue);
   CHECK(ch10::packed_window(a, map) == cudaErrorInvalidValue);
   w.causal = Causal::bottom_right;
   CHECK(ch10::packed_window(w, map) == cudaErrorInvalidValue);
+  // Step f's plain launch masks by the window alone: it refuses is_causal and an attn_mask beside it.
+  AttentionParams alone = a;
+  alone.mod = MaskMod{ModKind::window, false, 0, 4, nullptr};
+  alone.mod.right = 0;
+  alone.causal = Causal::bottom_right;
+  CHECK(ch10::window(alone) == cudaErrorInvalidValue);
+  alone.causal = Causal::none, alone.mask_kind = MaskKind::boolean;
+  CHECK(ch10::window(alone) == cudaErrorInvalidValue);
 }

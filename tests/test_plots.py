@@ -93,7 +93,7 @@ def main():
     check("markers" in r.stderr, "a README without markers gets a warning")
 
     old_schema = work / "old-schema.csv"
-    old_schema.write_text(SAMPLE.read_text().replace(",kind,bound\n", "\n", 1))
+    old_schema.write_text(SAMPLE.read_text().replace(",bound,mods\n", ",bound\n", 1))
     r = subprocess.run([sys.executable, str(SCRIPT), str(old_schema), "--out", str(work / "old")], capture_output=True,
                        text=True, timeout=300)
     check(r.returncode == 2 and "header" in r.stderr, "a CSV in another schema is refused (exit 2, says why)")
@@ -107,9 +107,11 @@ def main():
           sorted({k[1] for k in fa2}) == [64, 128, 256] and len(fa2) == 36,
           f"published.h's 36 FlashAttention-2 rates parsed (got {len(fa2)})")
     check(all(fa2[(n, d, True)] < fa2[(n, d, False)] for n, d, _ in fa2), "causal rates below non-causal ones")
-    paper = {"dtype": "fp16", "mask": "none", "Lq": 1024, "Lk": 1024, "B": 16, "H": 32, "d": 64, "causal": "none"}
+    paper = {"dtype": "fp16", "mask": "none", "Lq": 1024, "Lk": 1024, "B": 16, "H": 32, "d": 64, "causal": "none",
+             "mods": "none"}
     check(ps.published_matches(paper) and not ps.published_matches(dict(paper, B=8)),
           "the reference is drawn at the papers' shapes only (B·N = 16k)")
+    check(not ps.published_matches(dict(paper, mods="softcap=30")), "nor beside a row with chapter 10's settings")
     sys.dont_write_bytecode = True  # no __pycache__ in the source tree
     import plot_speedups
     check(plot_speedups.device_limits("NVIDIA H100 80GB HBM3") == (989.0, 3.35)

@@ -682,6 +682,14 @@ TEST_CASE("profile of a problem too large to emulate whole says what it emulated
   REQUIRE(flashsteps("profile -v varlen -H 4 --kv-heads 2 --seqlens 40,24 --emulated-heads 1", out) == 0);
   CHECK_THAT(out, Contains("sampled: every block of 2 of the 4 (batch, head) pairs, counts multiplied by 2"));
   CHECK_THAT(out, Contains("emulating B=1 H=2 Hkv=1 Lq=64"));
+  // Step f's window in each sequence: the same sampling, the map and the attention each a stage with
+  // the SASS data's issue term (its rows name the packed window's Policy).
+  REQUIRE(flashsteps("profile -v window -H 4 --kv-heads 2 --seqlens 40,24 --mask-mod window --window-size 8,0 "
+                     "--emulated-heads 1", out) == 0);
+  CHECK_THAT(out, Contains("emulating B=1 H=2 Hkv=1 Lq=64 Lk=64 d=64 fp16 mask_mod(window 8,0) varlen(2 sequences"));
+  CHECK_THAT(out, Contains("window (10_masks): check pass") && Contains("the tile map (a prefix sum of cu_seqlens)") &&
+                      Contains("FlashAttention-2 over the window's tiles in each sequence"));
+  CHECK_THAT(out, !Contains("issue     not modelled"));
   // Asked for more heads than there are, and no rows: every head, no sampling said.
   REQUIRE(flashsteps("profile -v exp2 -b 2 -H 3 -n 64 --emulated-heads 9", out) == 0);
   CHECK_THAT(out, !Contains("sampled:"));

@@ -186,6 +186,25 @@ TEST_CASE("the reference applies a packed batch as flash_attn_varlen_func define
     }
 }
 
+TEST_CASE("a packed batch keeps a window and refuses another mask_mod, changing nothing", "[reference]") {
+  Problem w;
+  w.mod = ModKind::window, w.left = 5, w.right = 0;
+  w.pack({3, 4}, {3, 4});
+  CHECK(w.mod == ModKind::varlen_window);
+  w.pack({2, 2}, {2, 2});  // packed again: still windowed
+  CHECK(w.mod == ModKind::varlen_window);
+  const std::vector<int> table = w.mod_table();  // the offsets, then the sides (params.h: window_sides)
+  CHECK(table == std::vector<int>({0, 2, 4, 0, 2, 4, 5, 0}));
+  CHECK(window_sides(w.mask_mod(table.data()))[0] == 5);
+  for (ModKind other : {ModKind::sliding_window, ModKind::prefix_lm, ModKind::document, ModKind::random_blocks}) {
+    Problem p;
+    p.mod = other, p.Lq = 7;
+    INFO(mod_name(other));
+    CHECK_THROWS_WITH(p.pack({3, 4}, {3, 4}), Catch::Matchers::Contains("it takes no other mask_mod"));
+    CHECK((p.mod == other && p.Lq == 7 && p.seqlens_q.empty()));
+  }
+}
+
 TEST_CASE("a packed batch's sampled rows hold each sequence's first and last row", "[reference]") {
   Problem p;
   p.H = 8, p.d = 128;

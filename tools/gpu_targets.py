@@ -24,8 +24,8 @@ def rows(path):
 
 
 def shape(r):
-    """SHAPE's columns, numbers as numbers: (dtype, B, H, Lq, Lk, d, causal, mask)."""
-    return tuple(r[k] if k in ("dtype", "causal", "mask") else int(r[k]) for k in SHAPE)
+    """SHAPE's columns, numbers as numbers: (dtype, B, H, Lq, Lk, d, causal, mask, mods)."""
+    return tuple(r[k] if k in ("dtype", "causal", "mask", "mods") else int(r[k]) for k in SHAPE)
 
 
 def by_shape(rs):

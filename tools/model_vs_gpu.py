@@ -5,7 +5,7 @@
 
 MODELLED.csv: rows with kind = modelled (`flashsteps run --profile --gpu NAME --csv`, a counters
 build); MEASURED.csv: rows with kind = measured (a GPU). A row of each with the same chapter,
-variant, dtype, B, H, Lq, Lk, d, causal and mask makes one line: both times and measured / modelled
+variant, dtype, B, H, Lq, Lk, d, causal, mask and mods makes one line: both times and measured / modelled
 (above 1: the model is optimistic), with the model's bound. Prints the lines and, last, how many
 fall within +-15 % (the GPU issue's target). Nothing is fitted here.
 """
@@ -41,7 +41,7 @@ def main():
     lines = []
     for k in sorted(both, key=lambda k: (k[5], k[7], k[0], k[1])):
         m, g = float(model[k]["median_ms"]), float(gpu[k]["median_ms"])
-        shape = f"B={k[3]} H={k[4]} N={k[5]} d={k[7]}" + ("" if k[8] == "none" else " causal")
+        shape = f"B={k[3]} H={k[4]} N={k[5]} d={k[7]}" + ("" if k[8] == "none" else " causal") + ("" if k[10] == "none" else f" {k[10]}")
         lines.append((k[0], k[1], shape, f"{m:.4g}", f"{g:.4g}", f"{g / m:.2f}", model[k].get("bound", "")))
     within = sum(1 for line in lines if abs(float(line[5]) - 1) <= 0.15)
     if a.markdown:

@@ -99,7 +99,7 @@ def published_fa2():
 def published_matches(r):
     """Whether a row's shape is the FlashAttention papers' (B·N = 16k, H·d = 2048, fp16, no mask,
     top-left causal or none, Lq = Lk)."""
-    return (r["dtype"] == "fp16" and r["mask"] == "none" and r["Lq"] == r["Lk"] and r["B"] * r["Lq"] == 16384 and
+    return (r["dtype"] == "fp16" and r["mask"] == "none" and r["mods"] == "none" and r["Lq"] == r["Lk"] and r["B"] * r["Lq"] == 16384 and
             r["H"] * r["d"] == 2048 and r["causal"] in ("none", "top-left"))
 
 
@@ -158,7 +158,7 @@ def read_rows(paths):
 
 def describe(r):
     return (f"{r['chapter']} {r['variant']} {r['dtype']} B={r['B']} H={r['H']} Lq={r['Lq']} Lk={r['Lk']} d={r['d']} "
-            f"causal={r['causal']} mask={r['mask']}")
+            f"causal={r['causal']} mask={r['mask']} mods={r['mods']}")
 
 
 def usable(rows):
@@ -169,7 +169,7 @@ def usable(rows):
             warn(f"left out, failed its check (max_err {r['max_err']:.3g}): {describe(r)} [{r['source']}]")
             continue
         key = (r["kind"], r["device"], r["chapter"], r["variant"], r["dtype"], r["B"], r["H"], r["Lq"], r["Lk"],
-               r["d"], r["causal"], r["mask"])
+               r["d"], r["causal"], r["mask"], r["mods"])
         if key not in latest or r["timestamp"] >= latest[key]["timestamp"]:
             latest[key] = r
     return list(latest.values())
@@ -193,7 +193,7 @@ def label_key(r):
 
 def group_key(r):
     return (order(r["dtype"], DTYPE_ORDER), r["d"], order(r["causal"], CAUSAL_ORDER), order(r["mask"], MASK_ORDER),
-            r["Lq"] != r["Lk"])
+            r["Lq"] != r["Lk"], r["mods"])
 
 
 def group_title(r):
@@ -202,6 +202,8 @@ def group_title(r):
         parts.append(f"mask {r['mask']}")
     if r["Lq"] != r["Lk"]:
         parts.append("Lq≠Lk")
+    if r["mods"] != "none":  # chapter 10's settings (results/README.md)
+        parts.append(r["mods"])
     return ", ".join(parts)
 
 
@@ -223,7 +225,7 @@ def series(rows):
 
 
 def same_shape(a, b):
-    return all(a[k] == b[k] for k in ("dtype", "B", "H", "Lq", "Lk", "d", "causal", "mask"))
+    return all(a[k] == b[k] for k in ("dtype", "B", "H", "Lq", "Lk", "d", "causal", "mask", "mods"))
 
 
 # ---------------------------------------------------------------- figures

@@ -8,11 +8,11 @@ import sys
 from pathlib import Path
 
 CSV_HEADER = ("device,driver,cuda,commit,timestamp,chapter,variant,dtype,B,H,Lq,Lk,d,causal,mask,"
-              "median_ms,min_ms,tflops,gbps,extra_bytes,max_err,pass,kind,bound")
+              "median_ms,min_ms,tflops,gbps,extra_bytes,max_err,pass,kind,bound,mods")
 # measured on a GPU, emulated on the CPU, modelled from the emulator's counters: never mixed.
 KINDS = ("measured", "emulated", "modelled")
 # The columns that make two rows the same problem.
-SHAPE = ("dtype", "B", "H", "Lq", "Lk", "d", "causal", "mask")
+SHAPE = ("dtype", "B", "H", "Lq", "Lk", "d", "causal", "mask", "mods")
 
 
 def check_csv(path):
@@ -44,12 +44,12 @@ def check_csv(path):
 
 def measured_row(fixed, chapter, variant, dtype, B, H, Lq, Lk, d, causal, median_ms, min_ms, tflops, gbps, extra,
                  max_err, ok):
-    """One measured row (no attn_mask; causal top-left or none), stamped now; fixed is the quoted
+    """One measured row (no attn_mask, no mods; causal top-left or none), stamped now; fixed is the quoted
     device, driver, CUDA and commit columns."""
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     return (f"{fixed},{stamp},{chapter},{variant},{dtype},{B},{H},{Lq},{Lk},{d},"
             f"{'top-left' if causal else 'none'},none,{median_ms:.6g},{min_ms:.6g},{tflops:.6g},"
-            f"{gbps:.6g},{extra},{max_err:.6g},{int(ok)},measured,\n")
+            f"{gbps:.6g},{extra},{max_err:.6g},{int(ok)},measured,,none\n")
 
 
 def open_csv(path):

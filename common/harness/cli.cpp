@@ -140,13 +140,11 @@ Problem build_problem(const Args& a, const CLI::App& app) {
                                                  : "--prefix is prefix_lm's: add --mask-mod prefix_lm");
   if (app.count("--seqlens-k") && !app.count("--seqlens")) throw UsageError("--seqlens-k needs --seqlens (the query lengths)");
   if (app.count("--seqlens")) {
-    if (p.mod != ModKind::none && p.mod != ModKind::window)
-      throw UsageError(std::string("--seqlens packs sequences, whose mask is their own (and is_causal, or a window in "
-                                   "each): it takes no other --mask-mod (got ") + mod_name(p.mod) + ")");
     for (const char* sized : {"--seq", "--lq", "--lk"})
       if (app.count(sized))
         throw UsageError(std::string("--seqlens sets Lq and Lk (the sums of the lengths): drop ") + sized);
-    p.pack(a.seqlens, app.count("--seqlens-k") ? a.seqlens_k : a.seqlens);  // validate() refuses a negative length
+    // pack() refuses a mask_mod other than a window; validate() a negative length.
+    p.pack(a.seqlens, app.count("--seqlens-k") ? a.seqlens_k : a.seqlens);
     if (!app.count("--batch")) p.B = 1;
   }
   if (p.mod == ModKind::window || p.mod == ModKind::varlen_window) {

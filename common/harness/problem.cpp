@@ -164,6 +164,27 @@ std::string Problem::describe() const {
   return s.str();
 }
 
+std::string Problem::mods() const {
+  std::ostringstream s;
+  auto list = [&](const std::vector<int>& n) {
+    for (size_t i = 0; i < n.size(); ++i) s << (i ? "," : "") << n[i];
+  };
+  if (mod != ModKind::none) s << " mask_mod=" << mod_name(mod);
+  if (mod == ModKind::sliding_window) s << " window=" << window;
+  if (mod == ModKind::prefix_lm) s << " prefix=" << prefix;
+  if (mod == ModKind::window || mod == ModKind::varlen_window) s << " window=" << left << "," << right;
+  if (mod == ModKind::document || mod == ModKind::random_blocks) s << " seed=" << seed;  // the pattern's draw
+  if (packed()) {
+    s << " seqlens=", list(seqlens_q);
+    if (seqlens_k != seqlens_q) s << " seqlens_k=", list(seqlens_k);
+  }
+  if (kv_heads() != H) s << " kv_heads=" << kv_heads();
+  if (softcap > 0.f) s << " softcap=" << softcap;
+  if (alibi) s << " alibi";
+  const std::string words = s.str();
+  return words.empty() ? "none" : words.substr(1);
+}
+
 int Problem::diagonal_offset(int i) const {
   if (!packed()) return Lk - Lq;
   int q_end = 0, k_end = 0;  // of the sequences up to i's
@@ -201,8 +222,12 @@ void Problem::pack(std::vector<int> q, std::vector<int> k) {
                        "positions with 32-bit ints");
     return static_cast<int>(n);
   };
-  Lq = sum(q), Lk = sum(k);
   const bool window = mod == ModKind::window || mod == ModKind::varlen_window;  // its sides then hold in each sequence
+  if (mod != ModKind::none && !window && mod != ModKind::varlen)
+    throw UsageError(std::string("a packed batch's mask is its sequences (and is_causal, or a window in each): it takes "
+                                 "no other mask_mod (got ") + mod_name(mod) + ")");
+  const int q_sum = sum(q), k_sum = sum(k);
+  Lq = q_sum, Lk = k_sum;
   mod = window ? ModKind::varlen_window : ModKind::varlen, seqlens_q = std::move(q), seqlens_k = std::move(k);
 }
 
@@ -218,7 +243,7 @@ std::vector<int> Problem::cu_seqlens() const {
 std::vector<int> Problem::mod_table() const {
   if (!packed()) return documents();
   std::vector<int> t = cu_seqlens();
-  if (mod == ModKind::varlen_window) t.push_back(left), t.push_back(right);
+  if (mod == ModKind::varlen_window) t.push_back(left), t.push_back(right);  // params.h: window_sides
   return t;
 }
 

@@ -41,13 +41,19 @@ struct Problem {
   // overflow), causal with a mask (torch refuses it too), a scale that is not a finite number or
   // with which the scores would overflow fp32.
   void validate() const;
-  void validate_packing() const;  // validate()'s rules of a packed batch (mod varlen)
+  void validate_packing() const;  // validate()'s rules of a packed batch (mod varlen, varlen_window)
   // Makes this a packed batch of these query and key lengths: mod varlen (varlen_window if it was
   // window: its sides then hold in each sequence), Lq and Lk their sums. Throws UsageError when a sum
-  // passes an int; validate() checks the rest.
+  // passes an int or the problem has another mask_mod (its rule would be lost); validate() checks the
+  // rest.
   void pack(std::vector<int> q, std::vector<int> k);
   bool packed() const { return is_packed(mod); }
   std::string describe() const;  // "B=1 H=2 Lq=128 Lk=128 d=64 fp16 causal(top-left)"
+  // Chapter 10's settings, whole, as the results CSV's `mods` column names them (results/README.md):
+  // "none", or space-separated key=value words ("mask_mod=window window=1024,0 softcap=50 alibi",
+  // "mask_mod=varlen seqlens=100,37 seqlens_k=90,40 kv_heads=2"): with B, H, Lq, Lk, d, dtype, causal
+  // and mask, they make two rows the same problem.
+  std::string mods() const;
   bool score_mod() const { return softcap > 0.f || alibi; }
   const char* score_name() const {  // "softcap", "alibi", "softcap+alibi"; null without one
     return softcap > 0.f ? (alibi ? "softcap+alibi" : "softcap") : alibi ? "alibi" : nullptr;
@@ -100,7 +106,8 @@ const char* causal_name(Causal c);
 const char* mask_name(MaskKind m);
 const char* mod_name(ModKind m);  // "sliding_window"
 // Every kind of mask_mod named on the command line, none first: its names and the variants' lists.
-// varlen is not among them: --seqlens gives it, with the sequences' lengths.
+// varlen and varlen_window are not among them: --seqlens gives them, with the sequences' lengths
+// (and --mask-mod window its sides).
 inline constexpr ModKind kModKinds[] = {ModKind::none,     ModKind::sliding_window, ModKind::prefix_lm,
                                         ModKind::document, ModKind::random_blocks,  ModKind::window};
 

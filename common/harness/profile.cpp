@@ -23,7 +23,7 @@ const char* const kCountersCsvHeader =
     "cp_async_sectors_per_request,atom_requests,atom_sectors_per_request,dram_read_bytes,dram_write_bytes,l2_bytes,"
     "shared_requests,shared_wavefronts,shared_conflicts,ldmatrix_requests,ldmatrix_conflicts,"
     "cp_async_dst_conflicts,l1_wavefronts,mma,mma_flop,mufu,barriers,shuffles,instructions,gpu,modelled_us,bound,dram_us,"
-    "l2_us,l1_us,issue_us,mufu_us,tensor_us,launch_us,sm_share,blocks_per_sm,waves,beyond_l2,latency_us";
+    "l2_us,l1_us,issue_us,mufu_us,tensor_us,launch_us,sm_share,blocks_per_sm,waves,beyond_l2,latency_us,mods";
 
 void add_profile_options(CLI::App& app, ProfileOptions& o, bool flag) {
   if (flag)
@@ -565,7 +565,7 @@ double recorded_ms(const std::string& path, const std::string& kind, const Probl
     if (at("kind") == kind && at("chapter") == v.chapter && at("variant") == v.name &&
         at("dtype") == dtype_name(p.dtype) && at("B") == std::to_string(p.B) && at("H") == std::to_string(p.H) &&
         at("Lq") == std::to_string(p.Lq) && at("Lk") == std::to_string(p.Lk) && at("d") == std::to_string(p.d) &&
-        at("causal") == causal_name(p.causal) && at("mask") == mask_name(p.mask))
+        at("causal") == causal_name(p.causal) && at("mask") == mask_name(p.mask) && at("mods") == p.mods())
       ms = std::atof(at("median_ms").c_str());  // the last such row
   }
   return ms;
@@ -755,7 +755,7 @@ void Profiler::write_csv(const std::string& results_csv) const {
       row << ",\"" << gpu_->name << "\"," << s.us << ',' << s.bound << ',' << s.terms.dram << ',' << s.terms.l2 << ','
           << s.terms.l1 << ',' << s.terms.issue << ',' << s.terms.mufu << ','
           << s.terms.tensor << ',' << s.terms.launch << ',' << s.terms.share << ',' << s.terms.blocks_per_sm << ','
-          << s.terms.waves << ',' << (s.terms.beyond_l2 ? 1 : 0) << ',' << s.terms.latency;
+          << s.terms.waves << ',' << (s.terms.beyond_l2 ? 1 : 0) << ',' << s.terms.latency << ",\"" << p.mods() << '"';
       out << row.str() << '\n';
     }
   }

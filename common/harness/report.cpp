@@ -95,7 +95,7 @@ void print_stages(const Result& r) {
 
 const char* const kCsvHeader =
     "device,driver,cuda,commit,timestamp,chapter,variant,dtype,B,H,Lq,Lk,d,causal,mask,median_ms,min_ms,tflops,gbps,"
-    "extra_bytes,max_err,pass,kind,bound";
+    "extra_bytes,max_err,pass,kind,bound,mods";
 
 std::vector<std::string> split_csv(const std::string& line) {
   std::vector<std::string> f(1);
@@ -125,7 +125,7 @@ std::string csv_row(const Result& r, const ModelledRow* modelled) {
     << p.d << ',' << causal_name(p.causal) << ',' << mask_name(p.mask) << ',' << r.timing.median_ms << ','
     << r.timing.min_ms << ',' << r.tflops() << ',' << r.gbps() << ',' << r.workspace << ',' << r.verdict.max_abs << ','
     << (r.verdict.pass ? 1 : 0) << ',' << (modelled ? "modelled" : dev.emulated ? "emulated" : "measured") << ','
-    << (modelled ? modelled->bound : "");
+    << (modelled ? modelled->bound : "") << ",\"" << p.mods() << '"';
   return s.str();
 }
 

@@ -47,9 +47,9 @@ struct Varlen {
   const int *cu_q, *cu_k;
   int n;
   Causal causal;
-  int left, right;  // the window's sides (varlen_window), -1 unbounded
+  int left = -1, right = -1;  // the window's sides (varlen_window), -1 unbounded
   ATTN_HOST_DEVICE static Varlen of(const MaskMod& m, Causal causal) {
-    const int* sides = m.doc + 2 * (m.arg + 1);  // after the offsets (params.h)
+    const int* sides = window_sides(m);
     const bool window = m.kind == ModKind::varlen_window;
     return {m.doc, m.doc + m.arg + 1, m.arg, causal, window ? sides[0] : -1, window ? sides[1] : -1};
   }

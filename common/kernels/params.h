@@ -51,11 +51,12 @@ enum class MaskKind : int { none, boolean, additive };
 //                   flash_attn_varlen_func takes both: varlen's rule, then window's within the
 //                   sequence, on its own bottom-right diagonal (kv - q - (cu_k[s + 1] - cu_q[s + 1])
 //                   in [-left, right]); no is_causal beside it (causal=True is the window (left, 0)).
-//                   doc = varlen's offsets, then left and right. Chapter 10's step f.
+//                   doc = varlen's offsets, then left and right (window_sides). Chapter 10's step f.
 // 16 bytes: arg is the window, the prefix, the seed, the window's left side or the sequences
 // (AttentionParams' size: see the end), and beside the kind, in the rest of its word, ALiBi's switch
 // (a score mod, below) and a packed batch's query heads per K/V head (0 or 1: one each); a
-// document's positions, the sequences' offsets or the window's right side last (no rule needs two).
+// document's positions, the sequences' offsets or the window's right side last (no rule needs two:
+// varlen_window's sides ride in its table, after the offsets).
 enum class ModKind : uint8_t { none, sliding_window, prefix_lm, document, random_blocks, window, varlen, varlen_window };
 // A packed batch, its blocks each one sequence's: no rule per score serves it (chapter 10's steps e, f).
 ATTN_HOST_DEVICE constexpr bool is_packed(ModKind k) { return k == ModKind::varlen || k == ModKind::varlen_window; }
@@ -70,6 +71,8 @@ struct MaskMod {
   };
 };
 static_assert(sizeof(MaskMod) == 16, "MaskMod's fields fill two 8-byte words: AttentionParams' size");
+// varlen_window's two sides (left, right), after the n + 1 offsets of each of cu_q and cu_k.
+ATTN_HOST_DEVICE inline const int* window_sides(const MaskMod& m) { return m.doc + 2 * (m.arg + 1); }
 
 // Score mods (chapter 10): the scaled score s = scale * q.k of a (query, key) pair changed before
 // the softmax, as FlexAttention's score_mod(score, b, h, q_idx, kv_idx), FlashAttention-2's two:
