@@ -219,9 +219,9 @@ Variant window_variant() {
   v.causal = false;  // is_causal is the window (-1, 0), which the command line makes of --causal with --window-size
   v.score_mod = true;  // step d's, on every visited tile
   v.max_heads = 0;   // heads on the grid's x
-  v.workspace_bytes = [](const Problem& p) { return p.packed() ? map_bytes(p) : size_t{0}; };
-  v.hbm_bytes = [](const Problem& p) {
-    return p.fa2_bytes_visited(window_visits(p).pairs, tiles(p).Bc) + 2.0 * static_cast<double>(p.packed() ? map_bytes(p) : 0);
+  v.workspace_bytes = [](const Problem& p) { return p.packed() ? map_bytes(p) : size_t{0}; };  // step e's map
+  v.hbm_bytes = [map = v.workspace_bytes](const Problem& p) {
+    return p.fa2_bytes_visited(window_visits(p).pairs, tiles(p).Bc) + 2.0 * static_cast<double>(map(p));
   };
   v.plan = [](const Problem& p) {
     const Visited n = window_visits(p);

@@ -147,7 +147,7 @@ Problem build_problem(const Args& a, const CLI::App& app) {
     p.pack(a.seqlens, app.count("--seqlens-k") ? a.seqlens_k : a.seqlens);
     if (!app.count("--batch")) p.B = 1;
   }
-  if (p.mod == ModKind::window || p.mod == ModKind::varlen_window) {
+  if (p.windowed()) {
     // FlashAttention-2's causal=True with a window: the window's right side becomes 0, on its own
     // (bottom-right) diagonal, each sequence's in a packed batch; top-left's differs from it where
     // Lq != Lk.

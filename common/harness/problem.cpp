@@ -45,7 +45,7 @@ void Problem::validate() const {
     throw UsageError("the softcap must be a finite number >= 0 (0: no cap; got " + std::to_string(softcap) + ")");
   if (score_mod() && mask != MaskKind::none)
     throw UsageError("a score_mod (softcap, alibi) takes no attn_mask: chapter 10's kernels take the mask as a rule (--mask-mod)");
-  if ((mod == ModKind::window || mod == ModKind::varlen_window) && (left < -1 || right < -1))
+  if (windowed() && (left < -1 || right < -1))
     throw UsageError("a window's sides are keys before and after the diagonal, -1 for unbounded (got " +
                      std::to_string(left) + ", " + std::to_string(right) + ")");
   if (mod == ModKind::prefix_lm && prefix < 0)
@@ -146,7 +146,7 @@ std::string Problem::describe() const {
   if (mask != MaskKind::none) s << " mask(" << mask_name(mask) << (mask_per_head ? ", per head" : "") << ")";
   if (mod == ModKind::sliding_window) s << " mask_mod(sliding_window " << window << ")";
   if (mod == ModKind::prefix_lm) s << " mask_mod(prefix_lm " << prefix << ")";
-  if (mod == ModKind::window || mod == ModKind::varlen_window) s << " mask_mod(window " << left << "," << right << ")";
+  if (windowed()) s << " mask_mod(window " << left << "," << right << ")";
   if (mod == ModKind::document || mod == ModKind::random_blocks) s << " mask_mod(" << mod_name(mod) << ")";
   if (packed()) {  // the first lengths; the rest counted
     auto list = [&](const std::vector<int>& n) {
@@ -172,7 +172,7 @@ std::string Problem::mods() const {
   if (mod != ModKind::none) s << " mask_mod=" << mod_name(mod);
   if (mod == ModKind::sliding_window) s << " window=" << window;
   if (mod == ModKind::prefix_lm) s << " prefix=" << prefix;
-  if (mod == ModKind::window || mod == ModKind::varlen_window) s << " window=" << left << "," << right;
+  if (windowed()) s << " window=" << left << "," << right;
   if (mod == ModKind::document || mod == ModKind::random_blocks) s << " seed=" << seed;  // the pattern's draw
   if (packed()) {
     s << " seqlens=", list(seqlens_q);
@@ -222,7 +222,7 @@ void Problem::pack(std::vector<int> q, std::vector<int> k) {
                        "positions with 32-bit ints");
     return static_cast<int>(n);
   };
-  const bool window = mod == ModKind::window || mod == ModKind::varlen_window;  // its sides then hold in each sequence
+  const bool window = windowed();  // its sides then hold in each sequence
   if (mod != ModKind::none && !window && mod != ModKind::varlen)
     throw UsageError(std::string("a packed batch's mask is its sequences (and is_causal, or a window in each): it takes "
                                  "no other mask_mod (got ") + mod_name(mod) + ")");

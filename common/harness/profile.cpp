@@ -554,6 +554,7 @@ double recorded_ms(const std::string& path, const std::string& kind, const Probl
   std::getline(in, line);
   const std::vector<std::string> names = split_csv(line);
   double ms = 0;
+  const std::string mods = p.mods();
   while (std::getline(in, line)) {
     const std::vector<std::string> f = split_csv(line);
     if (f.size() != names.size()) continue;
@@ -565,7 +566,7 @@ double recorded_ms(const std::string& path, const std::string& kind, const Probl
     if (at("kind") == kind && at("chapter") == v.chapter && at("variant") == v.name &&
         at("dtype") == dtype_name(p.dtype) && at("B") == std::to_string(p.B) && at("H") == std::to_string(p.H) &&
         at("Lq") == std::to_string(p.Lq) && at("Lk") == std::to_string(p.Lk) && at("d") == std::to_string(p.d) &&
-        at("causal") == causal_name(p.causal) && at("mask") == mask_name(p.mask) && at("mods") == p.mods())
+        at("causal") == causal_name(p.causal) && at("mask") == mask_name(p.mask) && at("mods") == mods)
       ms = std::atof(at("median_ms").c_str());  // the last such row
   }
   return ms;
