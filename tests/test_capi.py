@@ -7,7 +7,9 @@ tools/bench_torch_sdpa.py --chapters loads it, through ctypes.
 Checks, without needing a GPU: the library lists the same variants as `flashsteps run --list`, one
 best variant per chapter; its answers about a problem (unsupported, workspace bytes, modelled bytes)
 are those of the registry; a run without a usable GPU fails with a message instead of crashing; and
-the benchmark script refuses a missing library or an unknown variant with exit code 2.
+the benchmark script refuses a missing library or an unknown variant with exit code 2. Chapter 10
+through the `mods` words (tools/bench_torch_masks.py): the tables and visibility the library gives,
+its refusals, and the benchmark's Python mask_mods, pair by pair, against the library's rule.
 """
 import re
 import subprocess
@@ -79,6 +81,66 @@ def main():
     r = subprocess.run([sys.executable, str(script), "--chapters", lib, "--variants", "bogus"], capture_output=True,
                        text=True)
     expect(r.returncode == 2 and "bogus" in r.stderr, "an unknown --variants name: exit 2 naming it")
+
+    # Chapter 10 through the mods words (tools/bench_torch_masks.py): the library reads them, answers
+    # for them, and its rule (fs_visible) is the one the benchmark's Python mask_mods write for FlexAttention.
+    import bench_torch_masks as masks  # noqa: E402
+    cases = [(0, 130, 130, "mask_mod=sliding_window window=7"), (0, 130, 130, "mask_mod=prefix_lm prefix=20"),
+             (0, 150, 150, "mask_mod=document seed=3"), (0, 200, 140, "mask_mod=random_blocks seed=5"),
+             (0, 40, 70, "mask_mod=window window=5,2"), (0, 70, 40, "mask_mod=window window=-1,0"),
+             (0, 70, 40, "mask_mod=window window=3,-1"), (1, 50, 80, "none"), (2, 80, 50, "softcap=30 alibi"),
+             (1, 62, 54, "mask_mod=varlen seqlens=5,0,40,17 seqlens_k=9,3,40,2"),
+             (2, 62, 54, "mask_mod=varlen seqlens=5,0,40,17 seqlens_k=9,3,40,2 kv_heads=1"),
+             (0, 62, 54, "mask_mod=varlen_window window=4,2 seqlens=5,0,40,17 seqlens_k=9,3,40,2 softcap=5")]
+    for causal, Lq, Lk, mods in cases:
+        prob = c.problem(1, 2, Lq, Lk, 64, "fp16", False, 0.125, mods, causal_kind=causal)
+        table = c.mod_table(prob)
+        seen = c.visible(prob)
+        r = masks.rule(mods, causal, Lq, Lk, table, lambda xs: xs)
+        wrong = [(i, j) for i in range(Lq) for j in range(Lk)
+                 if bool(seen[i * Lk + j]) != (True if r is None else bool(r(0, 0, i, j)))]
+        expect(not wrong and 0 < sum(seen) < Lq * Lk + (r is None), f"the benchmark's mask_mod is the library's rule: "
+               f"causal {causal}, {Lq}x{Lk}, {mods} ({len(wrong)} pairs differ{', first ' + str(wrong[0]) if wrong else ''})")
+    doc = c.problem(1, 2, 150, 150, 64, "fp16", False, 0.125, "mask_mod=document seed=3")
+    expect(len(c.mod_table(doc)) == 150, "a document's table: one id per position")
+    packed = c.problem(1, 4, 62, 54, 64, "fp16", False, 0.125, "mask_mod=varlen_window window=4,2 seqlens=5,0,40,17 "
+                       "seqlens_k=9,3,40,2 kv_heads=2")
+    expect(c.mod_table(packed) == [0, 5, 5, 45, 62, 0, 9, 12, 52, 54, 4, 2],
+           "a packed batch's table: cu_seqlens_q, cu_seqlens_k, the window's sides")
+    expect(c.unsupported("window", packed) == "" and "varlen_window" in c.unsupported("varlen", packed),
+           "step f runs a packed window; step e refuses it, naming it")
+    expect(c.unsupported("mask_tensor", packed) != "", "step a refuses a packed batch and says why")
+    expect(c.workspace_bytes("block_mask", c.problem(1, 2, 130, 130, 64, "fp16", False, 0.125,
+                                                     "mask_mod=sliding_window window=7")) > 0,
+           "the block mask step's workspace holds its lists")
+    wrong_sum = c.problem(1, 2, 60, 54, 64, "fp16", False, 0.125, "mask_mod=varlen seqlens=5,0,40,17 seqlens_k=9,3,40,2")
+    expect("add up to Lq = 62" in c.unsupported("varlen", wrong_sum), "a packed batch whose sums are not Lq, Lk is refused")
+    for bad, why in (("mask_mod=circle", "unknown mask_mod"), ("softcap=-1", "softcap"), ("kv_heads=1", "packed")):
+        prob = c.problem(1, 2, 64, 64, 64, "fp16", False, 0.125, bad)
+        expect(why in c.unsupported("varlen", prob) and c.workspace_bytes("varlen", prob) == -1
+               and c.hbm_bytes("varlen", prob) == -1, f"mods {bad!r} refused with a message, -1 for the sizes")
+        try:
+            c.mod_table(prob)
+            expect(False, f"mod_table refuses {bad!r}")
+        except ValueError as e:
+            expect(why in str(e), f"mod_table refuses {bad!r}: {e}")
+    if not has_gpu():
+        try:
+            c.run("window", packed, None, None, None, None, None, None)
+            expect(False, "a packed run without pointers fails")
+        except RuntimeError as e:
+            expect("must not be NULL" in str(e), f"a packed run without pointers fails with a message ({e})")
+    mscript = ROOT / "tools" / "bench_torch_masks.py"
+    r = subprocess.run([sys.executable, str(mscript), "--chapters", "/nonexistent/lib.so"], capture_output=True, text=True)
+    expect(r.returncode == 2 and "cannot load" in r.stderr, "bench_torch_masks: a missing library: exit 2")
+    r = subprocess.run([sys.executable, str(mscript), "--chapters", lib, "--variants", "bogus"], capture_output=True,
+                       text=True)
+    expect(r.returncode == 2 and "bogus" in r.stderr, "bench_torch_masks: an unknown variant: exit 2 naming it")
+    problems = masks.problems("small") + masks.problems("gpu")
+    for B, H, N, d, causal, mods in problems:
+        prob = c.problem(B, H, N, N, d, "fp16", False, 1 / d ** 0.5, mods, causal_kind=causal)
+        runs = [n for ch, n, _ in c.variants if ch.startswith("10_") and c.unsupported(n, prob) == ""]
+        expect(len(runs) >= 1, f"the benchmark's problem {mods} (N = {N}, d = {d}) runs on chapter 10's {runs}")
 
     # Decoding (chapter 08): the same through fs_decode_*, and tools/bench_torch_decode.py's refusals.
     sys.path.insert(0, str(ROOT / "tools"))

@@ -18,7 +18,8 @@ from checks import Checks
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "tools" / "gpu_session.sh"
-STEPS = ["tests", "sdpa", "promise", "softmax", "backward", "decode", "sdpa_early", "timing", "ncu", "sanitizers", "tune"]
+STEPS = ["tests", "sdpa", "promise", "softmax", "backward", "decode", "masks", "sdpa_early", "timing", "ncu", "sanitizers",
+         "tune"]
 
 # One stand-in for every program: it logs its name and arguments, and does what the script reads back.
 STUB = r"""#!/usr/bin/env bash
@@ -117,6 +118,8 @@ def main():
               "compute-sanitizer on the decoding steps")
         check("bench_torch_decode.py --chapters" in calls and "--new-tokens 4" in calls,
               "decoding beside SDPA and flash_attn_with_kvcache")
+        check(f"bench_torch_masks.py --chapters {build}/lib/libflashsteps_capi.so" in calls and "masks.csv" in calls,
+              "chapter 10 beside FlexAttention and varlen_attn")
         files = sorted(p.name for p in out.iterdir())
         check(len(files) <= 8 and {"summary.txt", "device.txt", "all.tar.gz"} <= set(files),
               f"at most 8 files come back, the summary and the archive among them (got {files})")

@@ -11,6 +11,7 @@
 #include "harness/compare.h"
 #include "harness/reference.h"
 #include "kernels/mask_mod.h"
+#include "sweep.h"
 
 using namespace attn;
 
@@ -203,6 +204,59 @@ TEST_CASE("a packed batch keeps a window and refuses another mask_mod, changing 
     CHECK_THROWS_WITH(p.pack({3, 4}, {3, 4}), Catch::Matchers::Contains("it takes no other mask_mod"));
     CHECK((p.mod == other && p.Lq == 7 && p.seqlens_q.empty()));
   }
+}
+
+// The results CSV's mods column and the C API (capi.h) describe chapter 10's settings in words;
+// apply_mods reads them back: the same words, the same rule, the same table, the same score mods.
+TEST_CASE("a problem's mods words read back into the same problem", "[reference]") {
+  std::vector<Problem> all = mask_mod_sweep(), scored = score_mod_sweep(), scales = scale_sweep();
+  all.insert(all.end(), scored.begin(), scored.end());
+  all.insert(all.end(), scales.begin(), scales.end());
+  int with_mods = 0;
+  for (const Problem& p : all) {
+    INFO(p.describe() << " [" << p.mods() << "]");
+    Problem r;  // the words alone, on the sizes a caller gives
+    r.B = p.B, r.H = p.H, r.Lq = p.Lq, r.Lk = p.Lk, r.d = p.d, r.dtype = p.dtype, r.causal = p.causal, r.mask = p.mask;
+    r.seed = p.seed, r.scale_override = p.scale_override, r.mask_per_head = p.mask_per_head;
+    r.softcap = 7.f, r.alibi = true, r.window = 3;  // stale settings: the words replace every one
+    r.apply_mods(p.mods());
+    CHECK(r.mods() == p.mods());
+    CHECK(r.describe() == p.describe());
+    CHECK(r.mod_table() == p.mod_table());
+    CHECK(r.seqlens_k == p.seqlens_k);
+    CHECK_NOTHROW(r.validate());
+    with_mods += p.mods() != "none";
+  }
+  CHECK(with_mods > 100);  // the sweeps' chapter 10 problems, not only plain ones
+}
+
+TEST_CASE("mods words that are not a problem's are refused, naming the word", "[reference]") {
+  const std::pair<const char*, const char*> bad[] = {
+      {"mask_mod=circle", "unknown mask_mod=circle"},
+      {"softcap", "unknown word 'softcap'"},
+      {"colour=red", "unknown word 'colour=red'"},
+      {"alibi alibi", "alibi given twice"},
+      {"mask_mod=window", "needs window="},
+      {"mask_mod=window window=5", "two sides"},
+      {"mask_mod=sliding_window window=x", "not a whole number"},
+      {"mask_mod=sliding_window window=99999999999", "not a whole number"},
+      {"prefix=3", "prefix= is mask_mod=prefix_lm's argument"},
+      {"window=3", "window= is mask_mod=sliding_window, window or varlen_window's argument"},
+      {"mask_mod=document seqlens=3,4", "seqlens= is a packed batch"},
+      {"mask_mod=varlen", "needs seqlens="},
+      {"softcap=fifty", "softcap=fifty is not a number"},
+      {"none alibi", "unknown word 'none'"},
+  };
+  for (const auto& [words, why] : bad) {
+    INFO(words);
+    Problem p;
+    CHECK_THROWS_WITH(p.apply_mods(words), Catch::Matchers::Contains(why));
+  }
+  Problem p;  // a packed batch's lengths set Lq and Lk
+  p.apply_mods("mask_mod=varlen_window window=16,-1 seqlens=3,0,9 seqlens_k=5,2,9 kv_heads=1");
+  CHECK((p.mod == ModKind::varlen_window && p.Lq == 12 && p.Lk == 16 && p.left == 16 && p.right == -1 && p.Hkv == 1));
+  p.apply_mods("none");
+  CHECK((p.mods() == "none" && p.mod == ModKind::none && p.seqlens_q.empty()));
 }
 
 TEST_CASE("a packed batch's sampled rows hold each sequence's first and last row", "[reference]") {

@@ -9,8 +9,8 @@ imported, so this runs without PyTorch or a GPU. tools/causal_schedule.py: a --p
 missing is refused before the model runs. tools/arch_resources.py and tools/fatbin_ptx.py refuse an
 architecture, a file or a library they do not know before running nvcc or cuobjdump. None prints a
 traceback. And arch_resources.py's rules on hand-made input: threads from .maxntid, the register file
-a block takes, what fails and what is only reported. And bench_torch_sdpa.py and bench_torch_decode.py
-import torch before they load the book's library (a stand-in torch and ctypes.CDLL log the order):
+a block takes, what fails and what is only reported. And bench_torch_sdpa.py, bench_torch_decode.py and
+bench_torch_masks.py import torch before they load the book's library (a stand-in torch and ctypes.CDLL log the order):
 `import torch` after the library segfaults on a GPU machine. And cmake/WriteCommit.cmake records
 "unknown", not another repository's commit, for a tree that lies in a repository without being its top.
 """
@@ -28,6 +28,7 @@ TORCH = ROOT / "tools" / "bench_torch_sdpa.py"
 SCHEDULE = ROOT / "tools" / "causal_schedule.py"
 ARCHS = ROOT / "tools" / "arch_resources.py"
 FATBIN = ROOT / "tools" / "fatbin_ptx.py"
+MASKS = ROOT / "tools" / "bench_torch_masks.py"
 
 
 def main():
@@ -48,6 +49,9 @@ def main():
         check(foreign.read_text() == "name,age\nada,36\n", "bench_torch_sdpa.py leaves a file not its own as it was")
         check(not (work / "missing").exists(), "bench_torch_sdpa.py creates no folder")
         refused(TORCH, ["--csv", ""], "needs a file name", "--csv ''")
+        refused(MASKS, ["--chapters", str(foreign), "--csv", str(work)], "is a folder", "--csv a folder")
+        refused(MASKS, ["--chapters", str(foreign), "--reps", "5"], "at least 20", "--reps 5")
+        refused(MASKS, ["--chapters", str(foreign), "--baselines", "flex,xformers"], "unknown xformers", "--baselines xformers")
         refused(SCHEDULE, ["--png", str(work / "missing" / "s.png")], "missing or not writable", "--png in a missing folder")
         refused(SCHEDULE, ["--png", str(work)], "a folder", "--png a folder")
         refused(ARCHS, [], "nothing to do", "without --check or --out")
@@ -58,6 +62,7 @@ def main():
         refused(FATBIN, ["--ptx-arch", "90", "--libs", str(work / "missing.a")], "no such file", "--libs missing")
 
     rules(check)
+    measured_rows(check)
     torch_before_library(check)
     commit_recording(check)
     return check.exit_code()
@@ -139,6 +144,24 @@ class cuda:
 """
 
 
+def measured_rows(check):
+    """results_csv.measured_row: the header's columns, a chapter 10 problem's words whole in its mods
+    column (commas and spaces inside quotes), its alignment in causal."""
+    import csv
+    sys.path.insert(0, str(ROOT / "tools"))
+    from results_csv import CSV_HEADER, measured_row
+    fixed = '"NVIDIA H200",580.1,13.0,abc123'
+    for kw, causal, mods in (({}, "none", "none"), ({"causal_name": "bottom-right",
+                             "mods": "mask_mod=varlen seqlens=3,4 kv_heads=2"}, "bottom-right",
+                                                   "mask_mod=varlen seqlens=3,4 kv_heads=2")):
+        line = measured_row(fixed, "10_masks", "varlen", "fp16", 1, 4, 7, 7, 64, False, 1.5, 1.25, 2.0, 3.0, 0, 1e-3,
+                            True, **kw)
+        row = next(csv.DictReader([CSV_HEADER, line]))
+        check(len(row) == len(CSV_HEADER.split(",")) and None not in row and row["mods"] == mods
+              and row["causal"] == causal and row["kind"] == "measured" and row["device"] == "NVIDIA H200",
+              f"measured_row: every column, mods {mods!r}, causal {causal} (got {row.get('mods')!r}, {row.get('causal')})")
+
+
 def torch_before_library(check):
     """The scripts that load libflashsteps_capi.so and use torch import torch first: the library links
     the system's CUDA, and `import torch` after it segfaults (an H200 with CUDA 13.0). Without torch
@@ -150,7 +173,8 @@ def torch_before_library(check):
         (work / "torch" / "nn" / "__init__.py").write_text("")
         (work / "torch" / "nn" / "functional.py").write_text("")
         lib = str(work / "libflashsteps_capi.so")
-        for script in (ROOT / "tools" / "bench_torch_sdpa.py", ROOT / "tools" / "bench_torch_decode.py"):
+        for script in (ROOT / "tools" / "bench_torch_sdpa.py", ROOT / "tools" / "bench_torch_decode.py",
+                       ROOT / "tools" / "bench_torch_masks.py"):
             for no_torch in (False, True):
                 order = work / "order.log"
                 order.unlink(missing_ok=True)

@@ -151,6 +151,17 @@ def parse_args(argv):
                     help="commit column (default: the library's with --chapters, else $FLASHSTEPS_COMMIT, else "
                          "git rev-parse --short=12 HEAD, else unknown)")
     args = ap.parse_args(argv)
+    check_timing_args(ap, args)
+    args.backends = subset(args.backends)
+    bad = [b for b in args.backends if b not in BACKENDS]
+    if bad or not (args.backends or args.chapters):
+        ap.error(f"--backends: unknown backend(s) {', '.join(bad) or '(none given)'}; choose from {', '.join(BACKENDS)}"
+                 + ("" if args.chapters else " (or give --chapters)"))
+    return args
+
+
+def check_timing_args(ap, args):
+    """The rules of --reps, --warmup, --budget and --csv, which the benchmarks share: ap.error (exit 2)."""
     if args.reps < 20:
         ap.error("--reps must be at least 20: the project reports the median and minimum of >= 20 repetitions")
     if args.warmup < 1:
@@ -160,13 +171,12 @@ def parse_args(argv):
     why = check_csv(args.csv)
     if why:
         ap.error(why)
-    names = [b.strip() for b in args.backends.split(",") if b.strip()]
-    args.backends = [] if names == ["none"] else names
-    bad = [b for b in args.backends if b not in BACKENDS]
-    if bad or not (args.backends or args.chapters):
-        ap.error(f"--backends: unknown backend(s) {', '.join(bad) or '(none given)'}; choose from {', '.join(BACKENDS)}"
-                 + ("" if args.chapters else " (or give --chapters)"))
-    return args
+
+
+def subset(text):
+    """A comma-separated list of names, [] for "none"."""
+    names = [b.strip() for b in text.split(",") if b.strip()]
+    return [] if names == ["none"] else names
 
 
 class Chapters:
@@ -177,7 +187,8 @@ class Chapters:
 
     class Problem(ctypes.Structure):
         _fields_ = [("B", ctypes.c_int), ("H", ctypes.c_int), ("Lq", ctypes.c_int), ("Lk", ctypes.c_int),
-                    ("d", ctypes.c_int), ("dtype", ctypes.c_int), ("causal", ctypes.c_int), ("scale", ctypes.c_float)]
+                    ("d", ctypes.c_int), ("dtype", ctypes.c_int), ("causal", ctypes.c_int), ("scale", ctypes.c_float),
+                    ("mods", ctypes.c_char_p)]
 
     def __init__(self, path):
         lib = ctypes.CDLL(str(path))
@@ -186,7 +197,9 @@ class Chapters:
                                     ("fs_variant_chapter", c, [cp]), ("fs_variant_best", cp, [cp]),
                                     ("fs_unsupported", c, [c, P]), ("fs_workspace_bytes", ctypes.c_double, [c, P]),
                                     ("fs_hbm_bytes", ctypes.c_double, [c, P]),
-                                    ("fs_run", cp, [c, P, vp, vp, vp, vp, vp, vp]), ("fs_synchronize", cp, []),
+                                    ("fs_mod_table", cp, [P, ctypes.POINTER(ctypes.c_int), cp]),
+                                    ("fs_visible", cp, [P, ctypes.POINTER(ctypes.c_ubyte)]),
+                                    ("fs_run", cp, [c, P, vp, vp, vp, vp, vp, vp, vp]), ("fs_synchronize", cp, []),
                                     ("fs_last_error", c, []), ("fs_commit", c, [])):
             fn = getattr(lib, name)
             fn.restype, fn.argtypes = res, argtypes
@@ -213,8 +226,27 @@ class Chapters:
             raise ValueError(f"unknown variant(s) {', '.join(unknown) or '(none given)'}; known: {', '.join(known)}")
         return [(known[n], n) for n in names]
 
-    def problem(self, B, H, Lq, Lk, d, dtype, causal, scale):
-        return self.Problem(B, H, Lq, Lk, d, self.DTYPE[dtype], 1 if causal else 0, scale)
+    def problem(self, B, H, Lq, Lk, d, dtype, causal, scale, mods=None, causal_kind=None):
+        """mods: chapter 10's settings in the results CSV's words (None: none); causal_kind overrides
+        causal with the C enum (2: bottom-right)."""
+        kind = causal_kind if causal_kind is not None else (1 if causal else 0)
+        return self.Problem(B, H, Lq, Lk, d, self.DTYPE[dtype], kind, scale, mods.encode() if mods else None)
+
+    def mod_table(self, prob):
+        """The ints the problem's mask_mod reads ([] for none); raises ValueError for a problem that is not one."""
+        n = self.lib.fs_mod_table(ctypes.byref(prob), None, 0)
+        if n < 0:
+            raise ValueError(self.lib.fs_last_error().decode())
+        table = (ctypes.c_int * max(n, 1))()
+        self.lib.fs_mod_table(ctypes.byref(prob), table, n)
+        return list(table[:n])
+
+    def visible(self, prob):
+        """Which keys each query sees, Lq * Lk bytes row by row (1 visible), as the library's rule says."""
+        out = (ctypes.c_ubyte * (prob.Lq * prob.Lk))()
+        if self.lib.fs_visible(ctypes.byref(prob), out) != 0:
+            raise ValueError(self.lib.fs_last_error().decode())
+        return out
 
     def unsupported(self, name, prob):
         why = self.lib.fs_unsupported(name.encode(), ctypes.byref(prob))
@@ -226,9 +258,10 @@ class Chapters:
     def hbm_bytes(self, name, prob):
         return self.lib.fs_hbm_bytes(name.encode(), ctypes.byref(prob))
 
-    def run(self, name, prob, q, k, v, o, workspace):
-        """Launches (asynchronously) on device pointers; raises RuntimeError with the library's message."""
-        if self.lib.fs_run(name.encode(), ctypes.byref(prob), q, k, v, o, workspace, None) != 0:
+    def run(self, name, prob, q, k, v, o, workspace, table=None):
+        """Launches (asynchronously) on device pointers (table: mod_table's ints on the device); raises
+        RuntimeError with the library's message."""
+        if self.lib.fs_run(name.encode(), ctypes.byref(prob), q, k, v, o, workspace, None, table) != 0:
             raise RuntimeError(self.lib.fs_last_error().decode())
 
     def synchronize(self):

@@ -22,7 +22,8 @@
 #                                            $OUT/backward.csv
 #   tools/gpu_session.sh plots               the figures and the README table from $OUT/*.csv
 # (`all`'s decode step: chapter 08 beside SDPA with enable_gqa and flash_attn_with_kvcache, into
-# $OUT/decode.csv, by tools/bench_torch_decode.py.)
+# $OUT/decode.csv, by tools/bench_torch_decode.py; its masks step: chapter 10 beside FlexAttention,
+# SDPA with a bool attn_mask and varlen_attn, into $OUT/masks.csv, by tools/bench_torch_masks.py.)
 #
 # On a machine without a package registry, stage the header-only dependencies into .deps first;
 # CMAKE_PREFIX_PATH then points there. Set FLASHSTEPS_COMMIT when the tree carries no .git (or a
@@ -51,7 +52,7 @@ start=$SECONDS
 budget=540
 # The steps of `all`, in the order they run: correctness, then what the targets and the model check
 # need (the chapters beside PyTorch, every variant at the promise's shapes), the long tail last.
-all_steps=(tests sdpa promise softmax backward decode sdpa_early timing ncu sanitizers tune)
+all_steps=(tests sdpa promise softmax backward decode masks sdpa_early timing ncu sanitizers tune)
 unfinished=()
 last_rc=0  # how the last step ended
 
@@ -304,6 +305,10 @@ case "${1:-}" in
       '$build/lib/libflashsteps_capi.so' --csv '$out/decode.csv' --reps 20 &&
       python3 '$root/tools/bench_torch_decode.py' --chapters '$build/lib/libflashsteps_capi.so' --batches 8 \
       --contexts 8192 --new-tokens 4 --csv '$out/decode.csv' --reps 20"
+    # Chapter 10 beside FlexAttention, SDPA with the mask as a tensor and varlen_attn (FlashAttention-2's
+    # varlen kernel): N = 8k, d = 128 under each pattern and score mod, and packed batches.
+    ! wanted masks || step masks 100 python3 "$root/tools/bench_torch_masks.py" \
+      --chapters "$build/lib/libflashsteps_capi.so" --reps 20 --budget 80 --csv "$out/masks.csv"
     ! wanted sdpa_early || step sdpa_early 50 python3 "$root/tools/bench_torch_sdpa.py" \
       --chapters "$build/lib/libflashsteps_capi.so" --variants best --shapes small --dtype fp16 --reps 20 \
       --budget 40 --csv "$out/sdpa.csv"

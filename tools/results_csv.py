@@ -43,13 +43,13 @@ def check_csv(path):
 
 
 def measured_row(fixed, chapter, variant, dtype, B, H, Lq, Lk, d, causal, median_ms, min_ms, tflops, gbps, extra,
-                 max_err, ok):
-    """One measured row (no attn_mask, no mods; causal top-left or none), stamped now; fixed is the quoted
-    device, driver, CUDA and commit columns."""
+                 max_err, ok, causal_name=None, mods="none"):
+    """One measured row (no attn_mask), stamped now; fixed is the quoted device, driver, CUDA and commit
+    columns; causal top-left or none unless causal_name names the alignment; mods: chapter 10's words."""
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     return (f"{fixed},{stamp},{chapter},{variant},{dtype},{B},{H},{Lq},{Lk},{d},"
-            f"{'top-left' if causal else 'none'},none,{median_ms:.6g},{min_ms:.6g},{tflops:.6g},"
-            f"{gbps:.6g},{extra},{max_err:.6g},{int(ok)},measured,,none\n")
+            f"{causal_name or ('top-left' if causal else 'none')},none,{median_ms:.6g},{min_ms:.6g},{tflops:.6g},"
+            f"{gbps:.6g},{extra},{max_err:.6g},{int(ok)},measured,,\"{mods}\"\n")
 
 
 def open_csv(path):

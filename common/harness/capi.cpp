@@ -3,11 +3,15 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "decode/decode.h"
 #include "errors.h"
 #include "report.h"
+#include "runner.h"
 
 namespace {
 using namespace attn;
@@ -19,12 +23,21 @@ const Variant* at(int i) {
   return i >= 0 && i < static_cast<int>(registry().size()) ? &registry()[static_cast<size_t>(i)] : nullptr;
 }
 
+// The problem the C caller describes, checked (UsageError): its mods read, a packed batch's sums its
+// Lq and Lk (the caller's tensors are sized by them).
 Problem problem_of(const fs_problem& f) {
+  if (f.dtype < 0 || f.dtype > 2) throw UsageError("dtype: 0 (fp32), 1 (fp16) or 2 (bf16)");
+  if (f.causal < 0 || f.causal > 2) throw UsageError("causal: 0 (none), 1 (top-left) or 2 (bottom-right)");
   Problem p;
   p.B = f.B, p.H = f.H, p.Lq = f.Lq, p.Lk = f.Lk, p.d = f.d;
   p.dtype = static_cast<DType>(f.dtype);
   p.causal = static_cast<Causal>(f.causal);
   p.scale_override = f.scale;
+  if (f.mods) p.apply_mods(f.mods);
+  if (p.Lq != f.Lq || p.Lk != f.Lk)
+    throw UsageError("the packed batch's lengths add up to Lq = " + std::to_string(p.Lq) + " and Lk = " + std::to_string(p.Lk) +
+                     ", not the " + std::to_string(f.Lq) + " and " + std::to_string(f.Lk) + " given");
+  p.validate();
   return p;
 }
 
@@ -72,34 +85,65 @@ int fs_variant_best(int i) { return at(i) && at(i)->best ? 1 : 0; }
 const char* fs_unsupported(const char* variant, const fs_problem* p) {
   const Variant* v = find_variant(variant);
   if (!v) return nullptr;
-  g_why = v->unsupported(problem_of(*p));
+  try {
+    g_why = v->unsupported(problem_of(*p));
+  } catch (const std::exception& e) {
+    g_why = e.what();
+  }
   return g_why.c_str();
 }
 double fs_workspace_bytes(const char* variant, const fs_problem* p) {
   const Variant* v = find_variant(variant);
-  return v ? static_cast<double>(v->workspace_bytes(problem_of(*p))) : -1;
+  double bytes = -1;
+  if (v && guarded([&] { bytes = static_cast<double>(v->workspace_bytes(problem_of(*p))); }) != 0) return -1;
+  return bytes;
 }
 double fs_hbm_bytes(const char* variant, const fs_problem* p) {
   const Variant* v = find_variant(variant);
-  if (!v) return -1;
-  return v->bytes_moved(problem_of(*p));
+  double bytes = -1;
+  if (v && guarded([&] { bytes = v->bytes_moved(problem_of(*p)); }) != 0) return -1;
+  return bytes;
+}
+
+int fs_mod_table(const fs_problem* p, int* table, int capacity) {
+  int n = -1;
+  if (guarded([&] {
+        const std::vector<int> t = problem_of(*p).mod_table();
+        if (table) std::copy_n(t.begin(), std::min(t.size(), static_cast<size_t>(std::max(capacity, 0))), table);
+        n = static_cast<int>(t.size());
+      }) != 0)
+    return -1;
+  return n;
+}
+
+int fs_visible(const fs_problem* p, unsigned char* visible) {
+  return guarded([&] {
+    const Problem pr = problem_of(*p);
+    if (!visible) throw UsageError("visible must not be NULL (Lq * Lk bytes)");
+    const std::vector<int> table = pr.mod_table();
+    std::vector<std::pair<int, int>> runs;
+    for (int i = 0; i < pr.Lq; ++i) {
+      unsigned char* row = visible + static_cast<size_t>(i) * pr.Lk;
+      std::fill(row, row + pr.Lk, 0);
+      pr.visible_runs(i, table, runs);
+      for (const auto& [lo, hi] : runs) std::fill(row + lo, row + hi, 1);
+    }
+  });
 }
 
 int fs_run(const char* variant, const fs_problem* p, const void* q, const void* k, const void* v, void* o,
-           void* workspace, float* lse) {
+           void* workspace, float* lse, const int* table) {
   return guarded([&] {
     const Variant* var = find_variant(variant);
     if (!var) throw UsageError(std::string("unknown variant ") + variant);
     const Problem pr = problem_of(*p);
-    pr.validate();
     if (const std::string why = var->unsupported(pr); !why.empty()) throw UsageError(why);
-    AttentionParams a{};
-    a.q = q, a.k = k, a.v = v, a.o = o;
-    a.dtype = pr.dtype;
-    a.B = pr.B, a.H = pr.H, a.Lq = pr.Lq, a.Lk = pr.Lk, a.d = pr.d;
-    a.scale = pr.scale();
-    a.causal = pr.causal;
-    a.mask_kind = MaskKind::none;
+    if (!q || !k || !v || !o) throw UsageError("q, k, v and o must not be NULL");
+    if (!pr.mod_table().empty() && !table) throw UsageError("this mask_mod reads a table: pass fs_mod_table's ints on the device");
+    if (var->workspace_bytes(pr) > 0 && !workspace)
+      throw UsageError("variant " + var->name + " needs a workspace of fs_workspace_bytes bytes");
+    AttentionParams a = attention_params(pr, q, k, v, nullptr, table);
+    a.o = o;
     a.workspace = workspace;
     a.lse = var->writes_lse ? lse : nullptr;
     static Stages stages;  // its events mark the stages, as in the harness's own timing

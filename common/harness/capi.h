@@ -10,12 +10,17 @@
 extern "C" {
 #endif
 
-// One problem, as the harness's Problem (common/harness/problem.h) without the mask.
+// One problem, as the harness's Problem (common/harness/problem.h) without an attn_mask.
 typedef struct {
   int B, H, Lq, Lk, d;
   int dtype;   // 0 fp32, 1 fp16, 2 bf16 (attn::DType)
   int causal;  // 0 none, 1 top-left, 2 bottom-right (attn::Causal)
   float scale;
+  // Chapter 10's settings in the results CSV's `mods` words (results/README.md; Problem::apply_mods):
+  // "mask_mod=window window=256,0 softcap=30", "mask_mod=varlen seqlens=100,37 kv_heads=2"; NULL or
+  // "none" for none. A packed batch's tensors are [1, H, sum of lengths, d] (K, V: kv_heads heads), and
+  // Lq, Lk must be its sums.
+  const char* mods;
 } fs_problem;
 
 int fs_variant_count(void);
@@ -23,19 +28,28 @@ const char* fs_variant_name(int i);
 const char* fs_variant_chapter(int i);
 int fs_variant_best(int i);  // 1 for the chapter's best variant (the one the tour runs)
 
-// Why the variant cannot run the problem (dtype, head dim, features, grid limits), or "" if it can;
-// NULL for an unknown variant.
+// Why the variant cannot run the problem (dtype, head dim, features, grid limits; mods it cannot
+// read), or "" if it can; NULL for an unknown variant.
 const char* fs_unsupported(const char* variant, const fs_problem* p);
-// Device memory of its own the variant needs (its N x N buffers...), and the HBM bytes its cost model
-// says it moves; -1 for an unknown variant.
+// Device memory of its own the variant needs (its N x N buffers, a block mask...), and the HBM bytes
+// its cost model says it moves; -1 for an unknown variant or a problem that is not one.
 double fs_workspace_bytes(const char* variant, const fs_problem* p);
 double fs_hbm_bytes(const char* variant, const fs_problem* p);
+// The table a mask_mod's rule reads (a document's positions; a packed batch's cu_seqlens_q, cu_seqlens_k
+// and a window's sides; Problem::mod_table): its length, with its first `capacity` ints copied to
+// `table` (which may be NULL). 0 when the rule reads none; -1 for a problem that is not one (the
+// reason in fs_last_error()). The caller copies it to the device for fs_run.
+int fs_mod_table(const fs_problem* p, int* table, int capacity);
+// Which keys each query sees under is_causal or the mask_mod (every head alike): Lq * Lk bytes, row by
+// row, 1 visible and 0 masked, written to host memory. Returns 0, or 1 (fs_last_error()).
+int fs_visible(const fs_problem* p, unsigned char* visible);
 // Launches the variant's kernels on the legacy default stream, on device pointers in torch's
 // contiguous [B, H, L, d] layout. `workspace` holds fs_workspace_bytes bytes (NULL when 0), `lse`
-// B*H*Lq floats or NULL. Every launch is checked; the kernels run asynchronously: call fs_synchronize
-// before reading the output. Returns 0, or 1 with the reason in fs_last_error().
+// B*H*Lq floats or NULL, `table` fs_mod_table's ints on the device (NULL when it has none). Every
+// launch is checked; the kernels run asynchronously: call fs_synchronize before reading the output.
+// Returns 0, or 1 with the reason in fs_last_error().
 int fs_run(const char* variant, const fs_problem* p, const void* q, const void* k, const void* v, void* o,
-           void* workspace, float* lse);
+           void* workspace, float* lse, const int* table);
 // Waits for the device and returns 0, or 1 when a kernel failed (the message in fs_last_error()).
 int fs_synchronize(void);
 const char* fs_last_error(void);

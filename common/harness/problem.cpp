@@ -1,8 +1,10 @@
 #include "problem.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <random>
 #include <sstream>
 
@@ -183,6 +185,87 @@ std::string Problem::mods() const {
   if (alibi) s << " alibi";
   const std::string words = s.str();
   return words.empty() ? "none" : words.substr(1);
+}
+
+void Problem::apply_mods(const std::string& words) {
+  std::vector<std::string> list;
+  std::istringstream in(words);
+  for (std::string w; in >> w;) list.push_back(w);
+  if (list.size() == 1 && list[0] == "none") list.clear();
+  std::map<std::string, std::string> given;  // key -> value ("alibi" has none)
+  static const char* const kKeys[] = {"mask_mod", "window", "prefix", "seed", "seqlens", "seqlens_k", "kv_heads", "softcap"};
+  for (const std::string& w : list) {
+    const size_t eq = w.find('=');
+    const std::string key = w.substr(0, eq), value = eq == std::string::npos ? "" : w.substr(eq + 1);
+    if (w != "alibi" && (eq == std::string::npos || std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys)))
+      throw UsageError("mods: unknown word '" + w + "' (results/README.md lists the mods column's words)");
+    if (!given.emplace(key, value).second) throw UsageError("mods: " + key + " given twice");
+  }
+  auto taken = [&](const char* key) { return given.count(key) > 0; };
+  auto whole = [&](const char* key, const std::string& text, long long lo, unsigned long long hi) {
+    unsigned long long n = 0;
+    const bool minus = !text.empty() && text[0] == '-';
+    const char *begin = text.data() + minus, *end = text.data() + text.size();
+    const auto [at, ec] = std::from_chars(begin, end, n);
+    if (ec != std::errc() || at != end || begin == end || (minus ? n > static_cast<unsigned long long>(-lo) : n > hi))
+      throw UsageError(std::string("mods: ") + key + "=" + given[key] + " is not a whole number in [" + std::to_string(lo) +
+                       ", " + std::to_string(hi) + "]");
+    return std::make_pair(minus, n);
+  };
+  auto number = [&](const char* key, const std::string& text) {
+    const auto [minus, n] = whole(key, text, -1, std::numeric_limits<int>::max());  // -1: a window's unbounded side
+    return minus ? -static_cast<int>(n) : static_cast<int>(n);
+  };
+  auto numbers = [&](const char* key) {
+    std::vector<int> values;
+    std::string item;
+    for (std::istringstream items(given[key]); std::getline(items, item, ',');) values.push_back(number(key, item));
+    return values;
+  };
+  ModKind kind = ModKind::none;
+  if (taken("mask_mod")) {
+    bool known = false;
+    for (ModKind m : {ModKind::sliding_window, ModKind::prefix_lm, ModKind::document, ModKind::random_blocks,
+                      ModKind::window, ModKind::varlen, ModKind::varlen_window})
+      if (given["mask_mod"] == mod_name(m)) kind = m, known = true;
+    if (!known) throw UsageError("mods: unknown mask_mod=" + given["mask_mod"]);
+  }
+  // Each argument with its kinds: refused with another kind, needed with its own (seed and seqlens_k have defaults).
+  auto argument = [&](const char* key, bool its_kind, bool needed, const char* whose) {
+    if (taken(key) && !its_kind) throw UsageError(std::string("mods: ") + key + "= is " + whose + "'s argument");
+    if (!taken(key) && its_kind && needed) throw UsageError(std::string("mods: mask_mod=") + mod_name(kind) + " needs " + key + "=");
+  };
+  const bool sides = kind == ModKind::window || kind == ModKind::varlen_window;
+  argument("window", kind == ModKind::sliding_window || sides, true, "mask_mod=sliding_window, window or varlen_window");
+  argument("prefix", kind == ModKind::prefix_lm, true, "mask_mod=prefix_lm");
+  argument("seed", kind == ModKind::document || kind == ModKind::random_blocks, false, "mask_mod=document or random_blocks");
+  argument("seqlens", is_packed(kind), true, "a packed batch (mask_mod=varlen or varlen_window)");
+  argument("seqlens_k", is_packed(kind), false, "a packed batch (mask_mod=varlen or varlen_window)");
+  // Every setting from the words alone: what they do not name is its default (mods() leaves defaults out).
+  mod = sides ? ModKind::window : is_packed(kind) ? ModKind::none : kind;
+  window = kind == ModKind::sliding_window ? number("window", given["window"]) : 0;
+  left = right = -1;
+  if (sides) {
+    const std::vector<int> lr = numbers("window");
+    if (lr.size() != 2) throw UsageError("mods: window=" + given["window"] + " must be the window's two sides, L,R");
+    left = lr[0], right = lr[1];
+  }
+  prefix = kind == ModKind::prefix_lm ? number("prefix", given["prefix"]) : 0;
+  if (taken("seed")) seed = whole("seed", given["seed"], 0, std::numeric_limits<uint64_t>::max()).second;
+  Hkv = taken("kv_heads") ? number("kv_heads", given["kv_heads"]) : 0;
+  softcap = 0.f;
+  if (taken("softcap")) {
+    const std::string& text = given["softcap"];
+    char* end = nullptr;
+    softcap = std::strtof(text.c_str(), &end);
+    if (text.empty() || end != text.c_str() + text.size()) throw UsageError("mods: softcap=" + text + " is not a number");
+  }
+  alibi = taken("alibi");
+  seqlens_q.clear(), seqlens_k.clear();
+  if (is_packed(kind)) {
+    const std::vector<int> q = numbers("seqlens");
+    pack(q, taken("seqlens_k") ? numbers("seqlens_k") : q);
+  }
 }
 
 int Problem::diagonal_offset(int i) const {

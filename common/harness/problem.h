@@ -55,6 +55,12 @@ struct Problem {
   // "mask_mod=varlen seqlens=100,37 seqlens_k=90,40 kv_heads=2"): with B, H, Lq, Lk, d, dtype, causal
   // and mask, they make two rows the same problem.
   std::string mods() const;
+  // The other way: sets chapter 10's settings from mods()'s words (a results CSV's column, the C API's
+  // fs_problem::mods), so that mods() then gives them back; a packed batch's lengths set Lq and Lk
+  // (pack()). Throws UsageError for a word it does not know, one given twice, a number that does not
+  // parse, or an argument of another kind's (prefix= without mask_mod=prefix_lm); validate() checks
+  // the rest.
+  void apply_mods(const std::string& words);
   bool score_mod() const { return softcap > 0.f || alibi; }
   const char* score_name() const {  // "softcap", "alibi", "softcap+alibi"; null without one
     return softcap > 0.f ? (alibi ? "softcap+alibi" : "softcap") : alibi ? "alibi" : nullptr;

@@ -149,12 +149,10 @@ void check_runnable(const Variant& v, const Problem& p, const RunOptions& o) {
 }
 
 AttentionParams attention_params(const Problem& p, const DeviceInputs& in) {
-  AttentionParams a = attention_params(p, in.q.get(), in.k.get(), in.v.get(), in.mask.get());
-  // A document's positions or a packed batch's offsets (a window keeps its right side there).
-  if (p.mod == ModKind::document || p.packed()) a.mod.doc = static_cast<const int*>(in.doc.get());
-  return a;
+  return attention_params(p, in.q.get(), in.k.get(), in.v.get(), in.mask.get(), static_cast<const int*>(in.doc.get()));
 }
-AttentionParams attention_params(const Problem& p, const void* q, const void* k, const void* v, const void* mask) {
+AttentionParams attention_params(const Problem& p, const void* q, const void* k, const void* v, const void* mask,
+                                 const int* table) {
   AttentionParams a{};
   a.q = q;
   a.k = k;
@@ -167,7 +165,9 @@ AttentionParams attention_params(const Problem& p, const void* q, const void* k,
   a.mask = p.mask == MaskKind::none ? nullptr : mask;
   a.mask_stride_h = p.mask_per_head ? static_cast<long long>(p.Lq) * p.Lk : 0;
   a.mask_stride_b = p.mask_per_head ? a.mask_stride_h * p.H : 0;
-  a.mod = p.mask_mod(nullptr);  // a document's positions: the DeviceInputs form gives them
+  a.mod = p.mask_mod(nullptr);
+  // A document's positions or a packed batch's offsets (a window keeps its right side there).
+  if (p.mod == ModKind::document || p.packed()) a.mod.doc = table;
   a.softcap = p.softcap;
   return a;
 }

@@ -78,8 +78,10 @@ void check_runnable(const Variant& v, const Problem& p, const RunOptions& o);
 // The kernels' view of a problem whose inputs are on the device: everything but the outputs
 // (o, lse) and the workspace, which the caller owns.
 AttentionParams attention_params(const Problem& p, const DeviceInputs& in);
-// The same from the inputs' addresses (a dry run passes addresses no kernel block reads).
-AttentionParams attention_params(const Problem& p, const void* q, const void* k, const void* v, const void* mask);
+// The same from the inputs' addresses (a dry run passes addresses no kernel block reads); table: the
+// mask_mod's table on the device (Problem::mod_table, as DeviceInputs::doc holds it), when it has one.
+AttentionParams attention_params(const Problem& p, const void* q, const void* k, const void* v, const void* mask,
+                                 const int* table = nullptr);
 Result run_variant(const Variant& v, const Problem& p, const DeviceInputs& in, const Checker& checker,
                    const RunOptions& o);
 // The variants, each timed o.reps times, in rounds: one timed repetition of every variant per
