@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iterator>
+#include <utility>
 #include <vector>
 
 #include "05_flash_v2/flash_v2.h"
@@ -127,25 +128,38 @@ Variant score_mod_variant() {
   return v;
 }
 
-// Step e's blocks and (Q tile, K/V tile) pairs of one head, and of those the masked ones: each sequence
-// a problem of its own (chapter 06's count per Q tile: tiles_to_visit, tile_needs_mask).
-struct Packed {
+// Steps e's and f's Q tiles of one head, their (Q tile, K/V tile) pairs, and of those the masked ones.
+struct Visits {
   long long tiles = 0, pairs = 0, masked = 0;
 };
-Packed packed_visits(const Problem& p) {
-  const ch05::Tiles t = tiles(p);
-  Packed n;
-  for (size_t s = 0; s < p.seqlens_q.size(); ++s) {
-    AttentionParams a{};
-    a.Lq = p.seqlens_q[s], a.Lk = p.seqlens_k[s], a.causal = p.causal;
-    for (int q0 = 0; q0 < a.Lq; q0 += t.Br, ++n.tiles) {
-      const int visits = ch06::tiles_to_visit(a, q0, t.Br, t.Bc);
-      n.pairs += visits;
-      for (int j = 0; j < visits; ++j)
-        n.masked += ch06::tile_needs_mask(a, q0, j * t.Bc, t.Bc, a.causal != Causal::none);
+// The counts over a problem's sequences, each a problem of its own (the kernels' part), or over the
+// problem itself when it is not packed: tile(Lq, Lk, q0) gives one Q tile's pairs and masked pairs.
+template <class Tile>
+Visits each_q_tile(const Problem& p, Tile&& tile) {
+  const int Br = tiles(p).Br;
+  Visits n;
+  const auto add = [&](int Lq, int Lk) {
+    for (int q0 = 0; q0 < Lq; q0 += Br, ++n.tiles) {
+      const auto [pairs, masked] = tile(Lq, Lk, q0);
+      n.pairs += pairs, n.masked += masked;
     }
-  }
+  };
+  if (!p.packed()) add(p.Lq, p.Lk);
+  for (size_t s = 0; s < p.seqlens_q.size(); ++s) add(p.seqlens_q[s], p.seqlens_k[s]);
   return n;
+}
+
+// Step e's: chapter 06's count per Q tile (tiles_to_visit, tile_needs_mask) in each sequence.
+Visits packed_visits(const Problem& p) {
+  const ch05::Tiles t = tiles(p);
+  return each_q_tile(p, [&](int Lq, int Lk, int q0) {
+    AttentionParams a{};
+    a.Lq = Lq, a.Lk = Lk, a.causal = p.causal;
+    const int visits = ch06::tiles_to_visit(a, q0, t.Br, t.Bc);
+    long long masked = 0;
+    for (int j = 0; j < visits; ++j) masked += ch06::tile_needs_mask(a, q0, j * t.Bc, t.Bc, a.causal != Causal::none);
+    return std::pair<long long, long long>(visits, masked);
+  });
 }
 size_t map_bytes(const Problem& p) {
   return sizeof(ch10::SeqTile) * ch10::tile_slots(p.Lq, static_cast<int>(p.seqlens_q.size()), tiles(p).Br);
@@ -171,7 +185,7 @@ Variant varlen_variant() {
   v.workspace_bytes = map_bytes;
   v.hbm_bytes = [](const Problem& p) { return p.fa2_bytes_visited(packed_visits(p).pairs, tiles(p).Bc) + 2.0 * map_bytes(p); };
   v.plan = [](const Problem& p) {
-    const Packed n = packed_visits(p);
+    const Visits n = packed_visits(p);
     return packed_plan(p, n.tiles, n.pairs, n.masked);
   };
   v.run = [](const AttentionParams& p, Stages& st) {
@@ -181,32 +195,23 @@ Variant varlen_variant() {
   return v;
 }
 
-// Step f's (Q tile, K/V tile) pairs of one head, and of those the masked ones: the kernel's closed
-// form (masks.h), which test_masks checks against the host's count of each tile's visible keys; in a
-// packed batch, summed over its sequences, each with its own diagonal (the kernel's part).
-struct Visited {
-  long long tiles = 0, pairs = 0, masked = 0;
-  bool from_end = false;
-};
-Visited window_visits(const Problem& p) {
-  const ch05::Tiles t = tiles(p);
+// Step f's: the kernel's closed form (masks.h), which test_masks checks against the host's count of
+// each tile's visible keys; in a packed batch each sequence with its own diagonal (the kernel's part).
+AttentionParams window_of(const Problem& p) {
   AttentionParams a{};
   a.mod = MaskMod{ModKind::window, false, 0, p.left, nullptr};
   a.mod.right = p.right;
-  Visited n;
-  const auto add = [&](int Lq, int Lk) {
+  a.Lq = p.Lq, a.Lk = p.Lk;
+  return a;
+}
+Visits window_visits(const Problem& p) {
+  const ch05::Tiles t = tiles(p);
+  return each_q_tile(p, [&](int Lq, int Lk, int q0) {
+    AttentionParams a = window_of(p);
     a.Lq = Lq, a.Lk = Lk;
-    for (int q0 = 0; q0 < Lq; q0 += t.Br, ++n.tiles) {
-      const ch10::TileRange r = ch10::window_tiles(a, q0, t.Br, t.Bc), full = ch10::window_full(a, q0, t.Br, t.Bc);
-      n.pairs += r.count, n.masked += r.count - full.count;
-    }
-  };
-  if (!p.packed()) {
-    add(p.Lq, p.Lk);
-    n.from_end = ch10::window_from_end(a);
-  }
-  for (size_t s = 0; s < p.seqlens_q.size(); ++s) add(p.seqlens_q[s], p.seqlens_k[s]);
-  return n;
+    const ch10::TileRange r = ch10::window_tiles(a, q0, t.Br, t.Bc), full = ch10::window_full(a, q0, t.Br, t.Bc);
+    return std::pair<long long, long long>(r.count, r.count - full.count);
+  });
 }
 
 // Step f: the window's tiles in closed form (masks.h), no lists; windows only, alone or in each
@@ -224,12 +229,12 @@ Variant window_variant() {
     return p.fa2_bytes_visited(window_visits(p).pairs, tiles(p).Bc) + 2.0 * static_cast<double>(map(p));
   };
   v.plan = [](const Problem& p) {
-    const Visited n = window_visits(p);
+    const Visits n = window_visits(p);
     if (p.packed()) return packed_plan(p, n.tiles, n.pairs, n.masked);
     char s[200];
     std::snprintf(s, sizeof s, "Br = %d, Bc = %d: %lld of %lld (Q tile, K/V tile) pairs visited per head, %lld masked; "
                   "Q tiles launched from the %s", tiles(p).Br, tiles(p).Bc, n.pairs,
-                  static_cast<long long>(layout(p).q_tiles) * layout(p).kv_tiles, n.masked, n.from_end ? "last" : "first");
+                  static_cast<long long>(layout(p).q_tiles) * layout(p).kv_tiles, n.masked, ch10::window_from_end(window_of(p)) ? "last" : "first");
     return std::string(s);
   };
   v.run = [](const AttentionParams& p, Stages& st) {

@@ -307,7 +307,7 @@ case "${1:-}" in
       --contexts 8192 --new-tokens 4 --csv '$out/decode.csv' --reps 20"
     # Chapter 10 beside FlexAttention, SDPA with the mask as a tensor and varlen_attn (FlashAttention-2's
     # varlen kernel): N = 8k, d = 128 under each pattern and score mod, and packed batches.
-    ! wanted masks || step masks 100 python3 "$root/tools/bench_torch_masks.py" \
+    ! wanted masks || step masks 120 python3 "$root/tools/bench_torch_masks.py" \
       --chapters "$build/lib/libflashsteps_capi.so" --reps 20 --budget 80 --csv "$out/masks.csv"
     ! wanted sdpa_early || step sdpa_early 50 python3 "$root/tools/bench_torch_sdpa.py" \
       --chapters "$build/lib/libflashsteps_capi.so" --variants best --shapes small --dtype fp16 --reps 20 \
