@@ -101,6 +101,17 @@ def main():
                  if bool(seen[i * Lk + j]) != (True if r is None else bool(r(0, 0, i, j)))]
         expect(not wrong and 0 < sum(seen) < Lq * Lk + (r is None), f"the benchmark's mask_mod is the library's rule: "
                f"causal {causal}, {Lq}x{Lk}, {mods} ({len(wrong)} pairs differ{', first ' + str(wrong[0]) if wrong else ''})")
+    # The reference's score mods: each row's diagonal (Problem::diagonal_offset) and ALiBi's slopes
+    # (params.h's alibi_slope), by hand.
+    table = [0, 5, 5, 45, 62, 0, 9, 12, 52, 54]
+    expect(masks.diagonals("mask_mod=varlen seqlens=5,0,40,17 seqlens_k=9,3,40,2", 62, 54, table)
+           == [4] * 5 + [7] * 40 + [-8] * 17 and masks.diagonals("alibi", 80, 50, []) == [-30] * 80,
+           "each row's diagonal: its sequence's bottom-right one, or Lk - Lq")
+    expect(masks.alibi_slopes(8) == [2.0 ** -(h + 1) for h in range(8)]
+           and masks.alibi_slopes(12)[8:] == [2.0 ** -0.5, 2.0 ** -1.5, 2.0 ** -2.5, 2.0 ** -3.5],
+           "ALiBi's slopes: 2^-8(h+1)/n, then every other slope of 2n's sequence")
+    expect(c.lib.fs_mod_table(None, None, 0) == -1 and "NULL" in c.lib.fs_last_error().decode()
+           and c.lib.fs_unsupported(None, None) is None, "a NULL problem or variant is refused, not dereferenced")
     doc = c.problem(1, 2, 150, 150, 64, "fp16", False, 0.125, "mask_mod=document seed=3")
     expect(len(c.mod_table(doc)) == 150, "a document's table: one id per position")
     packed = c.problem(1, 4, 62, 54, 64, "fp16", False, 0.125, "mask_mod=varlen_window window=4,2 seqlens=5,0,40,17 "

@@ -217,8 +217,10 @@ TEST_CASE("a problem's mods words read back into the same problem", "[reference]
     INFO(p.describe() << " [" << p.mods() << "]");
     Problem r;  // the words alone, on the sizes a caller gives
     r.B = p.B, r.H = p.H, r.Lq = p.Lq, r.Lk = p.Lk, r.d = p.d, r.dtype = p.dtype, r.causal = p.causal, r.mask = p.mask;
-    r.seed = p.seed, r.scale_override = p.scale_override, r.mask_per_head = p.mask_per_head;
-    r.softcap = 7.f, r.alibi = true, r.window = 3;  // stale settings: the words replace every one
+    r.scale_override = p.scale_override, r.mask_per_head = p.mask_per_head;
+    // Stale settings: the words replace every one (the seed too, where they name it: a pattern's draw).
+    r.softcap = 7.f, r.alibi = true, r.window = 3, r.prefix = 5, r.left = 2, r.right = 9, r.Hkv = 1;
+    r.seed = p.mod == ModKind::document || p.mod == ModKind::random_blocks ? p.seed + 7 : p.seed;
     r.apply_mods(p.mods());
     CHECK(r.mods() == p.mods());
     CHECK(r.describe() == p.describe());
@@ -244,6 +246,8 @@ TEST_CASE("mods words that are not a problem's are refused, naming the word", "[
       {"window=3", "window= is mask_mod=sliding_window, window or varlen_window's argument"},
       {"mask_mod=document seqlens=3,4", "seqlens= is a packed batch"},
       {"mask_mod=varlen", "needs seqlens="},
+      {"mask_mod=varlen seqlens=3,4,", "seqlens=3,4, is not a whole number"},
+      {"mask_mod=window window=5,", "window=5, is not a whole number"},
       {"softcap=fifty", "softcap=fifty is not a number"},
       {"none alibi", "unknown word 'none'"},
   };

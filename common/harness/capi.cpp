@@ -19,13 +19,16 @@ using namespace attn;
 std::string g_error;
 std::string g_why;  // the string fs_unsupported returns
 
+const Variant* named(const char* variant) { return variant ? find_variant(variant) : nullptr; }
 const Variant* at(int i) {
   return i >= 0 && i < static_cast<int>(registry().size()) ? &registry()[static_cast<size_t>(i)] : nullptr;
 }
 
 // The problem the C caller describes, checked (UsageError): its mods read, a packed batch's sums its
 // Lq and Lk (the caller's tensors are sized by them).
-Problem problem_of(const fs_problem& f) {
+Problem problem_of(const fs_problem* given) {
+  if (!given) throw UsageError("the problem must not be NULL");
+  const fs_problem& f = *given;
   if (f.dtype < 0 || f.dtype > 2) throw UsageError("dtype: 0 (fp32), 1 (fp16) or 2 (bf16)");
   if (f.causal < 0 || f.causal > 2) throw UsageError("causal: 0 (none), 1 (top-left) or 2 (bottom-right)");
   Problem p;
@@ -83,32 +86,32 @@ const char* fs_variant_chapter(int i) { return at(i) ? at(i)->chapter.c_str() : 
 int fs_variant_best(int i) { return at(i) && at(i)->best ? 1 : 0; }
 
 const char* fs_unsupported(const char* variant, const fs_problem* p) {
-  const Variant* v = find_variant(variant);
+  const Variant* v = named(variant);
   if (!v) return nullptr;
   try {
-    g_why = v->unsupported(problem_of(*p));
+    g_why = v->unsupported(problem_of(p));
   } catch (const std::exception& e) {
     g_why = e.what();
   }
   return g_why.c_str();
 }
 double fs_workspace_bytes(const char* variant, const fs_problem* p) {
-  const Variant* v = find_variant(variant);
+  const Variant* v = named(variant);
   double bytes = -1;
-  if (v && guarded([&] { bytes = static_cast<double>(v->workspace_bytes(problem_of(*p))); }) != 0) return -1;
+  if (v && guarded([&] { bytes = static_cast<double>(v->workspace_bytes(problem_of(p))); }) != 0) return -1;
   return bytes;
 }
 double fs_hbm_bytes(const char* variant, const fs_problem* p) {
-  const Variant* v = find_variant(variant);
+  const Variant* v = named(variant);
   double bytes = -1;
-  if (v && guarded([&] { bytes = v->bytes_moved(problem_of(*p)); }) != 0) return -1;
+  if (v && guarded([&] { bytes = v->bytes_moved(problem_of(p)); }) != 0) return -1;
   return bytes;
 }
 
 int fs_mod_table(const fs_problem* p, int* table, int capacity) {
   int n = -1;
   if (guarded([&] {
-        const std::vector<int> t = problem_of(*p).mod_table();
+        const std::vector<int> t = problem_of(p).mod_table();
         if (table) std::copy_n(t.begin(), std::min(t.size(), static_cast<size_t>(std::max(capacity, 0))), table);
         n = static_cast<int>(t.size());
       }) != 0)
@@ -118,7 +121,7 @@ int fs_mod_table(const fs_problem* p, int* table, int capacity) {
 
 int fs_visible(const fs_problem* p, unsigned char* visible) {
   return guarded([&] {
-    const Problem pr = problem_of(*p);
+    const Problem pr = problem_of(p);
     if (!visible) throw UsageError("visible must not be NULL (Lq * Lk bytes)");
     const std::vector<int> table = pr.mod_table();
     std::vector<std::pair<int, int>> runs;
@@ -134,9 +137,9 @@ int fs_visible(const fs_problem* p, unsigned char* visible) {
 int fs_run(const char* variant, const fs_problem* p, const void* q, const void* k, const void* v, void* o,
            void* workspace, float* lse, const int* table) {
   return guarded([&] {
-    const Variant* var = find_variant(variant);
-    if (!var) throw UsageError(std::string("unknown variant ") + variant);
-    const Problem pr = problem_of(*p);
+    const Variant* var = named(variant);
+    if (!var) throw UsageError(std::string("unknown variant ") + (variant ? variant : "(NULL)"));
+    const Problem pr = problem_of(p);
     if (const std::string why = var->unsupported(pr); !why.empty()) throw UsageError(why);
     if (!q || !k || !v || !o) throw UsageError("q, k, v and o must not be NULL");
     if (!pr.mod_table().empty() && !table) throw UsageError("this mask_mod reads a table: pass fs_mod_table's ints on the device");

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <random>
@@ -220,6 +221,7 @@ void Problem::apply_mods(const std::string& words) {
     std::vector<int> values;
     std::string item;
     for (std::istringstream items(given[key]); std::getline(items, item, ',');) values.push_back(number(key, item));
+    if (!given[key].empty() && given[key].back() == ',') values.push_back(number(key, ""));  // "3,4,": an empty last item
     return values;
   };
   ModKind kind = ModKind::none;
