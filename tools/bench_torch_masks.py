@@ -34,7 +34,7 @@ from bench_torch_sdpa import (ELEM_BYTES, REFERENCE_CHUNK_BYTES, Bench, Chapters
 from results_csv import measured_row, open_csv  # noqa: E402
 
 # The packing chapter 10's model runs (results/model-h100/varlen_packed.txt): eight sequences, 17648 tokens.
-PACKING = "64,128,256,512,1024,2048,5424,8192"
+PACKING = "64,200,512,1000,1536,2048,4096,8192"
 
 
 def problems(which):
