@@ -22,6 +22,7 @@ for a row that sees no key, FlexAttention and the book 0: a NaN there passes, as
   tools/bench_torch_masks.py --chapters LIB --problems small --variants window,varlen
 """
 import argparse
+import bisect
 import inspect
 import math
 import sys
@@ -133,13 +134,11 @@ def rule(mods, causal, Lq, Lk, table, lookup):
         if left < 0 and right < 0:
             return None
         return lambda b, h, q, kv: window(left, right, kv - q - offset)
-    # A packed batch: each position's sequence (the last whose start is at or before it, as Varlen's
-    # bisection finds it), then that sequence's keys, its diagonal and is_causal or the window in it.
-    n = (len(table) - (2 if kind == "varlen_window" else 0)) // 2 - 1
-    cu_q, cu_k = table[:n + 1], table[n + 1:2 * n + 2]
-    seq_q = [max(s for s in range(n) if cu_q[s] <= i) for i in range(Lq)]
-    seq_k = [max(s for s in range(n) if cu_k[s] <= j) for j in range(Lk)]
-    sq, sk = lookup(seq_q), lookup(seq_k)
+    # A packed batch: each position's sequence, then that sequence's keys, its diagonal and is_causal
+    # or the window in it.
+    cu_q, cu_k = packing(mods, table)
+    n = len(cu_q) - 1
+    sq, sk = lookup(sequences(cu_q, Lq)), lookup(sequences(cu_k, Lk))
     bottom = lookup([cu_k[s + 1] - cu_q[s + 1] for s in range(n)])  # the sequence's bottom-right diagonal
     top = lookup([cu_k[s] - cu_q[s] for s in range(n)])
     left, right = args if kind == "varlen_window" else (-1, -1)
@@ -156,6 +155,19 @@ def rule(mods, causal, Lq, Lk, table, lookup):
     return varlen
 
 
+def packing(mods, table):
+    """A packed batch's cu_seqlens_q and cu_seqlens_k, from fs_mod_table's ints (a window's sides after them)."""
+    kind, _ = mask_args(mods)
+    n = (len(table) - (2 if kind == "varlen_window" else 0)) // 2 - 1
+    return table[:n + 1], table[n + 1:2 * n + 2]
+
+
+def sequences(cu, length):
+    """Each position's sequence: the last whose start is at or before it (empty sequences share their
+    start with the next), as mask_mod.h's Varlen bisects cu."""
+    return [bisect.bisect_right(cu, i, 0, len(cu) - 1) - 1 for i in range(length)]
+
+
 def alibi_slopes(H):
     """params.h's alibi_slope(h, H) for every head (Press et al.'s geometric sequences)."""
     n = 1
@@ -169,9 +181,8 @@ def diagonals(mods, Lq, Lk, table):
     kind, _ = mask_args(mods)
     if kind not in ("varlen", "varlen_window"):
         return [Lk - Lq] * Lq
-    n = (len(table) - (2 if kind == "varlen_window" else 0)) // 2 - 1
-    cu_q, cu_k = table[:n + 1], table[n + 1:2 * n + 2]
-    return [cu_k[s + 1] - cu_q[s + 1] for s in (max(s for s in range(n) if cu_q[s] <= i) for i in range(Lq))]
+    cu_q, cu_k = packing(mods, table)
+    return [cu_k[s + 1] - cu_q[s + 1] for s in sequences(cu_q, Lq)]
 
 
 def parse_args(argv):
@@ -272,20 +283,17 @@ class Masks:
         return (lambda: self.flex(q, k, v, block_mask=block_mask, **kwargs),
                 lambda: self.flex(q, k, v, block_mask=build(), **kwargs))
 
-    def varlen_call(self, q, k, v, table, causal, sides, scale):
+    def varlen_call(self, q, k, v, cu, causal, sides, scale):
         """varlen_attn on the packed batch in its [T, H, d] layout (a copy, made here); the call returns
-        the output in the book's [1, H, T, d]. Raises RuntimeError for what this PyTorch cannot express;
-        what it expresses wrongly the check against the reference finds."""
+        the output in the book's [1, H, T, d] (cu: packing()'s offsets). Raises RuntimeError for what this
+        PyTorch cannot express; what it expresses wrongly the check against the reference finds."""
         torch = self.torch
         H, Hkv = q.shape[1], k.shape[1]
-        n = len(table) // 2 - 1 if sides is None else (len(table) - 2) // 2 - 1
-        cu_q = torch.tensor(table[:n + 1], dtype=torch.int32, device="cuda")
-        cu_k = torch.tensor(table[n + 1:2 * n + 2], dtype=torch.int32, device="cuda")
-        max_q, max_k = int((cu_q[1:] - cu_q[:-1]).max()), int((cu_k[1:] - cu_k[:-1]).max())
+        q_lens, k_lens = ([c[s + 1] - c[s] for s in range(len(c) - 1)] for c in cu)
+        cu_q, cu_k = (torch.tensor(c, dtype=torch.int32, device="cuda") for c in cu)
+        max_q, max_k = max(q_lens), max(k_lens)
         kw = {}
         window = tuple(sides) if sides is not None else ((-1, 0) if causal else (-1, -1))
-        q_lens = [table[s + 1] - table[s] for s in range(n)]
-        k_lens = [table[n + 2 + s] - table[n + 1 + s] for s in range(n)]
         if causal == 1 and q_lens != k_lens:
             raise RuntimeError("FlashAttention aligns is_causal bottom-right: top-left differs where a sequence has Lq != Lk")
         if "window_size" in self.varlen_params:
@@ -459,8 +467,8 @@ def main(argv=None):
             try:
                 if softcap or slopes is not None:
                     raise RuntimeError("varlen_attn takes no softcap or ALiBi")
-                call, back = masks.varlen_call(q, k, v, table, causal, [int(x) for x in w["window"].split(",")]
-                                               if "window" in w else None, scale)
+                sides = [int(x) for x in w["window"].split(",")] if "window" in w else None
+                call, back = masks.varlen_call(q, k, v, packing(mods, table), causal, sides, scale)
                 add("torch", "varlen_attn", call, result=back)
             except RuntimeError as e:
                 print(f"skip torch/varlen_attn {label}: {first_line(e)}", file=sys.stderr)

@@ -142,7 +142,7 @@ int fs_run(const char* variant, const fs_problem* p, const void* q, const void* 
     const Problem pr = problem_of(p);
     if (const std::string why = var->unsupported(pr); !why.empty()) throw UsageError(why);
     if (!q || !k || !v || !o) throw UsageError("q, k, v and o must not be NULL");
-    if (!pr.mod_table().empty() && !table) throw UsageError("this mask_mod reads a table: pass fs_mod_table's ints on the device");
+    if (pr.reads_table() && !table) throw UsageError("this mask_mod reads a table: pass fs_mod_table's ints on the device");
     if (var->workspace_bytes(pr) > 0 && !workspace)
       throw UsageError("variant " + var->name + " needs a workspace of fs_workspace_bytes bytes");
     AttentionParams a = attention_params(pr, q, k, v, nullptr, table);

@@ -227,8 +227,9 @@ void Problem::apply_mods(const std::string& words) {
   ModKind kind = ModKind::none;
   if (taken("mask_mod")) {
     bool known = false;
-    for (ModKind m : {ModKind::sliding_window, ModKind::prefix_lm, ModKind::document, ModKind::random_blocks,
-                      ModKind::window, ModKind::varlen, ModKind::varlen_window})
+    for (ModKind m : kModKinds)  // the command line's kinds (none is no word), then the packed ones --seqlens makes
+      if (m != ModKind::none && given["mask_mod"] == mod_name(m)) kind = m, known = true;
+    for (ModKind m : {ModKind::varlen, ModKind::varlen_window})
       if (given["mask_mod"] == mod_name(m)) kind = m, known = true;
     if (!known) throw UsageError("mods: unknown mask_mod=" + given["mask_mod"]);
   }

@@ -49,6 +49,7 @@ struct Problem {
   void pack(std::vector<int> q, std::vector<int> k);
   bool packed() const { return is_packed(mod); }
   bool windowed() const { return mod == ModKind::window || mod == ModKind::varlen_window; }  // left, right hold
+  bool reads_table() const { return mod == ModKind::document || packed(); }  // mod_table() is not empty
   std::string describe() const;  // "B=1 H=2 Lq=128 Lk=128 d=64 fp16 causal(top-left)"
   // Chapter 10's settings, whole, as the results CSV's `mods` column names them (results/README.md):
   // "none", or space-separated key=value words ("mask_mod=window window=1024,0 softcap=50 alibi",

@@ -167,7 +167,7 @@ AttentionParams attention_params(const Problem& p, const void* q, const void* k,
   a.mask_stride_b = p.mask_per_head ? a.mask_stride_h * p.H : 0;
   a.mod = p.mask_mod(nullptr);
   // A document's positions or a packed batch's offsets (a window keeps its right side there).
-  if (p.mod == ModKind::document || p.packed()) a.mod.doc = table;
+  if (p.reads_table()) a.mod.doc = table;
   a.softcap = p.softcap;
   return a;
 }
