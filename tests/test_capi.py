@@ -11,6 +11,7 @@ the benchmark script refuses a missing library or an unknown variant with exit c
 through the `mods` words (tools/bench_torch_masks.py): the tables and visibility the library gives,
 its refusals, and the benchmark's Python mask_mods, pair by pair, against the library's rule.
 """
+import ctypes
 import re
 import subprocess
 import sys
@@ -173,6 +174,11 @@ def main():
     no_lens.seqlens_host = None
     expect("seqlens_host" in dl.unsupported(dbest[0], no_lens) and dl.splits(dbest[0], no_lens) == -1
            and dl.workspace_bytes(dbest[0], no_lens) == -1, "a problem without its lengths is refused, not guessed")
+    expect(dl.lib.fs_decode_unsupported(None, None) is None and dl.lib.fs_decode_splits(b"split_kv", None) == -1
+           and "NULL" in dl.lib.fs_last_error().decode() and dl.lib.fs_decode_workspace_bytes(b"split_kv", None) == -1
+           and dl.lib.fs_decode_run(None, ctypes.byref(dp), *[None] * 9) == 1
+           and "unknown decoding variant (NULL)" in dl.lib.fs_last_error().decode(),
+           "a NULL decoding problem or variant is refused, not dereferenced")
     zero_page = dl.problem(1, 8, 2, 1, 64, "fp16", True, 0, 4, False, 0, 0.125, [40])
     expect("page_size" in dl.unsupported(dbest[0], zero_page), "a page size of 0 is refused")
     if not has_gpu():

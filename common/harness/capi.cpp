@@ -45,7 +45,9 @@ Problem problem_of(const fs_problem* given) {
 }
 
 // The problem the C caller describes, checked (UsageError): lengths given, a layout of whole pages.
-DecodeProblem decode_problem_of(const fs_decode_problem& f) {
+DecodeProblem decode_problem_of(const fs_decode_problem* given) {
+  if (!given) throw UsageError("the decoding problem must not be NULL");
+  const fs_decode_problem& f = *given;
   if (f.B < 1 || f.seqlens_host == nullptr) throw UsageError("B >= 1 and seqlens_host (B lengths on the host) are needed");
   if (f.page_size < 1 || f.max_pages < 1) throw UsageError("page_size and max_pages must be at least 1");
   if (f.dtype != 1 && f.dtype != 2) throw UsageError("dtype: 1 (fp16) or 2 (bf16)");
@@ -61,6 +63,7 @@ DecodeProblem decode_problem_of(const fs_decode_problem& f) {
   p.validate();
   return p;
 }
+const DecodeVariant* decode_named(const char* variant) { return variant ? find_decode(variant) : nullptr; }
 const DecodeVariant* decode_at(int i) {
   return i >= 0 && i < static_cast<int>(decode_registry().size()) ? &decode_registry()[static_cast<size_t>(i)] : nullptr;
 }
@@ -168,38 +171,38 @@ int fs_decode_variant_count(void) { return static_cast<int>(decode_registry().si
 const char* fs_decode_variant_name(int i) { return decode_at(i) ? decode_at(i)->info.name.c_str() : nullptr; }
 int fs_decode_variant_best(int i) { return decode_at(i) && decode_at(i)->info.best ? 1 : 0; }
 const char* fs_decode_unsupported(const char* variant, const fs_decode_problem* p) {
-  const DecodeVariant* v = find_decode(variant);
+  const DecodeVariant* v = decode_named(variant);
   if (!v) return nullptr;
   try {
-    g_why = v->unsupported(decode_problem_of(*p));
+    g_why = v->unsupported(decode_problem_of(p));
   } catch (const std::exception& e) {
     g_why = e.what();
   }
   return g_why.c_str();
 }
 double fs_decode_workspace_bytes(const char* variant, const fs_decode_problem* p) {
-  const DecodeVariant* v = find_decode(variant);
+  const DecodeVariant* v = decode_named(variant);
   double bytes = -1;
   if (v && guarded([&] {
-        const DecodeProblem d = decode_problem_of(*p);
+        const DecodeProblem d = decode_problem_of(p);
         bytes = static_cast<double>(v->workspace_bytes(d, v->splits_for(d)));
       }) != 0)
     return -1;
   return bytes;
 }
 int fs_decode_splits(const char* variant, const fs_decode_problem* p) {
-  const DecodeVariant* v = find_decode(variant);
+  const DecodeVariant* v = decode_named(variant);
   int splits = -1;
-  if (v && guarded([&] { splits = v->splits_for(decode_problem_of(*p)); }) != 0) return -1;
+  if (v && guarded([&] { splits = v->splits_for(decode_problem_of(p)); }) != 0) return -1;
   return splits;
 }
 int fs_decode_run(const char* variant, const fs_decode_problem* p, const void* q, void* k_cache, void* v_cache,
                   const void* k_new, const void* v_new, void* o, const int* block_table, const int* cache_seqlens,
                   void* workspace) {
   return guarded([&] {
-    const DecodeVariant* var = find_decode(variant);
-    if (!var) throw UsageError(std::string("unknown decoding variant ") + variant);
-    const DecodeProblem d = decode_problem_of(*p);
+    const DecodeVariant* var = decode_named(variant);
+    if (!var) throw UsageError(std::string("unknown decoding variant ") + (variant ? variant : "(NULL)"));
+    const DecodeProblem d = decode_problem_of(p);
     if (const std::string why = var->unsupported(d); !why.empty()) throw UsageError(why);
     const int splits = var->splits_for(d);
     if (!q || !k_cache || !v_cache || !o || !cache_seqlens)
