@@ -463,6 +463,15 @@ TEST_CASE("the tour on the CPU says what a GPU shows instead", "[cli]") {
   INFO(o.output);
   CHECK(o.code == 0);
   CHECK_THAT(o.output, Contains("speedup vs 01") && Contains("On a GPU: "));
+  // Chapter 10 again on the problem with a document mask: its first step against its best, both
+  // checked; not when the tour's problem has a mask_mod already (chapter 10's row ran it).
+  CHECK_THAT(o.output, Contains("problem: B=1 H=2 Lq=64 Lk=64 d=64 fp16 mask_mod(document)") &&
+                           Contains("block_mask is ") && Contains("faster than the mask as a tensor (emulator times)"));
+  CHECK_THAT(o.output, !Contains("FAIL"));
+  const Outcome windowed = run("tour -n 64 --reps 1 --mask-mod sliding_window --window 16");
+  INFO(windowed.output);
+  CHECK(windowed.code == 0);
+  CHECK_THAT(windowed.output, Contains("mask_mod(sliding_window 16)") && Contains("block_mask  ") && !Contains("masks (chapter 10"));
 }
 #endif
 

@@ -646,6 +646,7 @@ TEST_CASE("profile prints each stage's counters and modelled time, and appends m
   CHECK_THAT(out, Contains("modelled us"));
   CHECK_THAT(out, Contains("06_causal"));
   CHECK_THAT(out, !Contains("sectors/req"));  // the tour's profile is the summary only
+  CHECK_THAT(out, Contains("faster than the mask as a tensor (modelled)"));
   std::remove(times.c_str());
 }
 

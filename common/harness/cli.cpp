@@ -394,6 +394,37 @@ void print_tour_summary(const std::vector<Result>& results) {
                 "table in the GPU's own times; measured GPU results are listed in results/README.md.\n");
 }
 
+// The tour's masks line: on its plain problem chapter 10's best has no pattern to skip, so it runs
+// again, with its first step, on the same problem with a document mask (packed documents of the
+// seed's random lengths, is_causal as given): the mask as a tensor against the block mask. Not when
+// the problem already has a mask or mask_mod (the tour itself then ran chapter 10 on it). Returns
+// the two results (for the exit code and the CSV); prints why a step is skipped.
+std::vector<Result> tour_masks(const Problem& f, const RunOptions& o, Profiler* profiler) {
+  const Variant *tensor = find_variant("mask_tensor"), *best = best_of("10_masks");
+  if (!tensor || !best || f.mod != ModKind::none || f.mask != MaskKind::none) return {};
+  Problem p = f;
+  p.mod = ModKind::document;
+  std::printf("\nmasks (chapter 10; 10_masks --mask-mod NAME for more): the same problem with a document mask, "
+              "its first step against its best\n");
+  std::fflush(stdout);
+  try {
+    const auto results = run_all({tensor, best}, false, p, o, false, profiler);
+    double t[2] = {0, 0};
+    for (size_t i = 0; i < results.size(); ++i)
+      t[results[i].variant == best] = profiler ? profiler->profiles()[profiler->profiles().size() - results.size() + i].us
+                                               : results[i].timing.median_ms;
+    if (t[0] > 0 && t[1] > 0)
+      std::printf("  %s is %.2fx faster than the mask as a tensor (%s)\n", best->name.c_str(), t[0] / t[1],
+                  profiler ? "modelled" : emulated() ? "emulator times" : "measured");
+    return results;
+  } catch (const UsageError& e) {  // neither runs: a reason per line
+    std::string why = e.what();
+    for (size_t at = why.find('\n'); at != std::string::npos; at = why.find('\n', at + 1)) why.insert(at + 1, "  skipped: ");
+    std::printf("  skipped: %s\n", why.c_str());
+    return {};
+  }
+}
+
 int tour_main(int argc, char** argv) {
   CLI::App app{"Every chapter's best variant (the one it ends on) on one problem: its error against the fp64 reference, "
                "its time, and its speedup over chapter 01."};
@@ -420,13 +451,15 @@ int tour_main(int argc, char** argv) {
         }
       best.push_back(v);
     }
-    const auto results = run_all(best, false, p, o, false, profiler ? &*profiler : nullptr);
+    auto results = run_all(best, false, p, o, false, profiler ? &*profiler : nullptr);
     if (profiler)
       profiler->print_summary();
     else if (!results.empty())
       print_tour_summary(results);
     for (const std::string& s : stand_ins) std::printf("%s\n", s.c_str());
     tour_decoding(p, o, profiler ? &*profiler : nullptr);
+    const auto masked = tour_masks(p, o, profiler ? &*profiler : nullptr);
+    results.insert(results.end(), masked.begin(), masked.end());
     return finish(results, a.csv, profiler ? &*profiler : nullptr, !profiler);
   });
 }
