@@ -14,9 +14,7 @@ namespace ch10 {
 namespace {
 
 template <int Br, int Bc>
-struct ScoredTiles : ListedTiles<Br, Bc> {
-  __device__ static attn::BookScore score_mod(const attn::AttentionParams& p, int h) { return attn::BookScore::of(p, h); }
-};
+using ScoredTiles = attn::WithBookScore<ListedTiles<Br, Bc>>;
 
 }  // namespace
 

@@ -11,8 +11,9 @@
 // for a shorter sequence's sake, no key loaded beyond its sequence.
 // Which block runs which tile is a map (write_tile_map, FlashAttention-3's varlen scheduler's prefix
 // sum): one kernel scans the sequences' tile counts. Each sequence's tiles are listed from its last,
-// under is_causal its heaviest, and every head's t-th slot starts before any head's next (chapter
-// 06's grid), so that a long sequence's heavy tiles start together, not head after head.
+// under is_causal its heaviest (with step f's window in each, from the end window_from_end names in
+// that sequence), and every head's t-th slot starts before any head's next (chapter 06's grid), so
+// that a long sequence's heavy tiles start together, not head after head.
 // Step d's score mods apply in each sequence as they would to it alone (ScoredSequenceTiles).
 // Cost: the map's launch and its Lq / Br + n entries; per block, two loads of the map and four of
 // cu_seqlens; the slots past the last tile (at most one per sequence, and the few the grid's rounding
@@ -27,6 +28,18 @@ namespace {
 // read: log2(256) steps, each thread adding its neighbour's partial sum. cu_seqlens is trusted, as
 // FlashAttention trusts it: the harness checks the lengths on the host (Problem::validate).
 constexpr int kMapThreads = 256;
+// Which end of sequence s its tiles are listed from: the last under is_causal (the heaviest) or
+// without a window (equal tiles); with one, the end whose tiles the window's cut at the sequence's
+// ends lightens less (masks.h: window_from_end, on the sequence's own Lq, Lk and diagonal), as step
+// f's plain grid chooses.
+__device__ inline bool from_last(const attn::AttentionParams& p, const int* cu_q, int s) {
+  if (p.mod.kind != attn::ModKind::varlen_window) return true;
+  const int *cu_k = cu_q + p.mod.arg + 1, *sides = attn::window_sides(p.mod);
+  attn::AttentionParams one{};
+  one.Lq = cu_q[s + 1] - cu_q[s], one.Lk = cu_k[s + 1] - cu_k[s];
+  one.mod.arg = sides[0], one.mod.right = sides[1];
+  return window_from_end(one);
+}
 template <int Br>
 __global__ void __launch_bounds__(kMapThreads) tile_map_kernel(const attn::AttentionParams p, SeqTile* map, int slots) {
   __shared__ int scan[kMapThreads];
@@ -43,7 +56,8 @@ __global__ void __launch_bounds__(kMapThreads) tile_map_kernel(const attn::Atten
       scan[t] += before;
       __syncthreads();
     }
-    for (int i = 0; i < count; ++i) map[listed + scan[t] - count + i] = {s, count - 1 - i};
+    const bool from_end = s >= n || from_last(p, cu_q, s);
+    for (int i = 0; i < count; ++i) map[listed + scan[t] - count + i] = {s, from_end ? count - 1 - i : i};
     listed += scan[kMapThreads - 1];
     __syncthreads();  // before the next round rewrites scan
   }

@@ -44,9 +44,7 @@ struct FromEnd : ch05::EveryTile {
     return {head, static_cast<int>(blockIdx.y + gridDim.y * blockIdx.z)};  // past the last tile: nothing to visit
   }
 };
-struct ScoredFromEnd : FromEnd {
-  __device__ static attn::BookScore score_mod(const attn::AttentionParams& p, int h) { return attn::BookScore::of(p, h); }
-};
+using ScoredFromEnd = attn::WithBookScore<FromEnd>;
 
 // A packed batch's sequence (step e's part, Sequences) with the window in it: the part's mod becomes
 // the window, its sides read from after the offsets (params.h: varlen_window), so that WindowRange

@@ -8,7 +8,8 @@ by hand; its issue term from the SASS its build compiled for each GPU's architec
 GPU it was not built for (the book's own SASS data does not know its kernels); bad input refused
 with exit status 2; an edited copy of its kernels compiled by tools/lab_sass.py gets other
 instruction counts than the original; and the depfile tools/lab_sass.py writes for the build names
-the lab's kernel and the header it includes (an edit to either compiles the lab's SASS again).
+the lab's kernel and the header it includes, in the repository or outside it (an edit to either
+compiles the lab's SASS again).
 Without nvdisasm at build time the lab has no SASS: the rest is checked, and the test reports itself
 skipped (77) when that passes.
 """
@@ -121,7 +122,7 @@ def main():
         check(None not in counts.values() and counts["kernels.cu"] != counts["edited.cu"],
               f"an edited copy of the kernel gets another loop count from its own SASS ({counts})")
         # The build's rule reruns when the lab's kernel or a header it includes changes: its depfile
-        # names both (the repository's files nvcc read: a lab lives in the repository, labs/).
+        # names both (every file nvcc read but the system's headers).
         out = os.path.join(tmp, "lab.cpp")
         subprocess.run([sys.executable, str(ROOT / "tools" / "lab_sass.py"), "--gpu", "a100", "--out", out, "--depfile",
                         out + ".d", str(src / "kernels.cu")], capture_output=True, text=True)
@@ -129,6 +130,12 @@ def main():
         target, _, deps = rule.partition(":")
         check(target.strip() == out and {str(src / "kernels.cu"), str(src / "kernels.h")} <= set(deps.split()),
               f"the lab's depfile names its table, its kernel and the header it includes ({rule.strip()[:200]})")
+        # And for a lab outside the repository (the copy in tmp): its own header, where it lives.
+        subprocess.run([sys.executable, str(ROOT / "tools" / "lab_sass.py"), "--gpu", "a100", "--out", out, "--depfile",
+                        out + ".d", os.path.join(tmp, "edited.cu")], capture_output=True, text=True)
+        deps = open(out + ".d").read().partition(":")[2].split() if os.path.exists(out + ".d") else []
+        check({os.path.realpath(os.path.join(tmp, f)) for f in ("edited.cu", "kernels.h")} <= {os.path.realpath(d) for d in deps},
+              f"a lab outside the repository: its depfile names its own header ({' '.join(deps)[:200]})")
     return check.exit_code()
 
 

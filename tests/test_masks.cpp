@@ -151,6 +151,61 @@ TEST_CASE("a window's tiles in closed form are those with a visible key, the par
   CHECK(unequal > 10);
 }
 
+// A packed batch's tile map (step e's, which step f's windows share) lists each sequence's Q tiles
+// once, and in the order a window alone launches them: from the first of its heaviest tiles on, they
+// only get lighter (the visible pairs of each, from Problem::visible_runs), whichever side the window
+// is open to and wherever each sequence's own diagonal falls (Lq != Lk per sequence).
+TEST_CASE("a packed batch's tile map launches each sequence's heaviest Q tiles first", "[variants]") {
+  const std::pair<int, int> windows[] = {{-1, 0}, {200, 0}, {0, 200}, {-1, 150}, {100, 300}, {300, 100}, {-1, -1}};
+  const std::vector<int> seq_q = {1, 300, 64, 700, 129, 0}, seq_k = {5, 300, 500, 200, 129, 40};
+  int reversed = 0, forward = 0;  // sequences of unequal tiles listed from their last, from their first
+  for (auto [left, right] : windows)
+    for (bool packed_window : {true, false}) {
+      if (!packed_window && (left != -1 || right != -1)) continue;  // step e: no window, equal tiles
+      Problem p;
+      p.d = 64, p.mod = packed_window ? ModKind::window : ModKind::none, p.left = left, p.right = right;
+      if (!packed_window) p.causal = Causal::bottom_right;  // step e's unequal tiles
+      p.pack(seq_q, seq_k);
+      INFO(p.describe());
+      const ch05::Tiles t = ch05::fa2_tiles(p.d);
+      const std::vector<int> table = p.mod_table();
+      AttentionParams a{};
+      a.dtype = DType::fp16, a.B = 1, a.H = 1, a.Lq = p.Lq, a.Lk = p.Lk, a.d = p.d, a.mod = p.mask_mod(table.data());
+      a.causal = p.causal;
+      std::vector<ch10::SeqTile> map(ch10::tile_slots(p.Lq, static_cast<int>(seq_q.size()), t.Br), ch10::SeqTile{-2, -2});
+      REQUIRE(ch10::write_tile_map(a, map.data()) == cudaSuccess);
+      std::vector<std::vector<int>> order(seq_q.size());
+      for (const ch10::SeqTile& e : map) {
+        REQUIRE(e.seq >= -1);
+        if (e.seq >= 0) order[static_cast<size_t>(e.seq)].push_back(e.tile);
+      }
+      std::vector<std::pair<int, int>> runs;
+      for (size_t s = 0, q_start = 0; s < seq_q.size(); q_start += static_cast<size_t>(seq_q[s]), ++s) {
+        INFO("sequence " << s);
+        const int tiles = (seq_q[s] + t.Br - 1) / t.Br;
+        std::vector<int> sorted = order[s];
+        std::sort(sorted.begin(), sorted.end());
+        std::vector<int> each(static_cast<size_t>(tiles));
+        for (int r = 0; r < tiles; ++r) each[static_cast<size_t>(r)] = r;
+        REQUIRE(sorted == each);  // every tile once
+        std::vector<long long> pairs;  // in launch order
+        for (int r : order[s]) {
+          pairs.push_back(0);
+          for (int i = r * t.Br; i < std::min(seq_q[s], (r + 1) * t.Br); ++i) {
+            p.visible_runs(static_cast<int>(q_start) + i, table, runs);
+            for (auto [lo, hi] : runs) pairs.back() += hi - lo;
+          }
+        }
+        const auto heaviest = std::max_element(pairs.begin(), pairs.end());
+        CHECK(std::is_sorted(heaviest, pairs.end(), std::greater<>()));
+        CHECK(heaviest - pairs.begin() <= pairs.end() - heaviest);
+        if (std::set<long long>(pairs.begin(), pairs.end()).size() > 1) (order[s].front() == 0 ? forward : reversed) += 1;
+      }
+    }
+  CHECK(reversed > 3);
+  CHECK(forward > 3);  // windows open to the right: the first tiles see the most keys
+}
+
 // Any mask_mod and score_mod make a kernel: a user's own pair (user_mods.h), which no part of
 // common/ knows, through lean_loop's Policy, against a double-precision loop written here.
 TEST_CASE("a kernel of a user's own mask_mod and score_mod matches its definition", "[variants]") {

@@ -87,7 +87,7 @@ def main():
     rows, deps = {}, set()
     with tempfile.TemporaryDirectory() as tmp:
         for src in a.sources:
-            deps |= {os.path.join(kr.ROOT, d) for d in si.dependencies(nvcc, os.path.abspath(src))} | {os.path.abspath(src)}
+            deps |= si.files_read(nvcc, os.path.abspath(src)) | {os.path.abspath(src)}
             for arch in archs:
                 where = os.path.join(tmp, arch + re.sub(r"\W", "_", os.path.abspath(src)))
                 os.makedirs(where)

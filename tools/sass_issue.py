@@ -332,18 +332,21 @@ def sources_path(out):
     return out[:-len(".inc")] + "_sources.inc" if out.endswith(".inc") else out + "_sources.inc"
 
 
-def dependencies(nvcc, src, target="sm_90"):
-    """The repository's files that nvcc reads to compile src for `target` (nvcc -MM)."""
+def files_read(nvcc, src, target="sm_90"):
+    """Every file but the system's headers that nvcc reads to compile src for `target` (nvcc -MM),
+    as absolute paths: a lab's own headers too, wherever it lives."""
     r = subprocess.run([nvcc, "-std=c++20", "-MM", "-arch=" + target, "-I" + ROOT, "-I" + os.path.join(ROOT, "common"),
-                        "-I" + os.path.join(ROOT, "common/simt/include"), src], capture_output=True, text=True)
+                        "-I" + os.path.join(ROOT, "common/simt/include"), src], capture_output=True, text=True, cwd=ROOT)
     if r.returncode != 0:
         kr.fail("nvcc -MM failed on %s:\n%s" % (src, r.stderr[-2000:]), 1)
-    deps = set()
-    for tok in r.stdout.replace("\\\n", " ").split(":", 1)[-1].split():  # what follows "target:"
-        path = os.path.realpath(tok if os.path.isabs(tok) else os.path.join(ROOT, tok))
-        if path.startswith(ROOT + os.sep):
-            deps.add(os.path.relpath(path, ROOT))
-    return deps
+    return {os.path.realpath(tok if os.path.isabs(tok) else os.path.join(ROOT, tok))
+            for tok in r.stdout.replace("\\\n", " ").split(":", 1)[-1].split()}  # what follows "target:"
+
+
+def dependencies(nvcc, src, target="sm_90"):
+    """The repository's files that nvcc reads to compile src for `target`, relative to it: what the
+    data's hashes cover."""
+    return {os.path.relpath(path, ROOT) for path in files_read(nvcc, src, target) if path.startswith(ROOT + os.sep)}
 
 
 def sources():

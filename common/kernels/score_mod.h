@@ -57,4 +57,11 @@ struct BookScore {
   }
 };
 
+// A Policy (lean_loop's) with the book's score mods for head h: chapter 10's step d on step c's
+// lists, step f on its window.
+template <class Policy>
+struct WithBookScore : Policy {
+  __device__ static BookScore score_mod(const AttentionParams& p, int h) { return BookScore::of(p, h); }
+};
+
 }  // namespace attn
