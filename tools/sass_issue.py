@@ -333,14 +333,17 @@ def sources_path(out):
 
 
 def files_read(nvcc, src, target="sm_90"):
-    """Every file but the system's headers that nvcc reads to compile src for `target` (nvcc -MM),
-    as absolute paths: a lab's own headers too, wherever it lives."""
+    """Every file but the system's and the CUDA toolkit's headers that nvcc reads to compile src for
+    `target` (nvcc -MM), as absolute paths: a lab's own headers too, wherever it lives."""
+    toolkit = os.path.dirname(os.path.dirname(os.path.realpath(nvcc))) + os.sep  # /usr/local/cuda-13.0/
+    system = ("/usr/include/", "/usr/lib/") + ((toolkit,) if toolkit != "/usr/" else ())  # Debian's nvcc: /usr/bin
     r = subprocess.run([nvcc, "-std=c++20", "-MM", "-arch=" + target, "-I" + ROOT, "-I" + os.path.join(ROOT, "common"),
                         "-I" + os.path.join(ROOT, "common/simt/include"), src], capture_output=True, text=True, cwd=ROOT)
     if r.returncode != 0:
         kr.fail("nvcc -MM failed on %s:\n%s" % (src, r.stderr[-2000:]), 1)
-    return {os.path.realpath(tok if os.path.isabs(tok) else os.path.join(ROOT, tok))
-            for tok in r.stdout.replace("\\\n", " ").split(":", 1)[-1].split()}  # what follows "target:"
+    paths = {os.path.realpath(tok if os.path.isabs(tok) else os.path.join(ROOT, tok))
+             for tok in r.stdout.replace("\\\n", " ").split(":", 1)[-1].split()}  # what follows "target:"
+    return {p for p in paths if not p.startswith(system)}
 
 
 def dependencies(nvcc, src, target="sm_90"):
