@@ -11,6 +11,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -662,6 +663,16 @@ TEST_CASE("profile at a Figure 5 shape prints FlashAttention-2's and FlashAttent
   CHECK_THAT(out, Contains("reference: FlashAttention-3, H100 SXM5"));
   CHECK_THAT(out, Contains("   333 "));
   CHECK_THAT(out, Contains("causal_skip's modelled time over FlashAttention-3's measured one"));
+  // The ratio is what it says: lean_loop's modelled time over FlashAttention-2's published one.
+  std::smatch m;
+  const std::regex model(R"(lean_loop \(05_flash_v2\): check pass; modelled on H100 SXM5: ([0-9.]+) us)"),
+      published(R"(reference: FlashAttention-2, H100 SXM5 +([0-9.]+) )"), ratio(R"(model / published: ([0-9.]+) \(lean_loop)");
+  REQUIRE(std::regex_search(out, m, model));
+  const double model_us = std::stod(m[1]);
+  REQUIRE(std::regex_search(out, m, published));
+  const double published_us = std::stod(m[1]);
+  REQUIRE(std::regex_search(out, m, ratio));
+  CHECK(std::stod(m[1]) == Approx(model_us / published_us).epsilon(0.01));
 }
 
 TEST_CASE("profile of a problem too large to emulate whole says what it emulated", "[profile]") {

@@ -682,7 +682,7 @@ void Profiler::print_summary() const {
     if (like && std::string(gpu_->key) == "h100")
       std::printf("%-43s model / published: %.2f (%s's modelled time over %s's measured one; "
                   "tests/counters/test_published.cpp scores the model)\n",
-                  "", us / like->us, like->result.variant->name.c_str(), who);
+                  "", like->us / us, like->result.variant->name.c_str(), who);
   };
   const bool fp16 = p.dtype == DType::fp16, causal = p.causal != Causal::none, top_left = p.causal == Causal::top_left,
              mask = p.mask != MaskKind::none;
