@@ -472,6 +472,10 @@ TEST_CASE("the tour on the CPU says what a GPU shows instead", "[cli]") {
   INFO(windowed.output);
   CHECK(windowed.code == 0);
   CHECK_THAT(windowed.output, Contains("mask_mod(sliding_window 16)") && Contains("block_mask  ") && !Contains("masks (chapter 10"));
+  const Outcome table = run("tour -n 64 --reps 1 --chapters-only");
+  INFO(table.output);
+  CHECK(table.code == 0);
+  CHECK_THAT(table.output, Contains("speedup vs 01") && !Contains("decoding (chapter 08") && !Contains("masks (chapter 10"));
 }
 #endif
 

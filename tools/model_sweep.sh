@@ -30,7 +30,7 @@ for n in "${ns[@]}"; do
   for d in 64 128; do
     for causal in "" --causal; do
       echo "model_sweep: B=$((16384 / n)) H=$((2048 / d)) N=$n d=$d ${causal:-non-causal}" >&2
-      "$binary" tour --profile --emulated-heads 1 -b $((16384 / n)) -H $((2048 / d)) -n "$n" -d "$d" $causal \
+      "$binary" tour --profile --chapters-only --emulated-heads 1 -b $((16384 / n)) -H $((2048 / d)) -n "$n" -d "$d" $causal \
         --csv "$out" >/dev/null
     done
   done

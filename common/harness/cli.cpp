@@ -432,6 +432,9 @@ int tour_main(int argc, char** argv) {
   Args a;
   add_problem_options(app, a);
   add_profile_options(app, a.profile, true);
+  bool chapters_only = false;
+  app.add_flag("--chapters-only", chapters_only,
+               "the chapters' table alone: no decoding or masks line after it (tools/model_sweep.sh)");
   if (const int rc = parse_command_line(app, argc, argv); rc >= 0) return rc;
   return guarded([&] {
     if (apply_gpu_option(a.profile)) return 0;  // --gpu list
@@ -457,9 +460,11 @@ int tour_main(int argc, char** argv) {
     else if (!results.empty())
       print_tour_summary(results);
     for (const std::string& s : stand_ins) std::printf("%s\n", s.c_str());
-    tour_decoding(p, o, profiler ? &*profiler : nullptr);
-    const auto masked = tour_masks(p, o, profiler ? &*profiler : nullptr);
-    results.insert(results.end(), masked.begin(), masked.end());
+    if (!chapters_only) {
+      tour_decoding(p, o, profiler ? &*profiler : nullptr);
+      const auto masked = tour_masks(p, o, profiler ? &*profiler : nullptr);
+      results.insert(results.end(), masked.begin(), masked.end());
+    }
     return finish(results, a.csv, profiler ? &*profiler : nullptr, !profiler);
   });
 }
