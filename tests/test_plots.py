@@ -112,6 +112,19 @@ def main():
     check(ps.published_matches(paper) and not ps.published_matches(dict(paper, B=8)),
           "the reference is drawn at the papers' shapes only (B·N = 16k)")
     check(not ps.published_matches(dict(paper, mods="softcap=30")), "nor beside a row with chapter 10's settings")
+    # The speedups' baseline: chapter 01's naive where it ran, else its one variant that did (the
+    # model sweep's rows are the tour's bests), and none where two others ran and naive did not.
+    row = dict(paper, median_ms=1.0, kind="modelled", bound="", device=DEVICE, timestamp="")
+    def baseline(variants):
+        rows = [dict(row, chapter=c, variant=v) for c, v in variants]
+        figs = object.__new__(ps.Figures)  # chapter01 reads the groups alone: no matplotlib
+        figs.groups = ps.series(rows)
+        return [figs.chapter01(g) for g in sorted(figs.groups)]
+    check(baseline([("01_naive_attention", "naive"), ("01_naive_attention", "register_blocked"),
+                    ("05_flash_v2", "lean_loop")]) == ["01 naive"]
+          and baseline([("01_naive_attention", "register_blocked"), ("05_flash_v2", "lean_loop")]) == ["01 register_blocked"]
+          and baseline([("01_naive_attention", "scores_tiled"), ("01_naive_attention", "register_blocked")]) == [None],
+          "speedups over chapter 01's naive, else its one variant run, else none")
     sys.dont_write_bytecode = True  # no __pycache__ in the source tree
     import plot_speedups
     check(plot_speedups.device_limits("NVIDIA H100 80GB HBM3") == (989.0, 3.35)
