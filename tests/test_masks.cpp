@@ -96,6 +96,25 @@ TEST_CASE("the block mask lists exactly the tiles with a visible key, the partia
 
 // Step f computes what step c lists: the tiles with a visible key as a range, and which need the
 // rule. Windows narrower than a tile, wider than Lk, one-sided, and rows that see nothing (Lq > Lk).
+// The visible (query, key) pairs of rows [first, first + rows), from the host's rule.
+long long visible_pairs(const Problem& p, int first, int rows, const std::vector<int>& doc) {
+  long long n = 0;
+  std::vector<std::pair<int, int>> runs;
+  for (int i = first; i < first + rows; ++i) {
+    p.visible_runs(i, doc, runs);
+    for (auto [lo, hi] : runs) n += hi - lo;
+  }
+  return n;
+}
+// A launch order's Q tiles by their work (visible pairs), in that order: from the first of the
+// heaviest on they only get lighter, and fewer come before it than after (chapter 06's heaviest
+// first, in either direction).
+void check_heaviest_first(const std::vector<long long>& pairs) {
+  const auto heaviest = std::max_element(pairs.begin(), pairs.end());
+  CHECK(std::is_sorted(heaviest, pairs.end(), std::greater<>()));
+  CHECK(heaviest - pairs.begin() <= pairs.end() - heaviest);
+}
+
 TEST_CASE("a window's tiles in closed form are those with a visible key, the partial ones masked", "[variants]") {
   const std::pair<int, int> windows[] = {{0, 0}, {5, 3}, {-1, 0}, {0, -1}, {100, 30}, {300, -1}, {-1, -1}, {1000, 2000}};
   int unequal = 0;  // problems whose Q tiles do not all visit as many tiles (the launch order matters)
@@ -132,21 +151,11 @@ TEST_CASE("a window's tiles in closed form are those with a visible key, the par
           counts.insert(range.count);
         }
         unequal += counts.size() > 1;
-        // The launch order: from the first of the heaviest Q tiles (most visible pairs) on, the
-        // tiles only get lighter, and fewer come before it than after.
+        // The launch order: the Q tiles from the end window_from_end names.
         std::vector<long long> pairs;
-        std::vector<std::pair<int, int>> runs;
-        for (int q0 = 0; q0 < Lq; q0 += t.Br) {
-          pairs.push_back(0);
-          for (int i = q0; i < std::min(Lq, q0 + t.Br); ++i) {
-            p.visible_runs(i, {}, runs);
-            for (auto [lo, hi] : runs) pairs.back() += hi - lo;
-          }
-        }
+        for (int q0 = 0; q0 < Lq; q0 += t.Br) pairs.push_back(visible_pairs(p, q0, std::min(t.Br, Lq - q0), {}));
         if (ch10::window_from_end(a)) std::reverse(pairs.begin(), pairs.end());
-        const auto heaviest = std::max_element(pairs.begin(), pairs.end());
-        CHECK(std::is_sorted(heaviest, pairs.end(), std::greater<>()));
-        CHECK(heaviest - pairs.begin() <= pairs.end() - heaviest);
+        check_heaviest_first(pairs);
       }
   CHECK(unequal > 10);
 }
@@ -154,7 +163,7 @@ TEST_CASE("a window's tiles in closed form are those with a visible key, the par
 // A packed batch's tile map (step e's, which step f's windows share) lists each sequence's Q tiles
 // once, and in the order a window alone launches them: from the first of its heaviest tiles on, they
 // only get lighter (the visible pairs of each, from Problem::visible_runs), whichever side the window
-// is open to and wherever each sequence's own diagonal falls (Lq != Lk per sequence).
+// is open to and wherever each sequence's own diagonal falls (four of the six have Lq != Lk).
 TEST_CASE("a packed batch's tile map launches each sequence's heaviest Q tiles first", "[variants]") {
   const std::pair<int, int> windows[] = {{-1, 0}, {200, 0}, {0, 200}, {-1, 150}, {100, 300}, {300, 100}, {-1, -1}};
   const std::vector<int> seq_q = {1, 300, 64, 700, 129, 0}, seq_k = {5, 300, 500, 200, 129, 40};
@@ -179,7 +188,6 @@ TEST_CASE("a packed batch's tile map launches each sequence's heaviest Q tiles f
         REQUIRE(e.seq >= -1);
         if (e.seq >= 0) order[static_cast<size_t>(e.seq)].push_back(e.tile);
       }
-      std::vector<std::pair<int, int>> runs;
       for (size_t s = 0, q_start = 0; s < seq_q.size(); q_start += static_cast<size_t>(seq_q[s]), ++s) {
         INFO("sequence " << s);
         const int tiles = (seq_q[s] + t.Br - 1) / t.Br;
@@ -189,16 +197,9 @@ TEST_CASE("a packed batch's tile map launches each sequence's heaviest Q tiles f
         for (int r = 0; r < tiles; ++r) each[static_cast<size_t>(r)] = r;
         REQUIRE(sorted == each);  // every tile once
         std::vector<long long> pairs;  // in launch order
-        for (int r : order[s]) {
-          pairs.push_back(0);
-          for (int i = r * t.Br; i < std::min(seq_q[s], (r + 1) * t.Br); ++i) {
-            p.visible_runs(static_cast<int>(q_start) + i, table, runs);
-            for (auto [lo, hi] : runs) pairs.back() += hi - lo;
-          }
-        }
-        const auto heaviest = std::max_element(pairs.begin(), pairs.end());
-        CHECK(std::is_sorted(heaviest, pairs.end(), std::greater<>()));
-        CHECK(heaviest - pairs.begin() <= pairs.end() - heaviest);
+        for (int r : order[s])
+          pairs.push_back(visible_pairs(p, static_cast<int>(q_start) + r * t.Br, std::min(t.Br, seq_q[s] - r * t.Br), table));
+        check_heaviest_first(pairs);
         if (std::set<long long>(pairs.begin(), pairs.end()).size() > 1) (order[s].front() == 0 ? forward : reversed) += 1;
       }
     }

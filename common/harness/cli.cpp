@@ -394,6 +394,10 @@ void print_tour_summary(const std::vector<Result>& results) {
                 "table in the GPU's own times; measured GPU results are listed in results/README.md.\n");
 }
 
+const char* times_kind(const Profiler* profiler) {
+  return profiler ? "modelled" : emulated() ? "emulator times" : "measured";
+}
+
 // The tour's masks line: on its plain problem chapter 10's best has no pattern to skip, so it runs
 // again, with its first step, on the same problem with a document mask (packed documents of the
 // seed's random lengths, is_causal as given): the mask as a tensor against the block mask. Not when
@@ -408,14 +412,14 @@ std::vector<Result> tour_masks(const Problem& f, const RunOptions& o, Profiler* 
               "its first step against its best\n");
   std::fflush(stdout);
   try {
+    const size_t profiled = profiler ? profiler->profiles().size() : 0;  // run_all adds one per result
     const auto results = run_all({tensor, best}, false, p, o, false, profiler);
     double t[2] = {0, 0};
     for (size_t i = 0; i < results.size(); ++i)
-      t[results[i].variant == best] = profiler ? profiler->profiles()[profiler->profiles().size() - results.size() + i].us
-                                               : results[i].timing.median_ms;
+      t[results[i].variant == best] = profiler ? profiler->profiles()[profiled + i].us : results[i].timing.median_ms;
     if (t[0] > 0 && t[1] > 0)
       std::printf("  %s is %.2fx faster than the mask as a tensor (%s)\n", best->name.c_str(), t[0] / t[1],
-                  profiler ? "modelled" : emulated() ? "emulator times" : "measured");
+                  times_kind(profiler));
     return results;
   } catch (const UsageError& e) {  // neither runs: a reason per line
     std::string why = e.what();

@@ -30,6 +30,8 @@ int support_main(int argc, char** argv);
 // sequence of the tour's problem (a cache of Lk - 1 keys, every head its own KV head).
 class Profiler;
 void tour_decoding(const Problem& p, const RunOptions& o, Profiler* profiler);
+// What the tour's extra lines' times are: "modelled" (a profiler's), "emulator times" or "measured".
+const char* times_kind(const Profiler* profiler);
 
 // The problem options every command shares (sizes, dtype, is_causal, mask, scale, seed, --reps,
 // --warmup, --full-check, --cpu-budget, --csv), for a command defined in another file: declared

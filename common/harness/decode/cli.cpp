@@ -81,7 +81,7 @@ void tour_decoding(const Problem& f, const RunOptions& o, Profiler* profiler) {
   }
   if (t[0] > 0 && t[1] > 0)
     std::printf("  %s is %.2fx faster than chapter 05's best run on it (%s)\n", best->info.name.c_str(), t[0] / t[1],
-                profiler ? "modelled" : device().emulated ? "emulator times" : "measured");
+                times_kind(profiler));
 }
 
 int decode_main(int argc, char** argv, const std::string& chapter) {
