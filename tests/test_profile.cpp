@@ -616,6 +616,34 @@ TEST_CASE("rows_32's tile loop issues more than lean_loop's: it models more issu
   std::remove(counters.c_str());
 }
 
+TEST_CASE("the counters CSV carries chapter 09's wgmma and TMA counts", "[profile]") {
+  // tma_ring's two products are wgmma and its K/V tiles come by TMA; fa2_baseline's are mma.sync
+  // and cp.async: each kind lands in its own columns, with the whole problem's FLOP.
+  const std::string counters = scratch("hopper.csv");
+  std::string out;
+  REQUIRE(flashsteps("profile -v fa2_baseline -v tma_ring -n 256 -d 64 --counters-csv " + counters, out) == 0);
+  INFO(out);
+  const std::vector<std::string> rows = lines(counters);
+  REQUIRE(rows.size() == 3);
+  auto column = [&](const std::string& row, const std::string& name) {
+    const std::vector<std::string> names = attn::split_csv(rows[0]), fields = attn::split_csv(row);
+    for (size_t i = 0; i < names.size(); ++i)
+      if (names[i] == name) return std::atof(fields.at(i).c_str());
+    FAIL("no column " << name);
+    return 0.0;
+  };
+  const double flops = 4.0 * 1 * 2 * 256 * 256 * 64;  // B = 1, H = 2 (the CPU's default), N = 256, d = 64
+  CHECK(column(rows[1], "mma_flop") == flops);
+  CHECK(column(rows[1], "wgmma_flop") == 0);
+  CHECK(column(rows[1], "tma_requests") == 0);
+  CHECK(column(rows[2], "mma_flop") == 0);
+  CHECK(column(rows[2], "wgmma_flop") == flops);
+  CHECK(column(rows[2], "wgmma") > 0);
+  CHECK(column(rows[2], "tma_requests") > 0);
+  CHECK(column(rows[2], "tma_sectors_per_request") >= 1);
+  std::remove(counters.c_str());
+}
+
 TEST_CASE("profile prints each stage's counters and modelled time, and appends modelled rows", "[profile]") {
   const std::string csv = scratch("rows.csv"), counters = scratch("counters.csv");
   std::string out;

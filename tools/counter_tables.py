@@ -9,7 +9,8 @@
 The CSV is results/cpu-emulation-simt/counters.csv (`flashsteps profile --counters-csv`, and
 `flashsteps backward --profile` for chapter 07's backward variants; schema in results/README.md):
 one row per stage of every variant, on the emulator's default problem (with is_causal for chapters
-06 and 07, and N = 1024 for 06). A note gets its chapter's table between the markers
+06 and 07, and N = 1024 for 06; chapter 08's decoding problem; chapter 09 at N = 1024, d = 128;
+chapter 10 with a sliding window at N = 1024). A note gets its chapter's table between the markers
 
   <!-- counters-table:begin 01_naive_attention -->
   <!-- counters-table:end -->
@@ -17,7 +18,7 @@ one row per stage of every variant, on the emulator's default problem (with is_c
 so a note without them (or a new chapter) only needs the two lines; --check also fails when a
 chapter of the CSV has no table in any note. The table has a row per stage
 and the columns every chapter shares (coalescing, conflicts, DRAM bytes, FLOP, modelled time and
-bound); chapters 05 and 06, whose steps are one kernel each, get a row per step with ldmatrix and
+bound); chapters 05, 06 and 09, whose steps are one kernel each, get a row per step with ldmatrix and
 L1 wavefronts per mma and the model's L1 and tensor terms, and chapter 07 dQ's atomics. Exit codes: 0 done, 1 a table
 differs (--check) or profiling failed, 2 bad input.
 """
@@ -34,13 +35,14 @@ CSV = REPO / "results" / "cpu-emulation-simt" / "counters.csv"
 NOTES = REPO / "notes"
 # The emulator's default problem for every chapter; chapters 06 and 07 skip causal tiles, so with
 # is_causal, and chapter 06 at N = 1024, where its plan visits 72 of 128 tile pairs (at N = 256, 6
-# of 8). Chapter 07's variants have a registry and a command of their own.
-PROBLEM = {"06_causal": ["--causal", "-n", "1024"], "07_backward": ["--causal"]}
-COMMAND = {"07_backward": ["backward", "--profile"]}
-# Chapter 08's decoding steps have a problem of their own (a KV cache); their profiles are recorded
-# in results/model-h100/decode_steps.txt, not in this CSV. Chapter 09's wgmma steps need sm_90a's
-# SASS for their issue term, which sass_issue.py does not read yet: not profiled here so far.
-NOT_TABLED = {"08_decoding", "09_hopper"}
+# of 8). Chapter 09's steps take 128 query rows a block (a block per (batch, head) at N = 256): N =
+# 1024 and its head dim, 128. Chapter 10 on a pattern its first four steps share, a sliding window
+# (its steps e and f take packed batches and FlashAttention-2's windows: results/model-h100/).
+# Chapters 07 and 08 have a registry and a command of their own; 08 on decode's default problem.
+PROBLEM = {"06_causal": ["--causal", "-n", "1024"], "07_backward": ["--causal"],
+           "09_hopper": ["-n", "1024", "-d", "128"],
+           "10_masks": ["-n", "1024", "--mask-mod", "sliding_window", "--window", "256"]}
+COMMAND = {"07_backward": ["backward", "--profile"], "08_decoding": ["decode", "--profile"]}
 BEGIN = re.compile(r"<!-- counters-table:begin (\S+) -->")
 END = "<!-- counters-table:end -->"
 
@@ -59,7 +61,7 @@ def profile(build):
     fresh = CSV.with_suffix(".csv.new")
     fresh.unlink(missing_ok=True)
     chapters = sorted(p.name for p in REPO.glob("[0-9][0-9]_*") if (p / "CMakeLists.txt").is_file())
-    for chapter in (c for c in chapters if c not in NOT_TABLED):
+    for chapter in chapters:
         print(f"counter_tables: profiling {chapter} ...", file=sys.stderr, flush=True)
         command = COMMAND.get(chapter, ["profile", "--chapter", chapter])
         r = subprocess.run([str(binary)] + command + ["--counters-csv", str(fresh)] + PROBLEM.get(chapter, []),
@@ -105,7 +107,14 @@ def loads(r):
         out.append(f"{num(r['ld_sectors_per_request']):.2f}")
     if num(r["cp_async_requests"]) > 0:
         out.append(f"cp.async {num(r['cp_async_sectors_per_request']):.2f}")
+    if num(r.get("tma_requests")) > 0:
+        out.append(f"TMA {num(r['tma_sectors_per_request']):.2f}")
     return ", ".join(out) or "–"
+
+
+def tensor_flop(r):
+    """mma.sync's and wgmma's FLOP together (a CSV written before the wgmma columns: mma.sync's)."""
+    return count(num(r["mma_flop"]) + num(r.get("wgmma_flop")))
 
 
 def shared(r):
@@ -129,16 +138,17 @@ def atomics(r):
 
 
 # The columns of each kind of table: (header, cell of a row). "stages" for every chapter, a row
-# per stage; "steps" for chapters 05 and 06, one kernel per step, with what the tensor-core steps
-# add (ldmatrix per mma, the model's L1, issue and tensor terms); "backward" for chapter 07, with dQ's
-# atomics. Every table ends with the modelled time and its bound.
+# per stage; "steps" for chapters 05, 06 and 09, one kernel per step, with what the tensor-core steps
+# add (ldmatrix per mma, the model's L1, issue, tensor and latency terms); "backward" for chapter 07,
+# with dQ's atomics. "mma FLOP" counts mma.sync's and chapter 09's wgmma's. Every table ends with the
+# modelled time and its bound.
 LAYOUTS = {
     "stages": [
         ("global loads: sectors/request", loads),
         ("stores: sectors/request", lambda r: per_request(r["st_sectors_per_request"], r["st_requests"])),
         ("shared: wavefronts/request (bank conflicts)", shared),
         ("DRAM MB", dram_mb),
-        ("mma FLOP", lambda r: count(r["mma_flop"])),
+        ("mma FLOP", tensor_flop),
         ("MUFU ops", lambda r: count(r["mufu"])),
     ],
     "steps": [
@@ -146,22 +156,23 @@ LAYOUTS = {
         ("shared: wavefronts/request (bank conflicts)", shared),
         ("ldmatrix per mma", lambda r: ratio(r["ldmatrix_requests"], r["mma"])),
         ("L1 wavefronts per mma", lambda r: ratio(r["l1_wavefronts"], r["mma"])),
-        ("mma FLOP", lambda r: count(r["mma_flop"])),
+        ("mma FLOP", tensor_flop),
         ("MUFU ops", lambda r: count(r["mufu"])),
         ("L1 µs", lambda r: f"{num(r['l1_us']):.2f}"),
         ("issue µs", lambda r: f"{num(r['issue_us']):.2f}"),
         ("tensor µs", lambda r: f"{num(r['tensor_us']):.2f}"),
+        ("latency µs", lambda r: f"{num(r.get('latency_us')):.2f}"),
     ],
     "backward": [
         ("global loads: sectors/request", loads),
         ("fp32 atomics: requests (sectors/request)", atomics),
         ("shared: wavefronts/request (bank conflicts)", shared),
         ("DRAM MB", dram_mb),
-        ("mma FLOP", lambda r: count(r["mma_flop"])),
+        ("mma FLOP", tensor_flop),
         ("MUFU ops", lambda r: count(r["mufu"])),
     ],
 }
-LAYOUT = {"05_flash_v2": "steps", "06_causal": "steps", "07_backward": "backward"}
+LAYOUT = {"05_flash_v2": "steps", "06_causal": "steps", "07_backward": "backward", "09_hopper": "steps"}
 TIME = [("modelled µs", lambda r: f"{num(r['modelled_us']):.2f}"), ("bound", lambda r: r["bound"])]
 
 
@@ -171,7 +182,8 @@ def table(chapter, rows):
         return None
     first = mine[0]
     problem = (f"B={first['B']} H={first['H']} Lq={first['Lq']} Lk={first['Lk']} d={first['d']} {first['dtype']}"
-               + ("" if first["causal"] == "none" else f" causal {first['causal']}"))
+               + ("" if first["causal"] == "none" else f" causal {first['causal']}")
+               + ("" if first.get("mods", "none") == "none" else f" {first['mods']}"))
     commits = sorted({r["commit"] for r in mine})
     layout = LAYOUT.get(chapter, "stages")
     columns = LAYOUTS[layout] + TIME

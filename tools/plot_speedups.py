@@ -23,7 +23,8 @@ per modelled GPU, in a folder of its own (<gpu-slug>-modelled):
   tools/plot_speedups.py results/nvidia-h100-80gb-hbm3/*.csv --out results/nvidia-h100-80gb-hbm3 --readme README.md
 
 By default the PNGs go to build/plots/<device-slug>/ (git-ignored): nothing in the checkout changes
-unless --out or --readme says so.
+unless --out or --readme says so. Every PNG names the CSVs it was drawn from and their SHA-256 in
+its "Source" text chunk.
 
 Rows of different kinds (measured on a GPU, emulated on the CPU, modelled) are never drawn in one
 figure, and the README table takes measured rows only. Rows that failed their check (pass = 0) are
@@ -32,6 +33,7 @@ shape and device, the latest row counts.
 """
 import argparse
 import csv
+import hashlib
 import math
 import os
 import re
@@ -231,9 +233,21 @@ def same_shape(a, b):
 
 # ---------------------------------------------------------------- figures
 
+def source_text(paths):
+    """The PNGs' "Source" text: each input CSV (relative to the repository when inside it) and the
+    SHA-256 of its bytes, so that a test can tell a committed figure drawn from other rows than its
+    committed CSV's (tests/test_results_current.py)."""
+    out = []
+    for path in paths:
+        resolved = Path(path).resolve()
+        name = resolved.relative_to(REPO).as_posix() if resolved.is_relative_to(REPO) else str(path)
+        out.append(f"{name} sha256 {hashlib.sha256(resolved.read_bytes()).hexdigest()}")
+    return "; ".join(out)
+
+
 class Figures:
-    def __init__(self, plt, rows, device, kind="measured"):
-        self.plt, self.rows, self.device, self.kind = plt, rows, device, kind
+    def __init__(self, plt, rows, device, kind="measured", source=""):
+        self.plt, self.rows, self.device, self.kind, self.source = plt, rows, device, kind, source
         self.peak, self.bw = device_limits(device)
         self.groups = series(rows)
         self.group_keys = sorted(self.groups)
@@ -275,7 +289,7 @@ class Figures:
             if seen:
                 fig.legend(list(seen.values()), list(seen), loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
         fig.tight_layout()
-        fig.savefig(path, dpi=110, bbox_inches="tight")
+        fig.savefig(path, dpi=110, bbox_inches="tight", metadata={"Source": self.source})
         self.plt.close(fig)
 
     def empty(self, path, title, why):
@@ -615,7 +629,7 @@ def main(argv=None):
             return 2
     for kind, device in sets:
         mine = [r for r in rows if r["device"] == device and r["kind"] == kind]
-        for p in Figures(plt, mine, device, kind).write_all(folders[kind, device]):
+        for p in Figures(plt, mine, device, kind, source_text(args.csv)).write_all(folders[kind, device]):
             print(p)
     if args.readme:
         measured = [r for r in rows if r["kind"] == "measured" and not emulated(r["device"])]

@@ -22,7 +22,8 @@ const char* const kCountersCsvHeader =
     "threads_per_block,ld_requests,ld_sectors_per_request,st_requests,st_sectors_per_request,cp_async_requests,"
     "cp_async_sectors_per_request,atom_requests,atom_sectors_per_request,dram_read_bytes,dram_write_bytes,l2_bytes,"
     "shared_requests,shared_wavefronts,shared_conflicts,ldmatrix_requests,ldmatrix_conflicts,"
-    "cp_async_dst_conflicts,l1_wavefronts,mma,mma_flop,mufu,barriers,shuffles,instructions,gpu,modelled_us,bound,dram_us,"
+    "cp_async_dst_conflicts,l1_wavefronts,mma,mma_flop,wgmma,wgmma_flop,tma_requests,tma_sectors_per_request,mufu,barriers,"
+    "shuffles,instructions,gpu,modelled_us,bound,dram_us,"
     "l2_us,l1_us,issue_us,mufu_us,tensor_us,launch_us,sm_share,blocks_per_sm,waves,beyond_l2,latency_us,mods";
 
 void add_profile_options(CLI::App& app, ProfileOptions& o, bool flag) {
@@ -735,7 +736,8 @@ void Profiler::write_csv(const std::string& results_csv) const {
     for (const StageProfile& s : pr.stages) {
       const simt::Counters& c = s.counters;
       const simt::GlobalOps &ld = c.global[simt::kGlobalLoad], &st = c.global[simt::kGlobalStore],
-                            &cp = c.global[simt::kCpAsyncSource], &at = c.global[simt::kGlobalAtomic];
+                            &cp = c.global[simt::kCpAsyncSource], &at = c.global[simt::kGlobalAtomic],
+                            &tma = c.global[simt::kTmaLoad];
       double ldsm_req = 0, ldsm_conf = 0;
       for (int k = simt::kLdmatrixX1; k <= simt::kLdmatrixX4Trans; ++k)
         ldsm_req += c.shared[k].requests, ldsm_conf += c.shared[k].conflicts();
@@ -750,8 +752,8 @@ void Profiler::write_csv(const std::string& results_csv) const {
           << ',' << 32 * c.dram_read_sectors << ',' << 32 * c.dram_write_sectors << ',' << l2_bytes(c) << ','
           << c.shared_requests() << ',' << c.shared_wavefronts() << ',' << c.shared_conflicts() << ',' << ldsm_req << ','
           << ldsm_conf << ',' << c.shared[simt::kCpAsyncDestination].conflicts() << ',' << l1_wavefronts(c) << ','
-          << c.mma << ',' << c.mma_flop
-          << ',' << c.mufu << ',' << c.barriers << ',' << c.shuffles << ',';
+          << c.mma << ',' << c.mma_flop << ',' << c.wgmma << ',' << c.wgmma_flop << ',' << tma.requests << ','
+          << per(tma.sectors, tma.requests) << ',' << c.mufu << ',' << c.barriers << ',' << c.shuffles << ',';
       if (s.terms.sass_known) row << s.terms.instructions;  // empty: a kernel the SASS data does not know
       row << ",\"" << gpu_->name << "\"," << s.us << ',' << s.bound << ',' << s.terms.dram << ',' << s.terms.l2 << ','
           << s.terms.l1 << ',' << s.terms.issue << ',' << s.terms.mufu << ','
