@@ -3,9 +3,7 @@
 // A block of 128 threads owns up to R query rows that read the same KV head, and streams that
 // head's keys. A key row of d elements is d / E lanes of 16 bytes (E = 8 fp16 or bf16 values): a
 // *group* of lanes. The block's G = 128 / lanes groups take keys in turn, U at a time, so that each
-// lane has 2 U 16-byte loads in flight, the U keys' K and V rows, before it needs the first: V's
-// are not waited for after the softmax, so a step costs one trip to memory, not two (a warp's
-// chain of dependent waits is what bounds a decoding kernel: notes/08). Each group keeps its own online
+// lane has U 16-byte loads in flight before it needs the first. Each group keeps its own online
 // softmax (m, l and its slice of O, for each row); at the end the G groups' states are merged in
 // shared memory, by the same rescaling as the combine of the splits.
 //
@@ -129,32 +127,31 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const attn::DecodePara
     }
   // Every group runs the same number of steps (the shuffles need every lane of a warp).
   for (int base = begin; base < end; base += G * U) {
-    float s[R][U], k[U][E], v[U][E];
-    bool seen[U];
+    float s[R][U];
+    const T* kp[U];
+    const T* vp[U];
 #pragma unroll
-    for (int u = 0; u < U; ++u) {  // every load of the step issued before the first is used
+    for (int u = 0; u < U; ++u) {
       const int j = base + grp * U + u;
-      const T *kp = nullptr, *vp = nullptr;
+      kp[u] = vp[u] = nullptr;
       if (j < end && j < cached) {
         const long long at = key_row<Paged>(p, b, j) * row_stride + head;
-        kp = K + at, vp = V + at;
+        kp[u] = K + at, vp[u] = V + at;
       } else if (j < end) {  // a new token's key
         const long long at = ((static_cast<long long>(b) * p.Lq + j - cached) * p.Hkv) * D + head;
-        kp = K_new + at, vp = V_new + at;
+        kp[u] = K_new + at, vp[u] = V_new + at;
       }
-      seen[u] = kp != nullptr;
-      if (seen[u]) load16(kp, k[u]), load16(vp, v[u]);
-    }
-#pragma unroll
-    for (int u = 0; u < U; ++u)
+      float k[E];
+      if (kp[u] != nullptr) load16(kp[u], k);
 #pragma unroll
       for (int r = 0; r < R; ++r) {
         float dot = 0.f;
-        if (seen[u])
+        if (kp[u] != nullptr)
 #pragma unroll
-          for (int e = 0; e < E; ++e) dot += q[r][e] * k[u][e];
+          for (int e = 0; e < E; ++e) dot += q[r][e] * k[e];
         s[r][u] = dot;
       }
+    }
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       float mx = m[r];
@@ -179,11 +176,13 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const attn::DecodePara
     }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      if (!seen[u]) continue;
+      if (vp[u] == nullptr) continue;
+      float v[E];
+      load16(vp[u], v);
 #pragma unroll
       for (int r = 0; r < R; ++r)
 #pragma unroll
-        for (int e = 0; e < E; ++e) acc[r][e] += s[r][u] * v[u][e];
+        for (int e = 0; e < E; ++e) acc[r][e] += s[r][u] * v[e];
     }
   }
 
