@@ -45,6 +45,14 @@ std::vector<std::string> lines(const std::string& path) {
   for (std::string l; std::getline(in, l);) v.push_back(l);
   return v;
 }
+// The value of the column `name` in a CSV row, by the header line.
+double csv_column(const std::string& header, const std::string& row, const std::string& name) {
+  const std::vector<std::string> names = attn::split_csv(header), fields = attn::split_csv(row);
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name) return std::atof(fields.at(i).c_str());
+  FAIL("no column " << name);
+  return 0.0;
+}
 std::string scratch(const char* name) { return "flashsteps-profile-test-" + std::to_string(getpid()) + "-" + name; }
 }  // namespace
 
@@ -602,13 +610,7 @@ TEST_CASE("rows_32's tile loop issues more than lean_loop's: it models more issu
   INFO(out);
   const std::vector<std::string> rows = lines(counters);
   REQUIRE(rows.size() == 3);
-  auto column = [&](const std::string& row, const std::string& name) {
-    const std::vector<std::string> names = attn::split_csv(rows[0]), fields = attn::split_csv(row);
-    for (size_t i = 0; i < names.size(); ++i)
-      if (names[i] == name) return std::atof(fields.at(i).c_str());
-    FAIL("no column " << name);
-    return 0.0;
-  };
+  auto column = [&](const std::string& row, const std::string& name) { return csv_column(rows[0], row, name); };
   CHECK(column(rows[1], "mma") == column(rows[2], "mma"));
   CHECK(column(rows[1], "instructions") > 1.4 * column(rows[2], "instructions"));
   CHECK(column(rows[1], "issue_us") > 1.4 * column(rows[2], "issue_us"));
@@ -625,13 +627,7 @@ TEST_CASE("the counters CSV carries chapter 09's wgmma and TMA counts", "[profil
   INFO(out);
   const std::vector<std::string> rows = lines(counters);
   REQUIRE(rows.size() == 3);
-  auto column = [&](const std::string& row, const std::string& name) {
-    const std::vector<std::string> names = attn::split_csv(rows[0]), fields = attn::split_csv(row);
-    for (size_t i = 0; i < names.size(); ++i)
-      if (names[i] == name) return std::atof(fields.at(i).c_str());
-    FAIL("no column " << name);
-    return 0.0;
-  };
+  auto column = [&](const std::string& row, const std::string& name) { return csv_column(rows[0], row, name); };
   const double flops = 4.0 * 1 * 2 * 256 * 256 * 64;  // B = 1, H = 2 (the CPU's default), N = 256, d = 64
   CHECK(column(rows[1], "mma_flop") == flops);
   CHECK(column(rows[1], "wgmma_flop") == 0);
