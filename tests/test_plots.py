@@ -13,6 +13,7 @@ build/; unreadable inputs and unwritable outputs end with a message and exit cod
 traceback; without matplotlib the message names the interpreter that was tried.
 """
 import argparse
+import hashlib
 import importlib
 import shutil
 import subprocess
@@ -71,6 +72,13 @@ def main():
         check(is_png(work / "png" / f"{SLUG}-modelled" / name),
               f"{name} written from the modelled rows, in a folder of their own")
     check(not (work / "png" / SLUG / "modelled_speedup.png").exists(), "no modelled figure among the measured ones")
+    # Each PNG names the CSV its rows came from, by its path in the repository and its SHA-256.
+    sys.path.insert(0, str(ROOT / "tools"))
+    from plot_speedups import png_sources
+    sample = (SAMPLE.relative_to(ROOT).as_posix(), hashlib.sha256(SAMPLE.read_bytes()).hexdigest())
+    named = [png_sources(work / "png" / f"{SLUG}-modelled" / "modelled_speedup.png"),
+             png_sources(work / "png" / SLUG / PNGS[0])]
+    check(named == [[sample], [sample]], f"each figure's Source chunk names the sample CSV and its SHA-256 ({named})")
     text = readme.read_text()
     table = text[text.find(BEGIN):text.find(END)]
     check("an old table" not in text, "the old table between the markers is gone")

@@ -3,17 +3,21 @@
 
   python3 tests/test_results_current.py build/bin/flashsteps     # exit 0 pass, 1 fail, 2 bad input
 
-- results/model-h100/model.csv (tools/model_sweep.sh: the tour's chapters, each at its best step)
-  holds exactly the registry's best variant of every chapter the tour runs (`flashsteps run --list`
-  marks them "(best)"), no other;
+- the three registries (`flashsteps run --list`, `backward --list`, `decode --list`) list every
+  chapter folder, each chapter with one best;
+- results/model-h100/model.csv (tools/model_sweep.sh: `tour --chapters-only`, each chapter at its
+  best step) holds exactly the best variant of every chapter of `run --list`, no other (the tour
+  runs another step where the best cannot take a problem: no sweep shape is such a problem today);
 - results/cpu-emulation-simt/counters.csv (tools/counter_tables.py --profile) has every chapter of
-  the three registries (forward, `backward --list`, `decode --list`), its best step among its rows,
-  and no variant the registry no longer has;
+  the three registries, its best step among its rows, no variant the registry no longer has, and no
+  chapter none lists;
 - every PNG in results/model-h100/ was drawn from the CSV committed beside it: tools/plot_speedups.py
-  writes each input's SHA-256 into the PNG's "Source" text chunk, and it must be the file's today.
+  writes each source CSV's SHA-256 into the PNG's "Source" text chunk (png_sources reads it), and it
+  must be the file's today; a source outside the repository is refused.
 
-Then each rule is broken once on a copy (a step renamed in the model CSV, a chapter's best missing
-from the counters CSV, a figure whose CSV changed after it was drawn) and must fail.
+Then rules are broken on a copy, each breakage once (a step renamed in the model CSV, and so its
+figures' CSV changed after they were drawn; a chapter's best renamed in the counters CSV; a chapter's
+rows deleted from it; a figure's Source chunk removed) and each must fail.
 """
 import csv
 import hashlib
@@ -28,6 +32,9 @@ from pathlib import Path
 from checks import Checks
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+from plot_speedups import png_sources  # noqa: E402  (no matplotlib needed to import it)
+
 MODEL_CSV = Path("results/model-h100/model.csv")
 COUNTERS_CSV = Path("results/cpu-emulation-simt/counters.csv")
 FIGURES = Path("results/model-h100")
@@ -58,20 +65,6 @@ def pairs(path):
         return [(r["chapter"], r["variant"]) for r in csv.DictReader(f)]
 
 
-def png_text(path):
-    """{keyword: text} of a PNG's tEXt chunks."""
-    data, out, at = Path(path).read_bytes(), {}, 8
-    if data[:8] != b"\x89PNG\r\n\x1a\n":
-        return None
-    while at + 8 <= len(data):
-        length, kind = struct.unpack(">I4s", data[at:at + 8])
-        if kind == b"tEXt":
-            key, _, text = data[at + 8:at + 8 + length].partition(b"\0")
-            out[key.decode("latin-1")] = text.decode("latin-1")
-        at += 12 + length
-    return out
-
-
 def problems(root, forward, others):
     """What is stale under `root` (a tree with results/), in sentences."""
     found = []
@@ -87,6 +80,8 @@ def problems(root, forward, others):
     counted = {}
     for ch, v in pairs(root / COUNTERS_CSV):
         counted.setdefault(ch, set()).add(v)
+    for ch in sorted(set(counted) - set(every)):
+        found.append(f"{COUNTERS_CSV}: rows of {ch}, which no registry lists")
     for ch, (variants, best) in sorted(every.items()):
         if ch not in counted:
             found.append(f"{COUNTERS_CSV}: no rows of {ch}")
@@ -100,14 +95,14 @@ def problems(root, forward, others):
     if not pngs:
         found.append(f"{FIGURES}: no figures")
     for png in pngs:
-        source = (png_text(png) or {}).get("Source", "")
-        named = re.findall(r"([^;]+?) sha256 ([0-9a-f]{64})", source)
+        named = png_sources(png)
         if not named:
             found.append(f"{png.relative_to(root)}: names no source CSV (redraw it with tools/plot_speedups.py)")
         for name, digest in named:
-            name = name.strip()
             f = root / name
-            if not f.is_file():
+            if Path(name).is_absolute() or ".." in Path(name).parts:
+                found.append(f"{png.relative_to(root)}: drawn from {name}, outside the repository")
+            elif not f.is_file():
                 found.append(f"{png.relative_to(root)}: drawn from {name}, which is not committed")
             elif hashlib.sha256(f.read_bytes()).hexdigest() != digest:
                 found.append(f"{png.relative_to(root)}: drawn from another {name} than the committed one "
@@ -123,9 +118,11 @@ def main():
     check = Checks("results_current")
     forward = registry(binary, "run")
     others = {**registry(binary, "backward"), **registry(binary, "decode")}
-    check(len(forward) >= 8 and all(best for _, best in forward.values()),
-          f"the registry lists the tour's chapters, each with a best ({len(forward)})")
-    check({"07_backward", "08_decoding"} <= set(others), "backward and decode list their chapters")
+    folders = {d.name for d in ROOT.glob("[0-9][0-9]_*") if (d / "CMakeLists.txt").is_file()}
+    listed = set(forward) | set(others)
+    check(listed == folders and all(best for _, best in {**forward, **others}.values()),
+          f"the registries list every chapter folder, each with a best (missing: {sorted(folders - listed)}, "
+          f"extra: {sorted(listed - folders)})")
 
     today = problems(ROOT, forward, others)
     for p in today:
@@ -157,6 +154,20 @@ def main():
         check(any(f"08_decoding's best, {best08}, has no rows" in p for p in found) and
               any("old_step is no variant" in p for p in found),
               "a counters CSV without a chapter's best, or with a step the registry lost, fails")
+        f = copy() / COUNTERS_CSV
+        f.write_text("".join(line for line in f.read_text(encoding="utf-8").splitlines(True)
+                             if ",09_hopper," not in line), encoding="utf-8")
+        check(any("no rows of 09_hopper" in p for p in problems(tmp, forward, others)),
+              "a counters CSV without a chapter's rows fails")
+        png = next((copy() / FIGURES).glob("*.png"))
+        data, at, kept = png.read_bytes(), 8, b""
+        while at + 8 <= len(data):  # the PNG again without its tEXt chunks
+            length, kind = struct.unpack(">I4s", data[at:at + 8])
+            kept += b"" if kind == b"tEXt" else data[at:at + 12 + length]
+            at += 12 + length
+        png.write_bytes(data[:8] + kept)
+        check(any(f"{png.name}: names no source CSV" in p for p in problems(tmp, forward, others)),
+              "a figure that names no source CSV fails")
     return check.exit_code()
 
 

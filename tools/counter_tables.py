@@ -7,8 +7,10 @@
   tools/counter_tables.py --check                    # exit 1 when a note's table is not the CSV's
 
 The CSV is results/cpu-emulation-simt/counters.csv (`flashsteps profile --counters-csv`, and
-`flashsteps backward --profile` for chapter 07's backward variants; schema in results/README.md):
-one row per stage of every variant, on the emulator's default problem (with is_causal for chapters
+`flashsteps backward --profile` and `decode --profile` for chapters 07 and 08; schema in
+results/README.md): one row per stage of every variant that takes its chapter's problem (chapter
+01's math_path, which needs a GPU, and chapter 10's packed and windowed steps do not), on the
+emulator's default problem (with is_causal for chapters
 06 and 07, and N = 1024 for 06; chapter 08's decoding problem; chapter 09 at N = 1024, d = 128;
 chapter 10 with a sliding window at N = 1024). A note gets its chapter's table between the markers
 
@@ -19,7 +21,7 @@ so a note without them (or a new chapter) only needs the two lines; --check also
 chapter of the CSV has no table in any note. The table has a row per stage
 and the columns every chapter shares (coalescing, conflicts, DRAM bytes, FLOP, modelled time and
 bound); chapters 05, 06 and 09, whose steps are one kernel each, get a row per step with ldmatrix and
-L1 wavefronts per mma and the model's L1 and tensor terms, and chapter 07 dQ's atomics. Exit codes: 0 done, 1 a table
+L1 wavefronts per mma and the model's L1, issue, tensor and latency terms, and chapter 07 dQ's atomics. Exit codes: 0 done, 1 a table
 differs (--check) or profiling failed, 2 bad input.
 """
 import argparse
@@ -35,8 +37,8 @@ CSV = REPO / "results" / "cpu-emulation-simt" / "counters.csv"
 NOTES = REPO / "notes"
 # The emulator's default problem for every chapter; chapters 06 and 07 skip causal tiles, so with
 # is_causal, and chapter 06 at N = 1024, where its plan visits 72 of 128 tile pairs (at N = 256, 6
-# of 8). Chapter 09's steps take 128 query rows a block (a block per (batch, head) at N = 256): N =
-# 1024 and its head dim, 128. Chapter 10 on a pattern its first four steps share, a sliding window
+# of 8). Chapter 09's steps take 64 or 128 query rows a block (2 to 4 blocks per (batch, head) at N =
+# 256): N = 1024 and its head dim, 128. Chapter 10 on a pattern its first four steps share, a sliding window
 # (its steps e and f take packed batches and FlashAttention-2's windows: results/model-h100/).
 # Chapters 07 and 08 have a registry and a command of their own; 08 on decode's default problem.
 PROBLEM = {"06_causal": ["--causal", "-n", "1024"], "07_backward": ["--causal"],
@@ -68,7 +70,7 @@ def profile(build):
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         if r.returncode != 0:
             fresh.unlink(missing_ok=True)
-            fail(f"flashsteps profile --chapter {chapter} exited {r.returncode}:\n{r.stderr}", r.returncode or 1)
+            fail(f"flashsteps {' '.join(command)} ({chapter}) exited {r.returncode}:\n{r.stderr}", r.returncode or 1)
     fresh.replace(CSV)
 
 

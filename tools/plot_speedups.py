@@ -23,8 +23,8 @@ per modelled GPU, in a folder of its own (<gpu-slug>-modelled):
   tools/plot_speedups.py results/nvidia-h100-80gb-hbm3/*.csv --out results/nvidia-h100-80gb-hbm3 --readme README.md
 
 By default the PNGs go to build/plots/<device-slug>/ (git-ignored): nothing in the checkout changes
-unless --out or --readme says so. Every PNG names the CSVs it was drawn from and their SHA-256 in
-its "Source" text chunk.
+unless --out or --readme says so. Every PNG it writes names the CSVs its rows came from and their
+SHA-256 in its "Source" text chunk (figures drawn before this, e.g. results/nvidia-h200's, have none).
 
 Rows of different kinds (measured on a GPU, emulated on the CPU, modelled) are never drawn in one
 figure, and the README table takes measured rows only. Rows that failed their check (pass = 0) are
@@ -37,6 +37,7 @@ import hashlib
 import math
 import os
 import re
+import struct
 import sys
 import tempfile
 from collections import defaultdict
@@ -234,15 +235,32 @@ def same_shape(a, b):
 # ---------------------------------------------------------------- figures
 
 def source_text(paths):
-    """The PNGs' "Source" text: each input CSV (relative to the repository when inside it) and the
-    SHA-256 of its bytes, so that a test can tell a committed figure drawn from other rows than its
-    committed CSV's (tests/test_results_current.py)."""
+    """The PNGs' "Source" text: each CSV their rows came from (relative to the repository when inside
+    it) and the SHA-256 of its bytes, so that a test can tell a committed figure drawn from other rows
+    than its committed CSV's (tests/test_results_current.py; png_sources reads it back)."""
     out = []
-    for path in paths:
+    for path in sorted(set(paths)):
         resolved = Path(path).resolve()
         name = resolved.relative_to(REPO).as_posix() if resolved.is_relative_to(REPO) else str(path)
         out.append(f"{name} sha256 {hashlib.sha256(resolved.read_bytes()).hexdigest()}")
     return "; ".join(out)
+
+
+def png_sources(path):
+    """[(name, sha256)] of a PNG's "Source" text chunk (source_text's), [] when it has none or is no
+    PNG. Reads tEXt chunks, which matplotlib writes for Latin-1 text; a name outside Latin-1 would be
+    an iTXt chunk, which this does not read."""
+    data, at, text = Path(path).read_bytes(), 8, ""
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        return []
+    while at + 8 <= len(data):
+        length, kind = struct.unpack(">I4s", data[at:at + 8])
+        if kind == b"tEXt":
+            key, _, value = data[at + 8:at + 8 + length].partition(b"\0")
+            if key == b"Source":
+                text = value.decode("latin-1")
+        at += 12 + length
+    return [(n.strip(), h) for n, h in re.findall(r"([^;]+?) sha256 ([0-9a-f]{64})", text)]
 
 
 class Figures:
@@ -629,7 +647,8 @@ def main(argv=None):
             return 2
     for kind, device in sets:
         mine = [r for r in rows if r["device"] == device and r["kind"] == kind]
-        for p in Figures(plt, mine, device, kind, source_text(args.csv)).write_all(folders[kind, device]):
+        used = source_text(r["source"].rsplit(":", 1)[0] for r in mine)  # the CSVs this set's rows came from
+        for p in Figures(plt, mine, device, kind, used).write_all(folders[kind, device]):
             print(p)
     if args.readme:
         measured = [r for r in rows if r["kind"] == "measured" and not emulated(r["device"])]
