@@ -23,7 +23,6 @@ import csv
 import hashlib
 import re
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
@@ -33,7 +32,7 @@ from checks import Checks
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
-from plot_speedups import png_sources  # noqa: E402  (no matplotlib needed to import it)
+from plot_speedups import PNG_SIGNATURE, png_chunks, png_sources  # noqa: E402  (no matplotlib needed to import it)
 
 MODEL_CSV = Path("results/model-h100/model.csv")
 COUNTERS_CSV = Path("results/cpu-emulation-simt/counters.csv")
@@ -160,12 +159,8 @@ def main():
         check(any("no rows of 09_hopper" in p for p in problems(tmp, forward, others)),
               "a counters CSV without a chapter's rows fails")
         png = next((copy() / FIGURES).glob("*.png"))
-        data, at, kept = png.read_bytes(), 8, b""
-        while at + 8 <= len(data):  # the PNG again without its tEXt chunks
-            length, kind = struct.unpack(">I4s", data[at:at + 8])
-            kept += b"" if kind == b"tEXt" else data[at:at + 12 + length]
-            at += 12 + length
-        png.write_bytes(data[:8] + kept)
+        png.write_bytes(PNG_SIGNATURE + b"".join(whole for kind, _, whole in png_chunks(png.read_bytes())
+                                                 if kind != b"tEXt"))  # the PNG again without its text chunks
         check(any(f"{png.name}: names no source CSV" in p for p in problems(tmp, forward, others)),
               "a figure that names no source CSV fails")
     return check.exit_code()

@@ -234,6 +234,11 @@ def same_shape(a, b):
 
 # ---------------------------------------------------------------- figures
 
+def csv_of(row):
+    """The CSV file a row was read from (read_rows' "source" is FILE:LINE)."""
+    return row["source"].rsplit(":", 1)[0]
+
+
 def source_text(paths):
     """The PNGs' "Source" text: each CSV their rows came from (relative to the repository when inside
     it) and the SHA-256 of its bytes, so that a test can tell a committed figure drawn from other rows
@@ -246,20 +251,29 @@ def source_text(paths):
     return "; ".join(out)
 
 
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def png_chunks(data):
+    """(type, data, the whole chunk) of each chunk of a PNG's bytes after its signature."""
+    at = len(PNG_SIGNATURE)
+    while at + 8 <= len(data):
+        length, kind = struct.unpack(">I4s", data[at:at + 8])
+        yield kind, data[at + 8:at + 8 + length], data[at:at + 12 + length]
+        at += 12 + length
+
+
 def png_sources(path):
     """[(name, sha256)] of a PNG's "Source" text chunk (source_text's), [] when it has none or is no
     PNG. Reads tEXt chunks, which matplotlib writes for Latin-1 text; a name outside Latin-1 would be
     an iTXt chunk, which this does not read."""
-    data, at, text = Path(path).read_bytes(), 8, ""
-    if data[:8] != b"\x89PNG\r\n\x1a\n":
+    data, text = Path(path).read_bytes(), ""
+    if not data.startswith(PNG_SIGNATURE):
         return []
-    while at + 8 <= len(data):
-        length, kind = struct.unpack(">I4s", data[at:at + 8])
-        if kind == b"tEXt":
-            key, _, value = data[at + 8:at + 8 + length].partition(b"\0")
-            if key == b"Source":
-                text = value.decode("latin-1")
-        at += 12 + length
+    for kind, body, _ in png_chunks(data):
+        key, _, value = body.partition(b"\0")
+        if kind == b"tEXt" and key == b"Source":
+            text = value.decode("latin-1")
     return [(n.strip(), h) for n, h in re.findall(r"([^;]+?) sha256 ([0-9a-f]{64})", text)]
 
 
@@ -647,7 +661,7 @@ def main(argv=None):
             return 2
     for kind, device in sets:
         mine = [r for r in rows if r["device"] == device and r["kind"] == kind]
-        used = source_text(r["source"].rsplit(":", 1)[0] for r in mine)  # the CSVs this set's rows came from
+        used = source_text(csv_of(r) for r in mine)
         for p in Figures(plt, mine, device, kind, used).write_all(folders[kind, device]):
             print(p)
     if args.readme:
@@ -661,7 +675,7 @@ def main(argv=None):
         base = Path(args.readme).resolve().parent
         # The files the table's rows come from, named relative to the README when they lie beside
         # or below it, as given otherwise.
-        given = sorted({r["source"].rsplit(":", 1)[0] for r in measured})
+        given = sorted({csv_of(r) for r in measured})
         rel = [os.path.relpath(Path(p).resolve(), base) for p in given]
         sources = sorted(r if not r.startswith("..") else p for r, p in zip(rel, given))
         if not update_readme(args.readme, results_table(measured, sources)):
