@@ -145,8 +145,17 @@ TEST_CASE("the latency term: one warp's chain from the SASS, hidden only by grou
   from_dram.tile.cycles_dram = 600;
   simt::Counters half = c;
   half.global[simt::kGlobalLoad].sectors = 1000, half.dram_read_sectors = 500;
-  CHECK(warp_cycles(half, from_dram, 0.5) == Approx(warps * (10 + 500 * 500)));
-  CHECK(model(half, g, &from_dram).latency == Approx(warp_cycles(half, from_dram, 0.5) / (clock * 4) * 1e6));
+  const double mean_wait = (kSassL2Latency + kSassDramLatency) / 2;  // half L2 hits, half DRAM's (the H100's)
+  CHECK(warp_cycles(half, from_dram, mean_wait) == Approx(warps * (10 + 500 * 500)));
+  CHECK(model(half, g, &from_dram).latency == Approx(warp_cycles(half, from_dram, mean_wait) / (clock * 4) * 1e6));
+  // Another GPU's latencies (gpus.h's [lat]) are taken on the line through the two the cycles were
+  // counted with: 200 cycles more per load than DRAM's 484 puts 200 x (600 - 400) / 212 more on a tile.
+  CHECK(warp_cycles(half, from_dram, kSassDramLatency + 200) == Approx(warps * (10 + 500 * (600 + 200 * 200 / 212.0))));
+  gpus::Gpu slower = g;
+  slower.l2_latency_clk += 100, slower.dram_latency_clk += 100;
+  CHECK(model(half, slower, &from_dram).latency ==
+        Approx(warp_cycles(half, from_dram, mean_wait + 100) / (clock * 4) * 1e6));
+  CHECK(model(half, slower, &from_dram).latency > model(half, g, &from_dram).latency);
   // Without barriers every warp is a group of its own: two per scheduler, each waiting for the
   // other only where it holds the issue slot.
   SassKernel free_running = k;
@@ -766,6 +775,8 @@ TEST_CASE("profile: every GPU of the table has the model's rates; a GPU without 
     CHECK(g.mma_sync_fraction > 0);
     CHECK(g.mma_sync_fraction <= 1);
     CHECK(g.launch_us > 0);
+    CHECK(g.l2_latency_clk > 0);
+    CHECK(g.dram_latency_clk > g.l2_latency_clk);  // a miss waits for the hit's path and DRAM's
     CHECK(std::string(g.rate_sources).size() > 0);
   }
   // No row of the table lacks rates today, so the refusal is held with a row made here: limits, no rates.
@@ -775,6 +786,22 @@ TEST_CASE("profile: every GPU of the table has the model's rates; a GPU without 
   CHECK_THROWS_WITH(attn::require_rates(bare), Contains("the model has no rates for the Bare GPU yet (it models h100, "
                                                         "h200, h100-pcie, t4, a100,"));
   CHECK_NOTHROW(attn::require_rates(*gpus::find_gpu("a100")));
+}
+
+TEST_CASE("profile --gpu list: every GPU with its latencies, each row naming where its latencies come from", "[profile]") {
+  std::string out;
+  REQUIRE(flashsteps("profile --gpu list", out) == 0);
+  INFO(out);
+  CHECK_THAT(out, Contains("L2/DRAM clk"));
+  for (const gpus::Gpu& g : gpus::kGpus) {
+    INFO(g.key);
+    char latencies[32];
+    std::snprintf(latencies, sizeof latencies, "%6.0f/%-6.0f", g.l2_latency_clk, g.dram_latency_clk);
+    CHECK_THAT(out, Contains(std::string(g.key) + " ") && Contains(latencies));
+    // Cited ([lat], gpus.h's sources) or named among the row's assumptions.
+    const std::string sources = g.rate_sources;
+    CHECK((sources.find("[lat]") != std::string::npos || sources.find("latencies") != std::string::npos));
+  }
 }
 
 #if SIMT_COUNTERS

@@ -14,6 +14,7 @@ cycles wait for the group, and a producer loop, neither an mbarrier try-wait's r
 making a loop. Also: --check fails on a data file whose source hash is stale.
 """
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -86,6 +87,16 @@ def main():
           f"nested: no inner loop; fixed, 4 instructions and the STG (got {n['inner']}, {n['fixed'][0]}, {kinds(n['fixed'][1])})")
     check(names == ["cp.async", "ld", "st", "atom", "ldsm", "lds", "sts", "mma", "bar", "shfl", "wgmma", "tma"],
           "KINDS in the order common/model/sass.h reads them")
+    # The two latencies the cycles are counted with are those the model takes the line through
+    # (sass.h), and the H100 SXM5's of gpus.h: the model's H100 then reads the cycles as counted.
+    sass_h = (ROOT / "common" / "model" / "sass.h").read_text()
+    m = re.search(r"kSassL2Latency = ([0-9.]+), kSassDramLatency = ([0-9.]+);", sass_h)
+    h100 = re.search(r'\.key = "h100",.*?\.l2_latency_clk = ([0-9.]+), \.dram_latency_clk = ([0-9.]+),',
+                     (ROOT / "common" / "gpus" / "gpus.h").read_text(), re.S)
+    pairs = [tuple(float(x) for x in g.groups()) if g else None for g in (m, h100)]
+    check(pairs == [(si.L2_LATENCY, si.DRAM_LATENCY)] * 2,
+          f"sass_issue.py's L2_LATENCY, DRAM_LATENCY = sass.h's kSass*Latency = gpus.h's H100 row (got {pairs}, "
+          f"{(si.L2_LATENCY, si.DRAM_LATENCY)})")
 
     # sm_90a (tests/data/issue_sm90a.sass): a consumer tile loop and a producer loop; neither the
     # try-wait's retry nor the BRA.U.ANY around UTMALDG makes a loop.

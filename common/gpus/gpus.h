@@ -48,6 +48,17 @@
 //         [CC]'s rates (FP32: 64 results per clock per SM on 7.5 and 8.0, 128 on 8.6, 8.9 and 9.0;
 //         32-bit integer multiply-add: 64) that is model.h's FMA term. ASSUMPTION: 7.5 shares its
 //         one pipe as 8.0 does, and 10.0 and 12.0 have 9.0's pipes (the sources cited stop there).
+//   [lat] The cycles a global load waits for an L2 hit and for DRAM, by pointer chase (the model's
+//         latency term: model.h, model/sass.h). H100 SXM5: 272 and 484, a third-party rerun of Luo et
+//         al.'s suite (Johnsonms/NVIDIA-Hopper-Benchmark, reproduction/H100-dapperdingo: the figures
+//         tools/sass_issue.py counts the SASS with). A100 and RTX 4090: 261.5 and 466, 273 and 541.5,
+//         Luo et al., "Benchmarking and Dissecting the Nvidia Hopper GPU Architecture" (arXiv:2402.13499),
+//         the same suite (second-hand: as a public notes file tabulates the paper; its table not read
+//         here). Turing: 234 and 424, Arafa et al., "Low Overhead Instruction Latency Characterization
+//         for NVIDIA GPGPUs" (arXiv:1905.08778), as PPT-GPU's configs/arch_latencies_config.py (lanl/PPT)
+//         carries them for its Turing (RTX) class, not measured on a T4. ASSUMPTIONS, no figure found:
+//         the H200 and H100 PCIe take the H100 SXM5's (the same GH100 L2; their HBM unmeasured), GA102
+//         the A100's, the L4 the RTX 4090's, the B200 and RTX 5090 the H100 SXM5's.
 //   Assumptions every row but the H100's and H200's shares: the L2 rate is the H100's assumed
 //   7 TB/s scaled by SMs x clock (no vendor gives one); a launch costs 2.5 us as on the H100; 16
 //   MUFU results per clock per SM on 10.0 and 12.0 as up to 9.0 (the [CC] table cited stops at
@@ -91,6 +102,8 @@ struct Gpu {
   double fp32_tflops = 0;            // CUDA-core fp32 peak, the datasheet's figure (at its boost clock)
   double mma_sync_fraction = 0;      // the share of that peak mma.sync can reach (wgmma reaches more)
   double launch_us = 0;              // a kernel launch, back to back on a stream
+  // SM clocks a global load waits for an L2 hit and for DRAM [lat]: the model's latency term.
+  double l2_latency_clk = 0, dram_latency_clk = 0;
   const char* rate_sources = "";
 
   bool modelled() const { return tensor_tflops > 0 && dram_tb_s > 0; }
@@ -107,7 +120,8 @@ inline constexpr Gpu kGpus[] = {
      .l2_mb = 50, .l1_wavefronts_per_clk = 1, .mufu_per_clk = 16, .tensor_tflops = 989.4, .fp32_tflops = 67,
      .mma_sync_fraction = 0.63,  // ASSUMPTION: second-hand figure for mma.sync m16n8k16 on Hopper (measure it)
      .launch_us = 2.5,           // ASSUMPTION
-     .rate_sources = "[H100]; [CC]; L2 rate, mma.sync share and launch cost: assumptions"},
+     .l2_latency_clk = 272, .dram_latency_clk = 484,  // [lat]
+     .rate_sources = "[H100]; [CC]; [lat]; L2 rate, mma.sync share and launch cost: assumptions"},
     {.key = "h200", .name = "H200 SXM", .cc_major = 9, .cc_minor = 0, .sms = 132,
      .smem_optin_bytes = 227 * 1024, .smem_per_sm_bytes = 228 * 1024, .smem_reserved_bytes = 1 * 1024,
      .max_threads_per_sm = 2048, .max_blocks_per_sm = 32, .sources = "[CC] 9.0; [H100] (H200)",
@@ -117,7 +131,8 @@ inline constexpr Gpu kGpus[] = {
      .l1_wavefronts_per_clk = 1, .mufu_per_clk = 16, .tensor_tflops = 989.4, .fp32_tflops = 67,
      .mma_sync_fraction = 0.63,  // ASSUMPTION
      .launch_us = 2.5,           // ASSUMPTION
-     .rate_sources = "[H100] (H200); [CC]; L2 rate and size, mma.sync share and launch cost: assumptions"},
+     .l2_latency_clk = 272, .dram_latency_clk = 484,  // ASSUMPTION: the H100 SXM5's
+     .rate_sources = "[H100] (H200); [CC]; L2 rate and size, latencies, mma.sync share and launch cost: assumptions"},
     {.key = "h100-pcie", .name = "H100 PCIe", .cc_major = 9, .cc_minor = 0, .sms = 114,
      .smem_optin_bytes = 227 * 1024, .smem_per_sm_bytes = 228 * 1024, .smem_reserved_bytes = 1 * 1024,
      .max_threads_per_sm = 2048, .max_blocks_per_sm = 32, .sources = "[CC] 9.0; [H100] (PCIe)",
@@ -127,8 +142,9 @@ inline constexpr Gpu kGpus[] = {
      .l2_mb = 50, .l1_wavefronts_per_clk = 1, .mufu_per_clk = 16, .tensor_tflops = 756, .fp32_tflops = 51,
      .mma_sync_fraction = 0.63,  // ASSUMPTION, as for the H100 SXM5
      .launch_us = 2.5,           // ASSUMPTION
+     .l2_latency_clk = 272, .dram_latency_clk = 484,  // ASSUMPTION: the H100 SXM5's
      .rate_sources = "[H100] (PCIe); [CC]; clock derived from the tensor peak; "
-                     "L2 rate, mma.sync share and launch cost: assumptions"},
+                     "L2 rate, latencies, mma.sync share and launch cost: assumptions"},
     {.key = "t4", .name = "Tesla T4", .cc_major = 7, .cc_minor = 5, .sms = 40,
      .smem_optin_bytes = 64 * 1024, .smem_per_sm_bytes = 64 * 1024, .smem_reserved_bytes = 0,
      .max_threads_per_sm = 1024, .max_blocks_per_sm = 16, .sources = "[CC] 7.5; [T4]",
@@ -137,7 +153,8 @@ inline constexpr Gpu kGpus[] = {
      .l2_mb = 4, .l1_wavefronts_per_clk = 1, .mufu_per_clk = 16, .fp32_per_clk = 64, .tensor_tflops = 65, .fp32_tflops = 8.1,
      .mma_sync_fraction = 1.0,  // mma.sync is the tensor path before sm_90 (m16n8k8 on sm_75: no m16n8k16)
      .launch_us = 2.5,          // ASSUMPTION
-     .rate_sources = "[T4]; [CC] 7.5; L2 rate and launch cost: assumptions"},
+     .l2_latency_clk = 234, .dram_latency_clk = 424,  // Turing's [lat], not measured on a T4
+     .rate_sources = "[T4]; [CC] 7.5; [lat] (Turing's); L2 rate and launch cost: assumptions"},
     {.key = "a100", .name = "A100 SXM4 80GB", .cc_major = 8, .cc_minor = 0, .sms = 108,
      .smem_optin_bytes = 163 * 1024, .smem_per_sm_bytes = 164 * 1024, .smem_reserved_bytes = 1 * 1024,
      .max_threads_per_sm = 2048, .max_blocks_per_sm = 32, .sources = "[CC] 8.0; [A100]",
@@ -146,7 +163,8 @@ inline constexpr Gpu kGpus[] = {
      .l2_mb = 40, .l1_wavefronts_per_clk = 1, .mufu_per_clk = 16, .fp32_per_clk = 64, .tensor_tflops = 312, .fp32_tflops = 19.5,
      .mma_sync_fraction = 1.0,  // mma.sync is the tensor path before sm_90
      .launch_us = 2.5,          // ASSUMPTION
-     .rate_sources = "[A100]; [CC] 8.0; L2 rate and launch cost: assumptions"},
+     .l2_latency_clk = 261.5, .dram_latency_clk = 466,  // [lat]
+     .rate_sources = "[A100]; [CC] 8.0; [lat]; L2 rate and launch cost: assumptions"},
     {.key = "rtx3090", .name = "GeForce RTX 3090", .cc_major = 8, .cc_minor = 6, .sms = 82,
      .smem_optin_bytes = 99 * 1024, .smem_per_sm_bytes = 100 * 1024, .smem_reserved_bytes = 1 * 1024,
      .max_threads_per_sm = 1536, .max_blocks_per_sm = 16, .sources = "[CC] 8.6; [GA102]",
@@ -157,7 +175,8 @@ inline constexpr Gpu kGpus[] = {
      .fp32_tflops = 35.6,
      .mma_sync_fraction = 1.0,  // mma.sync is the tensor path before sm_90
      .launch_us = 2.5,          // ASSUMPTION
-     .rate_sources = "[GA102] (RTX 3090; fp32-accumulate tensor rate); [CC] 8.6; L2 rate and launch cost: assumptions"},
+     .l2_latency_clk = 261.5, .dram_latency_clk = 466,  // ASSUMPTION: the A100's
+     .rate_sources = "[GA102] (RTX 3090; fp32-accumulate tensor rate); [CC] 8.6; L2 rate, latencies and launch cost: assumptions"},
     {.key = "a6000", .name = "RTX A6000", .cc_major = 8, .cc_minor = 6, .sms = 84,
      .smem_optin_bytes = 99 * 1024, .smem_per_sm_bytes = 100 * 1024, .smem_reserved_bytes = 1 * 1024,
      .max_threads_per_sm = 1536, .max_blocks_per_sm = 16, .sources = "[CC] 8.6; [GA102]",
@@ -166,7 +185,8 @@ inline constexpr Gpu kGpus[] = {
      .l2_mb = 6, .l1_wavefronts_per_clk = 1, .mufu_per_clk = 16, .tensor_tflops = 154.8, .fp32_tflops = 38.7,
      .mma_sync_fraction = 1.0,  // mma.sync is the tensor path before sm_90
      .launch_us = 2.5,          // ASSUMPTION
-     .rate_sources = "[GA102] (RTX A6000); [CC] 8.6; L2 rate and launch cost: assumptions"},
+     .l2_latency_clk = 261.5, .dram_latency_clk = 466,  // ASSUMPTION: the A100's
+     .rate_sources = "[GA102] (RTX A6000); [CC] 8.6; L2 rate, latencies and launch cost: assumptions"},
     {.key = "a10", .name = "A10", .cc_major = 8, .cc_minor = 6, .sms = 72,
      .smem_optin_bytes = 99 * 1024, .smem_per_sm_bytes = 100 * 1024, .smem_reserved_bytes = 1 * 1024,
      .max_threads_per_sm = 1536, .max_blocks_per_sm = 16, .sources = "[CC] 8.6; [GA102] (A10)",
@@ -177,7 +197,8 @@ inline constexpr Gpu kGpus[] = {
      .l1_wavefronts_per_clk = 1, .mufu_per_clk = 16, .tensor_tflops = 125, .fp32_tflops = 31.2,
      .mma_sync_fraction = 1.0,  // mma.sync is the tensor path before sm_90
      .launch_us = 2.5,          // ASSUMPTION
-     .rate_sources = "[GA102] (A10 datasheet); [CC] 8.6; L2 rate and launch cost: assumptions"},
+     .l2_latency_clk = 261.5, .dram_latency_clk = 466,  // ASSUMPTION: the A100's
+     .rate_sources = "[GA102] (A10 datasheet); [CC] 8.6; L2 rate, latencies and launch cost: assumptions"},
     {.key = "rtx4090", .name = "GeForce RTX 4090", .cc_major = 8, .cc_minor = 9, .sms = 128,
      .smem_optin_bytes = 99 * 1024, .smem_per_sm_bytes = 100 * 1024, .smem_reserved_bytes = 1 * 1024,
      .max_threads_per_sm = 1536, .max_blocks_per_sm = 24, .sources = "[CC] 8.9; [AD102]",
@@ -188,7 +209,8 @@ inline constexpr Gpu kGpus[] = {
      .fp32_tflops = 82.6,
      .mma_sync_fraction = 1.0,  // mma.sync is the tensor path before sm_90
      .launch_us = 2.5,          // ASSUMPTION
-     .rate_sources = "[AD102] (RTX 4090; fp32-accumulate tensor rate); [CC] 8.9; L2 rate and launch cost: assumptions"},
+     .l2_latency_clk = 273, .dram_latency_clk = 541.5,  // [lat]
+     .rate_sources = "[AD102] (RTX 4090; fp32-accumulate tensor rate); [CC] 8.9; [lat]; L2 rate and launch cost: assumptions"},
     {.key = "l4", .name = "L4", .cc_major = 8, .cc_minor = 9, .sms = 58,
      .smem_optin_bytes = 99 * 1024, .smem_per_sm_bytes = 100 * 1024, .smem_reserved_bytes = 1 * 1024,
      .max_threads_per_sm = 1536, .max_blocks_per_sm = 24, .sources = "[CC] 8.9; [AD102] (L4)",
@@ -200,7 +222,8 @@ inline constexpr Gpu kGpus[] = {
      .fp32_tflops = 30.3,
      .mma_sync_fraction = 1.0,  // mma.sync is the tensor path before sm_90
      .launch_us = 2.5,          // ASSUMPTION
-     .rate_sources = "[AD102] (L4 datasheet; L2 size third-party); [CC] 8.9; L2 rate and launch cost: assumptions"},
+     .l2_latency_clk = 273, .dram_latency_clk = 541.5,  // ASSUMPTION: the RTX 4090's
+     .rate_sources = "[AD102] (L4 datasheet; L2 size third-party); [CC] 8.9; L2 rate, latencies and launch cost: assumptions"},
     {.key = "b200", .name = "B200", .cc_major = 10, .cc_minor = 0, .sms = 148,
      .smem_optin_bytes = 227 * 1024, .smem_per_sm_bytes = 228 * 1024, .smem_reserved_bytes = 1 * 1024,
      .max_threads_per_sm = 2048, .max_blocks_per_sm = 32, .sources = "[CC] 10.0; [B200]",
@@ -214,8 +237,9 @@ inline constexpr Gpu kGpus[] = {
      .fp32_tflops = 80,
      .mma_sync_fraction = 0.63,  // ASSUMPTION: the H100's; tcgen05 (UMMA) is the full-rate path, mma.sync unmeasured
      .launch_us = 2.5,           // ASSUMPTION
+     .l2_latency_clk = 272, .dram_latency_clk = 484,  // ASSUMPTION: the H100 SXM5's
      .rate_sources = "[B200] (HGX B200); [CC] 10.0; "
-                     "clock, L2 rate and size, MUFU rate, mma.sync share and launch cost: assumptions"},
+                     "clock, L2 rate and size, latencies, MUFU rate, mma.sync share and launch cost: assumptions"},
     {.key = "rtx5090", .name = "GeForce RTX 5090", .cc_major = 12, .cc_minor = 0, .sms = 170,
      .smem_optin_bytes = 99 * 1024, .smem_per_sm_bytes = 100 * 1024, .smem_reserved_bytes = 1 * 1024,
      .max_threads_per_sm = 1536, .max_blocks_per_sm = 32, .sources = "[CC] 12.0; [GB202]",
@@ -227,8 +251,9 @@ inline constexpr Gpu kGpus[] = {
      .fp32_tflops = 104.8,
      .mma_sync_fraction = 1.0,  // sm_120 has no wgmma or tcgen05: mma.sync is its tensor path
      .launch_us = 2.5,          // ASSUMPTION
+     .l2_latency_clk = 272, .dram_latency_clk = 484,  // ASSUMPTION: the H100 SXM5's
      .rate_sources = "[GB202] (RTX 5090; fp32-accumulate tensor rate); [CC] 12.0; "
-                     "L2 rate, MUFU rate and launch cost: assumptions"},
+                     "L2 rate, latencies, MUFU rate and launch cost: assumptions"},
 };
 
 // The row of `key` ("h100", "a100", ...), or nullptr.

@@ -39,11 +39,11 @@
 // the compiler encoded after each one and the waits for the results that come back later (shared
 // memory, global loads, MUFU, shuffles; sass.h's SassPart::cycles). A global load waits for L2's
 // hit latency or DRAM's, in the proportion of the bytes the launch reads from DRAM to those its
-// load requests ask for. A scheduler hides one warp's
-// waits behind another's work only if the other is somewhere else in its loop. Warps that meet at a
-// __syncthreads every tile are not: they reach the same phase together (the products, then the
-// softmax) and queue behind one another for the same pipe, so one block's warps on a scheduler take
-// the sum of their chains. Blocks are independent of each other, and so are the warps of a kernel
+// load requests ask for; each the GPU's own (gpus.h's [lat]: cycles, at its clock). A scheduler
+// hides one warp's waits behind another's work only if the other is somewhere else in its loop.
+// Warps that meet at a __syncthreads every tile are not: they reach the same phase together (the
+// products, then the softmax) and queue behind one another for the same pipe, so one block's warps
+// on a scheduler take the sum of their chains. Blocks are independent of each other, and so are the warps of a kernel
 // whose loops have no barrier.
 //
 // groups: when the kernel synchronises its block inside its loops (__syncthreads, SassKernel::
@@ -191,7 +191,8 @@ inline Modelled model(const simt::Counters& c, const gpus::Gpu& g, const SassKer
     const double loaded = 32 * (c.global[simt::kGlobalLoad].sectors + c.global[simt::kCpAsyncSource].sectors +
                                 c.global[simt::kTmaLoad].sectors);
     const double from_dram = loaded > 0 ? std::min(1.0, 32 * c.dram_read_sectors / loaded) : 0;
-    const double chains = warp_cycles(c, *k, from_dram) / (clock * schedulers_used) * 1e6;  // one group per scheduler
+    const double wait = (1 - from_dram) * g.l2_latency_clk + from_dram * g.dram_latency_clk;  // g's own [lat]
+    const double chains = warp_cycles(c, *k, wait) / (clock * schedulers_used) * 1e6;  // one group per scheduler
     // The issue slots (or, where busier, the FMA pipes: an A100's take 2 clocks per FP32 warp
     // instruction) and the tensor pipe or the MUFUs.
     const double held = std::max((m.instructions - c.mma - c.wgmma) / (g.warp_schedulers * clock * schedulers) * 1e6, m.fma) +

@@ -312,14 +312,23 @@ inline std::pair<double, double> fma_instructions(const simt::Counters& c, const
   return {over_launch(k, t, &SassPart::fp32), over_launch(k, t, &SassPart::imad)};
 }
 
+// The global-load latencies the parts' cycles were counted with (tools/sass_issue.py's L2_LATENCY
+// and DRAM_LATENCY, the H100 SXM5's of gpus.h; tests/test_tools.py holds the two files equal).
+inline constexpr double kSassL2Latency = 272, kSassDramLatency = 484;
+
 // The cycles its warps take, summed, each warp as if it ran alone on its scheduler (SassPart::cycles),
-// when a share `from_dram` of its global loads is served by DRAM and the rest by L2. A
-// warp-specialized kernel's producer is left out: it waits for its consumers, not they for it
-// (model.h: it is no group).
-inline double warp_cycles(const simt::Counters& c, const SassKernel& k, double from_dram = 0) {
+// when a global load waits `latency` cycles (a GPU's L2-hit and DRAM latencies, mixed in the share of
+// the loads each serves: model.h). The parts hold their cycles at two latencies (L2's and DRAM's
+// above); a part's cycles grow with the latency by as many waits as its longest chain holds, which
+// those two points give, so another latency is taken on the line through them: outside the two a
+// lower bound, between them an upper one (a longer latency can only put more waits on the longest
+// chain). A warp-specialized kernel's producer is left out: it waits for its consumers, not they for
+// it (model.h: it is no group).
+inline double warp_cycles(const simt::Counters& c, const SassKernel& k, double latency = kSassL2Latency) {
   const PartTrips t = part_trips(c, k);
   const double l2 = over_launch(k, t, &SassPart::cycles, false);
-  return l2 + from_dram * (over_launch(k, t, &SassPart::cycles_dram, false) - l2);
+  const double per_cycle = (over_launch(k, t, &SassPart::cycles_dram, false) - l2) / (kSassDramLatency - kSassL2Latency);
+  return std::max(0.0, l2 + (latency - kSassL2Latency) * per_cycle);
 }
 
 }  // namespace attn
