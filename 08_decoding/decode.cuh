@@ -1,4 +1,4 @@
-// decode.cuh: the decoding kernel of steps b to e, one template whose flags are the steps' ideas.
+// decode.cuh: the decoding kernel of steps b to f, one template whose flags are the steps' ideas.
 //
 // A block of 128 threads owns up to R query rows that read the same KV head, and streams that
 // head's keys. A key row of d elements is d / E lanes of 16 bytes (E = 8 fp16 or bf16 values): a
@@ -12,6 +12,8 @@
 //   R      rows per block: 1 (steps b, c: every query row reads the cache for itself), or the KV
 //          head's g x Lq query rows, up to 8 (step d: each K and V load serves all of them).
 //   Paged  key j of sequence b found through the block table (step e), not at b * capacity + j.
+//   KvTogether  the U keys' V rows loaded with their K rows, before the first is used (step f):
+//          a step of the key loop waits on memory once, not again for V after the softmax.
 //
 // The scores are in base 2 (Q pre-multiplied by scale * log2 e): exp2 is the GPU's exponential.
 // The new tokens' keys and values are read from k_new, v_new, and written into the cache by the
@@ -58,7 +60,7 @@ __device__ __forceinline__ long long key_row(const attn::DecodeParams& p, int b,
   }
 }
 
-template <class T, int D, int R, bool Split, bool Paged>
+template <class T, int D, int R, bool Split, bool Paged, bool KvTogether>
 __global__ void __launch_bounds__(kThreads) decode_kernel(const attn::DecodeParams p, float* part_o, float* part_lse) {
   using S = Shape<T, D>;
   constexpr int E = S::E, Lanes = S::lanes, G = S::groups, U = kKeysPerStep;
@@ -130,6 +132,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const attn::DecodePara
     float s[R][U];
     const T* kp[U];
     const T* vp[U];
+    float vk[KvTogether ? U : 1][E];  // step f: V's rows, in flight beside K's
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int j = base + grp * U + u;
@@ -143,6 +146,8 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const attn::DecodePara
       }
       float k[E];
       if (kp[u] != nullptr) load16(kp[u], k);
+      if constexpr (KvTogether)
+        if (vp[u] != nullptr) load16(vp[u], vk[u]);
 #pragma unroll
       for (int r = 0; r < R; ++r) {
         float dot = 0.f;
@@ -178,7 +183,12 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const attn::DecodePara
     for (int u = 0; u < U; ++u) {
       if (vp[u] == nullptr) continue;
       float v[E];
-      load16(vp[u], v);
+      if constexpr (KvTogether) {
+#pragma unroll
+        for (int e = 0; e < E; ++e) v[e] = vk[u][e];
+      } else {
+        load16(vp[u], v);  // steps b to e: V's rows asked for only now, a second wait
+      }
 #pragma unroll
       for (int r = 0; r < R; ++r)
 #pragma unroll
@@ -220,7 +230,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const attn::DecodePara
 
 // The grid and the launch of one instantiation: a block per (sequence, KV head, chunk of R rows),
 // times the splits.
-template <int R, bool Split, bool Paged>
+template <int R, bool Split, bool Paged, bool KvTogether = false>
 cudaError_t launch_decode(const attn::DecodeParams& p, float* part_o, float* part_lse) {
   // A kernel reads the cache it was compiled for: a table it would not read, or none where it needs
   // one, is refused, never another sequence's keys read in silence.
@@ -234,7 +244,7 @@ cudaError_t launch_decode(const attn::DecodeParams& p, float* part_o, float* par
       return cudaErrorInvalidValue;
     } else {
       return attn::dispatch_head_dim(DecodeDims{}, p.d, [&](auto dim) {
-        return simt::launch(decode_kernel<T, decltype(dim)::value, R, Split, Paged>, grid, dim3(kThreads), 0, p, part_o,
+        return simt::launch(decode_kernel<T, decltype(dim)::value, R, Split, Paged, KvTogether>, grid, dim3(kThreads), 0, p, part_o,
                             part_lse);
       });
     }
@@ -242,13 +252,13 @@ cudaError_t launch_decode(const attn::DecodeParams& p, float* part_o, float* par
 }
 
 // R chosen at run time among the compiled 1, 2, 4, 8: the fewest that hold the KV head's rows.
-template <bool Split, bool Paged>
+template <bool Split, bool Paged, bool KvTogether = false>
 cudaError_t launch_packed(const attn::DecodeParams& p, float* part_o, float* part_lse) {
   const int rows = p.group() * p.Lq;
-  if (rows <= 1) return launch_decode<1, Split, Paged>(p, part_o, part_lse);
-  if (rows <= 2) return launch_decode<2, Split, Paged>(p, part_o, part_lse);
-  if (rows <= 4) return launch_decode<4, Split, Paged>(p, part_o, part_lse);
-  return launch_decode<8, Split, Paged>(p, part_o, part_lse);
+  if (rows <= 1) return launch_decode<1, Split, Paged, KvTogether>(p, part_o, part_lse);
+  if (rows <= 2) return launch_decode<2, Split, Paged, KvTogether>(p, part_o, part_lse);
+  if (rows <= 4) return launch_decode<4, Split, Paged, KvTogether>(p, part_o, part_lse);
+  return launch_decode<8, Split, Paged, KvTogether>(p, part_o, part_lse);
 }
 
 }  // namespace ch08

@@ -1,6 +1,6 @@
 // decoding.h: chapter 08, decoding. One to a few new query tokens per sequence against a long KV
 // cache: the work is reading the cache, so each step is about bytes and parallelism, not FLOPs.
-// Five steps, one idea each, and the two kernels they share (the append, the combine).
+// Six steps, one idea each, and the two kernels they share (the append, the combine).
 #pragma once
 #include <cuda_runtime.h>
 
@@ -23,6 +23,7 @@ cudaError_t decode_kernel(const attn::DecodeParams& p);   // b: a block per quer
 cudaError_t split_kv(const attn::DecodeParams& p);        // c: the keys split across blocks (then combine)
 cudaError_t gqa_packed(const attn::DecodeParams& p);      // d: a KV head's query rows share each load
 cudaError_t paged(const attn::DecodeParams& p);           // e: the cache in pages through a block table
+cudaError_t kv_together(const attn::DecodeParams& p);     // f: V's rows loaded beside K's, one wait per step
 
 // Step a's workspace: one sequence's Q, K, V (heads repeated) and O in chapter 05's [H, L, d] layout.
 size_t prefill_workspace(int Hq, int Lq, int max_keys, int d, int elem_bytes);

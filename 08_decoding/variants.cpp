@@ -1,4 +1,4 @@
-// variants.cpp: chapter 08 in the decoding registry (harness/decode/decode.h): its five steps, the kernels
+// variants.cpp: chapter 08 in the decoding registry (harness/decode/decode.h): its six steps, the kernels
 // each launches, and their cost models.
 //
 // Bytes, with t the dtype's size, C the cache's K and V of every key attended once
@@ -10,8 +10,10 @@
 //   c  b + the splits' partial O and lse written and read back: 2 S B Lq Hq (d + 1) 4
 //   d  A + ceil(g Lq / R) C + 2 X + the partials   every block of R rows reads the keys once
 //   e  d + each block's page numbers (4 bytes per page)
+//   f  e's bytes: V is read at another point of the loop, not more of it
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "05_flash_v2/flash_v2.h"
 #include "decoding.h"
@@ -152,23 +154,31 @@ const RegisterDecode gqa({
         },
 });
 
-const RegisterDecode paged_step({
-    .info = info("paged", "the cache in pages of any size, found through a block table per sequence", true),
-    .paged = true,
-    .splits = true,
-    .rows_per_block = rows_per_block,
-    .workspace_bytes = split_bytes,
-    .hbm_bytes =
-        [](const DecodeProblem& p, int s) {
-          return append_bytes(p) + chunks(p) * p.cache_bytes() + qo_bytes(p) + partial_bytes(p, s) + table_bytes(p);
-        },
-    .plan = [](const DecodeProblem& p, int s) { return grid_plan(p, rows_per_block(p), s); },
-    .smem_bytes = packed_smem,
-    .run =
-        [](const DecodeParams& a, Stages& st) {
-          st.run(a.splits > 1 ? "attention, per split" : "attention", [&] { return ch08::paged(a); });
-          if (a.splits > 1) st.run("combine", [&] { return ch08::combine(a); });
-        },
-});
+// Steps e and f: a paged cache, a KV head's rows packed, split; the kernel is the step's.
+DecodeVariant paged_kernels(Variant v, cudaError_t (*kernel)(const DecodeParams&)) {
+  return {
+      .info = std::move(v),
+      .paged = true,
+      .splits = true,
+      .rows_per_block = rows_per_block,
+      .workspace_bytes = split_bytes,
+      .hbm_bytes =
+          [](const DecodeProblem& p, int s) {
+            return append_bytes(p) + chunks(p) * p.cache_bytes() + qo_bytes(p) + partial_bytes(p, s) + table_bytes(p);
+          },
+      .plan = [](const DecodeProblem& p, int s) { return grid_plan(p, rows_per_block(p), s); },
+      .smem_bytes = packed_smem,
+      .run =
+          [kernel](const DecodeParams& a, Stages& st) {
+            st.run(a.splits > 1 ? "attention, per split" : "attention", [&] { return kernel(a); });
+            if (a.splits > 1) st.run("combine", [&] { return ch08::combine(a); });
+          },
+  };
+}
+const RegisterDecode paged_step(paged_kernels(
+    info("paged", "the cache in pages of any size, found through a block table per sequence"), ch08::paged));
+const RegisterDecode kv_together_step(paged_kernels(
+    info("kv_together", "each step's V rows loaded beside its K rows: one wait on memory per step, not two", true),
+    ch08::kv_together));
 
 }  // namespace

@@ -155,28 +155,39 @@ TEST_CASE("the model beside measured and published FlashAttention-2 structures",
     CHECK(ratio < 1.0);
   }
   // Decoding: chapter 08's steps at the H200 session's problem (B = 1, Hq = 32, Hkv = 8, d = 128, a
-  // contiguous cache of 32768 keys and the new one), measured in promise.csv. The best (paged) is
-  // held within 15 %; every step within 2x and closer than the floors.
+  // contiguous cache of 32768 keys and the new one), measured in promise.csv. The last step the H200
+  // measured (the chapter's best when it ran: paged) is held within 15 %; every measured step within
+  // 2x and closer than the floors. A step added since (kv_together) has no measurement: printed as such.
+  Problem as_run;  // the measured rows' shape: one query row against 32769 keys per head
+  as_run.B = 1, as_run.H = 32, as_run.Lq = 1, as_run.Lk = 32769, as_run.d = 128, as_run.dtype = DType::fp16;
+  const std::string promise_csv = std::string(FLASHSTEPS_SOURCE_DIR) + "/results/nvidia-h200/promise.csv";
+  std::string last_measured;
+  for (const DecodeVariant& v : decode_registry())
+    if (recorded_ms(promise_csv, "measured", as_run, v.info) > 0) last_measured = v.info.name;
+  REQUIRE(!last_measured.empty());
   for (const DecodeVariant& v : decode_registry()) {
     if (v.info.name == "prefill_kernel") continue;  // chapter 05's kernel per sequence: not a decoding step
+    const double ms = recorded_ms(promise_csv, "measured", as_run, v.info);
     DecodeProblem dp;
     dp.B = 1, dp.Hq = 32, dp.Hkv = 8, dp.d = 128, dp.Lq = 1, dp.dtype = DType::fp16, dp.cache_lens = {32768};
     RunOptions sampled;
     sampled.sample = true;
     const Profile& pr = profile_decode(one.profiler, v, dp, true, sampled, false);
     REQUIRE(pr.result.verdict.pass);
-    Problem as_run;  // the measured row's shape: one query row against 32769 keys per head
-    as_run.B = 1, as_run.H = 32, as_run.Lq = 1, as_run.Lk = 32769, as_run.d = 128, as_run.dtype = DType::fp16;
-    const double ms =
-        recorded_ms(std::string(FLASHSTEPS_SOURCE_DIR) + "/results/nvidia-h200/promise.csv", "measured", as_run, v.info);
-    REQUIRE(ms > 0);
-    const double us = remodel(pr, h200).us, ratio = us / 1e3 / ms, roofline = remodel(pr, h200, false).us / 1e3 / ms;
+    const double us = remodel(pr, h200).us;
     char line[256];
+    if (ms <= 0) {  // no GPU has run it yet
+      std::snprintf(line, sizeof line, "decode B=1 Hq=32 Hkv=8 d=128, 32769 keys: %-14s  not measured %9.3f ms%s\n",
+                    v.info.name.c_str(), us / 1e3, v.info.best ? "  best" : "");
+      t << line;
+      continue;
+    }
+    const double ratio = us / 1e3 / ms, roofline = remodel(pr, h200, false).us / 1e3 / ms;
     std::snprintf(line, sizeof line, "decode B=1 Hq=32 Hkv=8 d=128, 32769 keys: %-14s %9.3f ms %9.3f ms  %5.2f  (%5.2f)%s\n",
                   v.info.name.c_str(), ms, us / 1e3, ratio, roofline, v.info.best ? "  best" : "");
     t << line;
     INFO(line);
-    if (v.info.best) CHECK(std::fabs(ratio - 1) <= 0.15);
+    if (v.info.name == last_measured) CHECK(std::fabs(ratio - 1) <= 0.15);
     CHECK(ratio > 0.5);
     CHECK(ratio < 2.0);
     CHECK(std::fabs(std::log(ratio)) < std::fabs(std::log(roofline)));
