@@ -12,10 +12,10 @@
 namespace ch08 {
 
 using DecodeDims = attn::HeadDimList<32, 64, 128, 256>;  // a key row is d / 8 lanes of 16 bytes
-inline constexpr int kDecodeThreads = 128;                 // per block of steps b to e
+inline constexpr int kDecodeThreads = 128;                 // per block of steps b to f
 
 // The new tokens' K and V written into the cache at positions cache_seqlens[b] + t: step a's first
-// stage (a no-op without k_new). Steps b to e append inside their kernel.
+// stage (a no-op without k_new). Steps b to f append inside their kernel.
 cudaError_t append_kv(const attn::DecodeParams& p);
 
 cudaError_t prefill_kernel(const attn::DecodeParams& p);  // a: chapter 05's best, a sequence at a time
@@ -51,7 +51,7 @@ ATTN_HOST_DEVICE constexpr int merge_group_words(int lanes, int E, int R) {
   const int words = R * lanes * (E + 1);
   return words + (lanes - words % 32 + 32) % 32;
 }
-// The static shared memory of a block of steps b to e holding R query rows, with `elem`-byte inputs
+// The static shared memory of a block of steps b to f holding R query rows, with `elem`-byte inputs
 // at head dim d: decode.cuh's merge arrays (m and l, and each key group's merge_o words), which it
 // checks against this. The registry declares it.
 ATTN_HOST_DEVICE constexpr size_t decode_smem_bytes(int elem, int d, int R) {

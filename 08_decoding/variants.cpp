@@ -41,7 +41,7 @@ double table_bytes(const DecodeProblem& p) {
   return 4.0 * pages * p.Hkv * chunks(p);
 }
 
-// The static shared memory of steps b to e's blocks: merge arrays for R rows.
+// The static shared memory of steps b to f's blocks: merge arrays for R rows.
 size_t merge_smem(const DecodeProblem& p, int R) {
   return ch08::decode_smem_bytes(static_cast<int>(dtype_size(p.dtype)), p.d, R);
 }
@@ -68,7 +68,7 @@ std::string grid_plan(const DecodeProblem& p, int R, int splits) {
          std::to_string(ch08::kDecodeThreads) + " threads on " + std::to_string(decode_sms()) + " SMs";
 }
 
-// Step a appends in a stage of its own; steps b to e in their kernel (decode.cuh).
+// Step a appends in a stage of its own; steps b to f in their kernel (decode.cuh).
 void append_stage(const DecodeParams& a, Stages& st) {
   st.run("append K, V", [&] { return ch08::append_kv(a); });
 }

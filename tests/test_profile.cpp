@@ -795,9 +795,13 @@ TEST_CASE("profile --gpu list: every GPU with its latencies, each row naming whe
   CHECK_THAT(out, Contains("L2/DRAM clk"));
   for (const gpus::Gpu& g : gpus::kGpus) {
     INFO(g.key);
-    char latencies[32];
-    std::snprintf(latencies, sizeof latencies, "%6.0f/%-6.0f", g.l2_latency_clk, g.dram_latency_clk);
-    CHECK_THAT(out, Contains(std::string(g.key) + " ") && Contains(latencies));
+    char latencies[32];  // as cited: 261.5, not rounded
+    std::snprintf(latencies, sizeof latencies, "%g/%g", g.l2_latency_clk, g.dram_latency_clk);
+    std::string row;  // the GPU's own row, the one that starts with its key
+    std::istringstream rows(out);
+    for (std::string line; std::getline(rows, line);)
+      if (line.rfind(std::string(g.key) + " ", 0) == 0) row = line;
+    CHECK_THAT(row, Contains(latencies));
     // Cited ([lat], gpus.h's sources) or named among the row's assumptions.
     const std::string sources = g.rate_sources;
     CHECK((sources.find("[lat]") != std::string::npos || sources.find("latencies") != std::string::npos));

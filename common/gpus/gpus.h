@@ -53,8 +53,8 @@
 //         al.'s suite (Johnsonms/NVIDIA-Hopper-Benchmark, reproduction/H100-dapperdingo: the figures
 //         tools/sass_issue.py counts the SASS with). A100 and RTX 4090: 261.5 and 466, 273 and 541.5,
 //         Luo et al., "Benchmarking and Dissecting the Nvidia Hopper GPU Architecture" (arXiv:2402.13499),
-//         the same suite (second-hand: as a public notes file tabulates the paper; its table not read
-//         here). Turing: 234 and 424, Arafa et al., "Low Overhead Instruction Latency Characterization
+//         the same suite (second-hand: as a public research notes file, found by a code search whose
+//         hit names no repository, tabulates the paper; the paper's own table not read here). Turing: 234 and 424, Arafa et al., "Low Overhead Instruction Latency Characterization
 //         for NVIDIA GPGPUs" (arXiv:1905.08778), as PPT-GPU's configs/arch_latencies_config.py (lanl/PPT)
 //         carries them for its Turing (RTX) class, not measured on a T4. ASSUMPTIONS, no figure found:
 //         the H200 and H100 PCIe take the H100 SXM5's (the same GH100 L2; their HBM unmeasured), GA102
@@ -164,7 +164,7 @@ inline constexpr Gpu kGpus[] = {
      .mma_sync_fraction = 1.0,  // mma.sync is the tensor path before sm_90
      .launch_us = 2.5,          // ASSUMPTION
      .l2_latency_clk = 261.5, .dram_latency_clk = 466,  // [lat]
-     .rate_sources = "[A100]; [CC] 8.0; [lat]; L2 rate and launch cost: assumptions"},
+     .rate_sources = "[A100]; [CC] 8.0; [lat] (second-hand); L2 rate and launch cost: assumptions"},
     {.key = "rtx3090", .name = "GeForce RTX 3090", .cc_major = 8, .cc_minor = 6, .sms = 82,
      .smem_optin_bytes = 99 * 1024, .smem_per_sm_bytes = 100 * 1024, .smem_reserved_bytes = 1 * 1024,
      .max_threads_per_sm = 1536, .max_blocks_per_sm = 16, .sources = "[CC] 8.6; [GA102]",
@@ -210,7 +210,7 @@ inline constexpr Gpu kGpus[] = {
      .mma_sync_fraction = 1.0,  // mma.sync is the tensor path before sm_90
      .launch_us = 2.5,          // ASSUMPTION
      .l2_latency_clk = 273, .dram_latency_clk = 541.5,  // [lat]
-     .rate_sources = "[AD102] (RTX 4090; fp32-accumulate tensor rate); [CC] 8.9; [lat]; L2 rate and launch cost: assumptions"},
+     .rate_sources = "[AD102] (RTX 4090; fp32-accumulate tensor rate); [CC] 8.9; [lat] (second-hand); L2 rate and launch cost: assumptions"},
     {.key = "l4", .name = "L4", .cc_major = 8, .cc_minor = 9, .sms = 58,
      .smem_optin_bytes = 99 * 1024, .smem_per_sm_bytes = 100 * 1024, .smem_reserved_bytes = 1 * 1024,
      .max_threads_per_sm = 1536, .max_blocks_per_sm = 24, .sources = "[CC] 8.9; [AD102] (L4)",

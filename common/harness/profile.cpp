@@ -69,7 +69,7 @@ bool apply_gpu_option(const ProfileOptions& o) {
     std::printf("%-10s %-18s %-7s %5s %13s %13s %11s %13s %9s  %s\n", "--gpu", "GPU", "arch", "SMs", "smem/block B",
                 "smem/SM B", "threads/SM", "L2/DRAM clk", "modelled", "sources");
     for (const gpus::Gpu& g : gpus::kGpus)
-      std::printf("%-10s %-18s %-7s %5d %13d %13d %11d %6.0f/%-6.0f %9s  %s%s%s\n", g.key, g.name, g.arch().c_str(), g.sms,
+      std::printf("%-10s %-18s %-7s %5d %13d %13d %11d %6g/%-6g %9s  %s%s%s\n", g.key, g.name, g.arch().c_str(), g.sms,
                   g.smem_optin_bytes, g.smem_per_sm_bytes, g.max_threads_per_sm, g.l2_latency_clk, g.dram_latency_clk,
                   g.modelled() ? "yes" : "no", g.sources, g.modelled() ? "; rates: " : "", g.modelled() ? g.rate_sources : "");
     std::printf("\nThe sources are named in common/gpus/gpus.h. Modelled: the model has this GPU's rates "

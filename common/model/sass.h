@@ -313,7 +313,7 @@ inline std::pair<double, double> fma_instructions(const simt::Counters& c, const
 }
 
 // The global-load latencies the parts' cycles were counted with (tools/sass_issue.py's L2_LATENCY
-// and DRAM_LATENCY, the H100 SXM5's of gpus.h; tests/test_tools.py holds the two files equal).
+// and DRAM_LATENCY, the H100 SXM5's of gpus.h; tests/test_sass_issue.py holds them equal).
 inline constexpr double kSassL2Latency = 272, kSassDramLatency = 484;
 
 // The cycles its warps take, summed, each warp as if it ran alone on its scheduler (SassPart::cycles),
