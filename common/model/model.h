@@ -43,8 +43,8 @@
 // hides one warp's waits behind another's work only if the other is somewhere else in its loop.
 // Warps that meet at a __syncthreads every tile are not: they reach the same phase together (the
 // products, then the softmax) and queue behind one another for the same pipe, so one block's warps
-// on a scheduler take the sum of their chains. Blocks are independent of each other, and so are the warps of a kernel
-// whose loops have no barrier.
+// on a scheduler take the sum of their chains. Blocks are independent of each other, and so are the
+// warps of a kernel whose loops have no barrier.
 //
 // groups: when the kernel synchronises its block inside its loops (__syncthreads, SassKernel::
 // lockstep), each block the SM holds at once is one group on each scheduler it has warps on; else

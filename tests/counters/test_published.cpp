@@ -161,13 +161,14 @@ TEST_CASE("the model beside measured and published FlashAttention-2 structures",
   Problem as_run;  // the measured rows' shape: one query row against 32769 keys per head
   as_run.B = 1, as_run.H = 32, as_run.Lq = 1, as_run.Lk = 32769, as_run.d = 128, as_run.dtype = DType::fp16;
   const std::string promise_csv = std::string(FLASHSTEPS_SOURCE_DIR) + "/results/nvidia-h200/promise.csv";
+  std::map<std::string, double> measured_ms;  // by step, its row of promise.csv read once
   std::string last_measured;
   for (const DecodeVariant& v : decode_registry())
-    if (recorded_ms(promise_csv, "measured", as_run, v.info) > 0) last_measured = v.info.name;
+    if ((measured_ms[v.info.name] = recorded_ms(promise_csv, "measured", as_run, v.info)) > 0) last_measured = v.info.name;
   REQUIRE(!last_measured.empty());
   for (const DecodeVariant& v : decode_registry()) {
     if (v.info.name == "prefill_kernel") continue;  // chapter 05's kernel per sequence: not a decoding step
-    const double ms = recorded_ms(promise_csv, "measured", as_run, v.info);
+    const double ms = measured_ms.at(v.info.name);
     DecodeProblem dp;
     dp.B = 1, dp.Hq = 32, dp.Hkv = 8, dp.d = 128, dp.Lq = 1, dp.dtype = DType::fp16, dp.cache_lens = {32768};
     RunOptions sampled;
