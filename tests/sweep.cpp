@@ -127,6 +127,18 @@ std::vector<Problem> mask_mod_sweep() {
       p.seed = 97 + w * 5 + static_cast<size_t>(l.Lq);
       out.push_back(p);
     }
+  // Documents of given lengths (--documents): one of a single position, boundaries on and off a
+  // tile's edge (Bc = 64 at d = 64, 32 at d = 128), one document for every key.
+  const std::vector<int> given[] = {{1}, {64, 1, 65}, {37, 100, 63}, {200}, {1, 63, 64, 72}};
+  const Lengths given_at[] = {{1, 1}, {130, 130}, {97, 200}, {200, 97}, {200, 130}};
+  for (size_t i = 0; i < std::size(given); ++i) {
+    Problem p;
+    p.B = 1, p.H = 2, p.Lq = given_at[i].Lq, p.Lk = given_at[i].Lk;
+    p.d = i % 2 ? 128 : 64, p.dtype = i % 2 ? DType::bf16 : DType::fp16;
+    p.mod = ModKind::document, p.doc_lengths = given[i];
+    p.seed = 211 + i;
+    out.push_back(p);
+  }
   for (double scale : {-0.5, 0.05}) {  // a negative scale: every tile masked, the full ones too
     Problem p;
     p.H = 2, p.Lq = 150, p.Lk = 170, p.d = 64, p.dtype = DType::fp16, p.mod = ModKind::document, p.scale_override = scale;

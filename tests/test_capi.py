@@ -87,7 +87,8 @@ def main():
     # for them, and its rule (fs_visible) is the one the benchmark's Python mask_mods write for FlexAttention.
     import bench_torch_masks as masks  # noqa: E402
     cases = [(0, 130, 130, "mask_mod=sliding_window window=7"), (0, 130, 130, "mask_mod=prefix_lm prefix=20"),
-             (0, 150, 150, "mask_mod=document seed=3"), (0, 200, 140, "mask_mod=random_blocks seed=5"),
+             (0, 150, 150, "mask_mod=document seed=3"), (0, 70, 150, "mask_mod=document documents=1,63,86"),
+             (0, 200, 140, "mask_mod=random_blocks seed=5"),
              (0, 40, 70, "mask_mod=window window=5,2"), (0, 70, 40, "mask_mod=window window=-1,0"),
              (0, 70, 40, "mask_mod=window window=3,-1"), (1, 50, 80, "none"), (2, 80, 50, "softcap=30 alibi"),
              (1, 62, 54, "mask_mod=varlen seqlens=5,0,40,17 seqlens_k=9,3,40,2"),
@@ -115,6 +116,8 @@ def main():
            and c.lib.fs_unsupported(None, None) is None, "a NULL problem or variant is refused, not dereferenced")
     doc = c.problem(1, 2, 150, 150, 64, "fp16", False, 0.125, "mask_mod=document seed=3")
     expect(len(c.mod_table(doc)) == 150, "a document's table: one id per position")
+    given = c.problem(1, 2, 70, 150, 64, "fp16", False, 0.125, "mask_mod=document documents=1,63,86")
+    expect(c.mod_table(given) == [0] + [1] * 63 + [2] * 86, "given documents' table: their lengths' ids, in order")
     packed = c.problem(1, 4, 62, 54, 64, "fp16", False, 0.125, "mask_mod=varlen_window window=4,2 seqlens=5,0,40,17 "
                        "seqlens_k=9,3,40,2 kv_heads=2")
     expect(c.mod_table(packed) == [0, 5, 5, 45, 62, 0, 9, 12, 52, 54, 4, 2],

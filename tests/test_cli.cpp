@@ -171,6 +171,11 @@ TEST_CASE("numbers out of range are refused, not wrapped, clamped or ignored", "
   bad("run -v block_mask --mask-mod prefix_lm", "--mask-mod prefix_lm needs --prefix N (N >= 0)");
   bad("run -v block_mask --mask-mod document --prefix 4", "--prefix is prefix_lm's");
   bad("run -v block_mask --mask-mod document --causal", "a mask_mod (document) is the whole mask");
+  bad("run -v block_mask --documents 128", "--documents is document's: add --mask-mod document");
+  bad("run -v block_mask --mask-mod document -n 128 --documents 100,20",
+      "the documents' lengths add up to 120, not max(Lq, Lk) = 128: every position is in one document");
+  bad("run -v block_mask --mask-mod document -n 128 --documents 128,0", "a document is at least 1 position long (got 0)");
+  bad("run -v block_mask --mask-mod document -n 128 --documents 129,-1", "a document is at least 1 position long (got -1)");
   bad("run -v naive --mask-mod document", "variant naive takes no mask_mod");
   bad("run -v window --mask-mod window", "--mask-mod window needs --window-size L,R (-1 for an unbounded side)");
   bad("run -v window --window-size 4,0", "--window-size is window's: add --mask-mod window");

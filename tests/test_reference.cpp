@@ -219,7 +219,7 @@ TEST_CASE("a problem's mods words read back into the same problem", "[reference]
     r.B = p.B, r.H = p.H, r.Lq = p.Lq, r.Lk = p.Lk, r.d = p.d, r.dtype = p.dtype, r.causal = p.causal, r.mask = p.mask;
     r.scale_override = p.scale_override, r.mask_per_head = p.mask_per_head;
     // Stale settings: the words replace every one (the seed too, where they name it: a pattern's draw).
-    r.softcap = 7.f, r.alibi = true, r.window = 3, r.prefix = 5, r.left = 2, r.right = 9, r.Hkv = 1;
+    r.softcap = 7.f, r.alibi = true, r.window = 3, r.prefix = 5, r.left = 2, r.right = 9, r.Hkv = 1, r.doc_lengths = {4, 4};
     r.seed = p.mod == ModKind::document || p.mod == ModKind::random_blocks ? p.seed + 7 : p.seed;
     r.apply_mods(p.mods());
     CHECK(r.mods() == p.mods());
@@ -230,6 +230,7 @@ TEST_CASE("a problem's mods words read back into the same problem", "[reference]
     with_mods += p.mods() != "none";
   }
   CHECK(with_mods > 100);  // the sweeps' chapter 10 problems, not only plain ones
+  CHECK(std::count_if(all.begin(), all.end(), [](const Problem& p) { return !p.doc_lengths.empty(); }) > 0);
 }
 
 TEST_CASE("mods words that are not a problem's are refused, naming the word", "[reference]") {
@@ -250,6 +251,9 @@ TEST_CASE("mods words that are not a problem's are refused, naming the word", "[
       {"mask_mod=window window=5,", "window=5, is not a whole number"},
       {"softcap=fifty", "softcap=fifty is not a number"},
       {"none alibi", "unknown word 'none'"},
+      {"documents=4,4", "documents= is mask_mod=document's argument"},
+      {"mask_mod=document seed=3 documents=4,4", "one of the two"},
+      {"mask_mod=document documents=4,x", "documents=4,x is not a whole number"},
   };
   for (const auto& [words, why] : bad) {
     INFO(words);
@@ -367,6 +371,21 @@ TEST_CASE("mask_mod rules: the definitions by hand, the host's runs and the kern
   CHECK(docs.front() == 0);
   for (size_t i = 1; i < docs.size(); ++i) REQUIRE((docs[i] == docs[i - 1] || docs[i] == docs[i - 1] + 1));
   CHECK(docs.back() >= 2);
+  // Given lengths (--documents): their ids in order, whatever the seed; refused unless they cover
+  // max(Lq, Lk) in documents of 1 position at least, and with another mask_mod.
+  d.doc_lengths = {1, 2, 297};
+  const std::vector<int> given = d.documents();
+  REQUIRE(given.size() == 300);
+  CHECK((given[0] == 0 && given[1] == 1 && given[2] == 1 && given[3] == 2 && given[299] == 2));
+  d.seed = 99;
+  CHECK(d.documents() == given);
+  CHECK_NOTHROW(d.validate());
+  for (const std::vector<int>& bad : {std::vector<int>{1, 2, 296}, std::vector<int>{1, 2, 298}, std::vector<int>{0, 300}}) {
+    d.doc_lengths = bad;
+    CHECK_THROWS_WITH(d.validate(), Catch::Matchers::Contains("document"));
+  }
+  d.doc_lengths = {300}, d.mod = ModKind::random_blocks;
+  CHECK_THROWS_WITH(d.validate(), Catch::Matchers::Contains("documents' lengths are the document mask_mod's"));
   // Problem::visible_runs (closed forms) against the functor, pair by pair, and visible_pairs.
   struct Case {
     ModKind kind;

@@ -25,6 +25,7 @@ struct Args {
   int window = -1, prefix = -1;  // -1: not given
   std::vector<int> window_size;  // --window-size L,R
   std::vector<int> seqlens, seqlens_k;  // --seqlens, --seqlens-k: a packed batch
+  std::vector<int> documents;           // --documents: the document mask_mod's lengths
   bool mask_per_head = false, full_check = false, alibi = false;
   double scale = 0, softcap = 0;
   std::string seed = "1";
@@ -59,7 +60,7 @@ void add_problem_options(CLI::App& app, Args& a) {
   app.add_flag("--mask-per-head", a.mask_per_head, "one mask per (batch, head) instead of one shared [Lq, Lk]");
   app.add_option("--mask-mod", a.mask_mod,
                  "a mask as a rule (chapter 10): none, sliding_window (with --window), prefix_lm (with --prefix), "
-                 "document, random_blocks or window (with --window-size)")->capture_default_str();
+                 "document (with --documents, or lengths drawn from --seed), random_blocks or window (with --window-size)")->capture_default_str();
   app.add_option("--window", a.window, "sliding_window: the keys a query sees before itself");
   app.add_option("--window-size", a.window_size,
                  "window: FlashAttention-2's window_size L,R, the keys before and after the bottom-right diagonal "
@@ -67,6 +68,10 @@ void add_problem_options(CLI::App& app, Args& a) {
       ->delimiter(',')
       ->expected(2);
   app.add_option("--prefix", a.prefix, "prefix_lm: the keys every query sees");
+  app.add_option("--documents", a.documents,
+                 "document: the documents' lengths in order, e.g. 2048,2048, adding up to max(Lq, Lk) (default: "
+                 "lengths drawn from --seed, 1 to a third of the sequence)")
+      ->delimiter(',');
   app.add_option("--seqlens", a.seqlens,
                  "a packed batch (chapter 10, flash_attn_varlen_func): the sequences' lengths, e.g. 100,2000,37; "
                  "Lq and Lk are their sums, B is 1, and is_causal (or --mask-mod window) applies within each sequence")
@@ -138,6 +143,9 @@ Problem build_problem(const Args& a, const CLI::App& app) {
   if ((p.mod == ModKind::prefix_lm) != (a.prefix >= 0) && (p.mod == ModKind::prefix_lm || app.count("--prefix")))
     throw UsageError(p.mod == ModKind::prefix_lm ? "--mask-mod prefix_lm needs --prefix N (N >= 0)"
                                                  : "--prefix is prefix_lm's: add --mask-mod prefix_lm");
+  if (app.count("--documents") && p.mod != ModKind::document)
+    throw UsageError("--documents is document's: add --mask-mod document");
+  p.doc_lengths = a.documents;  // validate() checks that they add up
   if (app.count("--seqlens-k") && !app.count("--seqlens")) throw UsageError("--seqlens-k needs --seqlens (the query lengths)");
   if (app.count("--seqlens")) {
     for (const char* sized : {"--seq", "--lq", "--lk"})

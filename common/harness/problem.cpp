@@ -53,6 +53,18 @@ void Problem::validate() const {
                      std::to_string(left) + ", " + std::to_string(right) + ")");
   if (mod == ModKind::prefix_lm && prefix < 0)
     throw UsageError("the prefix must be at least 0 keys long (got " + std::to_string(prefix) + ")");
+  if (!doc_lengths.empty()) {
+    if (mod != ModKind::document)
+      throw UsageError(std::string("documents' lengths are the document mask_mod's (got mask_mod ") + mod_name(mod) + ")");
+    long long sum = 0;
+    for (int n : doc_lengths) {
+      if (n < 1) throw UsageError("a document is at least 1 position long (got " + std::to_string(n) + ")");
+      sum += n;
+    }
+    if (sum != std::max(Lq, Lk))
+      throw UsageError("the documents' lengths add up to " + std::to_string(sum) + ", not max(Lq, Lk) = " +
+                       std::to_string(std::max(Lq, Lk)) + ": every position is in one document");
+  }
   // Byte counts are size_t products and the cost models doubles: 2^56 elements (of 8 bytes at
   // most) keeps both exact. Far beyond any device: 2^56 pairs are hours of work at d = 64 for a
   // GPU that does 10^15 FLOP/s.
@@ -150,12 +162,17 @@ std::string Problem::describe() const {
   if (mod == ModKind::sliding_window) s << " mask_mod(sliding_window " << window << ")";
   if (mod == ModKind::prefix_lm) s << " mask_mod(prefix_lm " << prefix << ")";
   if (windowed()) s << " mask_mod(window " << left << "," << right << ")";
-  if (mod == ModKind::document || mod == ModKind::random_blocks) s << " mask_mod(" << mod_name(mod) << ")";
-  if (packed()) {  // the first lengths; the rest counted
-    auto list = [&](const std::vector<int>& n) {
-      for (size_t i = 0; i < n.size() && i < 8; ++i) s << (i ? "," : "") << n[i];
-      if (n.size() > 8) s << ",...";
-    };
+  auto list = [&](const std::vector<int>& n) {  // the first lengths; the rest counted
+    for (size_t i = 0; i < n.size() && i < 8; ++i) s << (i ? "," : "") << n[i];
+    if (n.size() > 8) s << ",...";
+  };
+  if (mod == ModKind::random_blocks || (mod == ModKind::document && doc_lengths.empty())) s << " mask_mod(" << mod_name(mod) << ")";
+  if (mod == ModKind::document && !doc_lengths.empty()) {
+    s << " mask_mod(document " << doc_lengths.size() << " documents: ";
+    list(doc_lengths);
+    s << ")";
+  }
+  if (packed()) {
     s << " varlen(" << seqlens_q.size() << " sequences: q ";
     list(seqlens_q);
     if (seqlens_k != seqlens_q) s << " k ", list(seqlens_k);
@@ -176,7 +193,12 @@ std::string Problem::mods() const {
   if (mod == ModKind::sliding_window) s << " window=" << window;
   if (mod == ModKind::prefix_lm) s << " prefix=" << prefix;
   if (windowed()) s << " window=" << left << "," << right;
-  if (mod == ModKind::document || mod == ModKind::random_blocks) s << " seed=" << seed;  // the pattern's draw
+  if (mod == ModKind::document && !doc_lengths.empty()) {
+    s << " documents=";
+    list(doc_lengths);
+  } else if (mod == ModKind::document || mod == ModKind::random_blocks) {
+    s << " seed=" << seed;  // the pattern's draw
+  }
   if (packed()) {
     s << " seqlens=", list(seqlens_q);
     if (seqlens_k != seqlens_q) s << " seqlens_k=", list(seqlens_k);
@@ -194,7 +216,7 @@ void Problem::apply_mods(const std::string& words) {
   for (std::string w; in >> w;) list.push_back(w);
   if (list.size() == 1 && list[0] == "none") list.clear();
   std::map<std::string, std::string> given;  // key -> value ("alibi" has none)
-  static const char* const kKeys[] = {"mask_mod", "window", "prefix", "seed", "seqlens", "seqlens_k", "kv_heads", "softcap"};
+  static const char* const kKeys[] = {"mask_mod", "window", "prefix", "seed", "documents", "seqlens", "seqlens_k", "kv_heads", "softcap"};
   for (const std::string& w : list) {
     const size_t eq = w.find('=');
     const std::string key = w.substr(0, eq), value = eq == std::string::npos ? "" : w.substr(eq + 1);
@@ -242,6 +264,9 @@ void Problem::apply_mods(const std::string& words) {
   argument("window", kind == ModKind::sliding_window || sides, true, "mask_mod=sliding_window, window or varlen_window");
   argument("prefix", kind == ModKind::prefix_lm, true, "mask_mod=prefix_lm");
   argument("seed", kind == ModKind::document || kind == ModKind::random_blocks, false, "mask_mod=document or random_blocks");
+  argument("documents", kind == ModKind::document, false, "mask_mod=document");
+  if (taken("seed") && taken("documents"))
+    throw UsageError("mods: documents= gives the documents' lengths, seed= draws them: one of the two");
   argument("seqlens", is_packed(kind), true, "a packed batch (mask_mod=varlen or varlen_window)");
   argument("seqlens_k", is_packed(kind), false, "a packed batch (mask_mod=varlen or varlen_window)");
   // Every setting from the words alone: what they do not name is its default (mods() leaves defaults out).
@@ -254,6 +279,7 @@ void Problem::apply_mods(const std::string& words) {
     left = lr[0], right = lr[1];
   }
   prefix = kind == ModKind::prefix_lm ? number("prefix", given["prefix"]) : 0;
+  doc_lengths = taken("documents") ? numbers("documents") : std::vector<int>{};
   if (taken("seed")) seed = whole("seed", given["seed"], 0, std::numeric_limits<uint64_t>::max()).second;
   Hkv = taken("kv_heads") ? number("kv_heads", given["kv_heads"]) : 0;
   softcap = 0.f;
@@ -292,6 +318,11 @@ size_t Problem::mask_bytes() const { return mask_elems() * (mask == MaskKind::bo
 std::vector<int> Problem::documents() const {
   if (mod != ModKind::document) return {};
   std::vector<int> doc(static_cast<size_t>(std::max(Lq, Lk)));
+  if (!doc_lengths.empty()) {  // validate(): they add up to doc.size()
+    for (size_t at = 0, id = 0; id < doc_lengths.size(); ++id)
+      for (int n = 0; n < doc_lengths[id]; ++n) doc[at++] = static_cast<int>(id);
+    return doc;
+  }
   std::mt19937_64 rng(seed + 29);
   std::uniform_int_distribution<int> length(1, std::max(1, static_cast<int>(doc.size()) / 3));
   for (size_t at = 0, id = 0; at < doc.size(); ++id)

@@ -20,10 +20,12 @@ struct Problem {
   bool mask_per_head = false;  // [B, H, Lq, Lk] instead of one [Lq, Lk] for every (batch, head)
   // Chapter 10's mask_mod (params.h says what each kind means): the window or prefix it takes, or
   // a window's sides (FlashAttention-2's window_size, -1 unbounded; window's, and varlen_window's in
-  // each sequence); a document pattern's lengths and random_blocks' draw come from the seed.
+  // each sequence); random_blocks' draw comes from the seed, and so do a document pattern's lengths
+  // unless doc_lengths gives them (in order, adding up to max(Lq, Lk): FlexAttention's document ids).
   ModKind mod = ModKind::none;
   int window = 0, prefix = 0;
   int left = -1, right = -1;
+  std::vector<int> doc_lengths;
   // Chapter 10's packed batch (mod varlen or varlen_window, params.h): each sequence's queries and keys, the
   // differences of flash_attn_varlen_func's cu_seqlens_q and cu_seqlens_k. Lq and Lk are their sums
   // and B is 1: the sequences are the batch.
@@ -89,8 +91,8 @@ struct Problem {
   // The keys query row i sees under is_causal or the mask_mod, as runs [lo, hi) in order (doc:
   // mod_table()). The same rules as mask_mod.h's, in closed form.
   void visible_runs(int i, const std::vector<int>& doc, std::vector<std::pair<int, int>>& runs) const;
-  // A document pattern's document of each position, max(Lq, Lk) of them: seeded lengths from 1 to
-  // a third of the sequence. Empty for other problems.
+  // A document pattern's document of each position, max(Lq, Lk) of them: doc_lengths's lengths,
+  // else seeded lengths from 1 to a third of the sequence. Empty for other problems.
   std::vector<int> documents() const;
   // A packed batch's cu_seqlens_q then cu_seqlens_k (each n + 1 offsets from 0); empty for others.
   std::vector<int> cu_seqlens() const;

@@ -403,7 +403,8 @@ const Prepared& Profiler::prepared(const Problem& p, const RunOptions& checks) {
   char key[64];
   std::snprintf(key, sizeof key, "|%d|%llu|%.9g", checks.sample ? 1 : 0, static_cast<unsigned long long>(p.seed),
                 static_cast<double>(p.scale()));
-  const std::string k = p.describe() + (p.mask_per_head ? " per-head" : "") + key;
+  // describe() names a long list's first lengths only; mods() names every setting of chapter 10's.
+  const std::string k = p.describe() + " " + p.mods() + (p.mask_per_head ? " per-head" : "") + key;
   for (const auto& [have, in] : prepared_)
     if (have == k) return *in;
   if (prepared_.size() >= 3) prepared_.erase(prepared_.begin());  // the inputs of a few problems at most
