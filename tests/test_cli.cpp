@@ -172,6 +172,11 @@ TEST_CASE("numbers out of range are refused, not wrapped, clamped or ignored", "
   bad("run -v block_mask --mask-mod document --prefix 4", "--prefix is prefix_lm's");
   bad("run -v block_mask --mask-mod document --causal", "a mask_mod (document) is the whole mask");
   bad("run -v block_mask --documents 128", "--documents is document's: add --mask-mod document");
+  bad("run -v block_mask --mask sliding:1024", "the pattern sliding:1024 is --mask-mod sliding_window --window 1024");
+  bad("run -v block_mask --mask document:64,64", "the pattern document:64,64 is --mask-mod document --documents 64,64");
+  bad("run -v block_mask --mask causal", "the pattern causal is --causal");
+  bad("run -v block_mask --mask prefix:7", "--mask-mod prefix_lm --prefix 7");
+  bad("run -v window --window 1024,0", "FlashAttention-2's window_size 1024,0 is --mask-mod window --window-size 1024,0");
   bad("run -v block_mask --mask-mod document -n 128 --documents 100,20",
       "the documents' lengths add up to 120, not max(Lq, Lk) = 128: every position is in one document");
   bad("run -v block_mask --mask-mod document -n 128 --documents 128,0", "a document is at least 1 position long (got 0)");

@@ -61,7 +61,12 @@ void add_problem_options(CLI::App& app, Args& a) {
   app.add_option("--mask-mod", a.mask_mod,
                  "a mask as a rule (chapter 10): none, sliding_window (with --window), prefix_lm (with --prefix), "
                  "document (with --documents, or lengths drawn from --seed), random_blocks or window (with --window-size)")->capture_default_str();
-  app.add_option("--window", a.window, "sliding_window: the keys a query sees before itself");
+  app.add_option("--window", a.window, "sliding_window: the keys a query sees before itself")
+      ->check([](const std::string& w) -> std::string {
+        if (w.find(',') == std::string::npos) return "";
+        return "--window W is sliding_window's keys before the query; FlashAttention-2's window_size " + w +
+               " is --mask-mod window --window-size " + w;
+      });
   app.add_option("--window-size", a.window_size,
                  "window: FlashAttention-2's window_size L,R, the keys before and after the bottom-right diagonal "
                  "(-1: unbounded); with --causal, R is 0 as in FlashAttention-2")
@@ -98,6 +103,18 @@ void add_problem_options(CLI::App& app, Args& a) {
   app.add_option("--csv", a.csv, "append the results to this CSV file (new, or one this project wrote)");
 }
 
+// The spelling of a pattern as a rule, for --mask given one ("sliding:1024"): its options here, or "".
+std::string mask_as_rule(const std::string& m) {
+  const size_t colon = m.find(':');
+  const std::string kind = m.substr(0, colon), arg = colon == std::string::npos ? "N" : m.substr(colon + 1);
+  if (kind == "causal") return "--causal";
+  if (kind == "sliding" || kind == "sliding_window") return "--mask-mod sliding_window --window " + arg;
+  if (kind == "prefix" || kind == "prefix_lm") return "--mask-mod prefix_lm --prefix " + arg;
+  if (kind == "document") return "--mask-mod document --documents " + (colon == std::string::npos ? "L1,L2,..." : arg);
+  if (kind == "window") return "--mask-mod window --window-size " + (colon == std::string::npos ? "L,R" : arg);
+  return "";
+}
+
 Problem build_problem(const Args& a, const CLI::App& app) {
   Problem p;
   const bool gpu = !emulated();
@@ -122,6 +139,8 @@ Problem build_problem(const Args& a, const CLI::App& app) {
     p.mask = MaskKind::boolean;
   else if (a.mask == "additive")
     p.mask = MaskKind::additive;
+  else if (const std::string rule = mask_as_rule(a.mask); !rule.empty())
+    throw UsageError("--mask takes an attn_mask's kind (none, bool or additive); the pattern " + a.mask + " is " + rule);
   else if (a.mask != "none")
     throw UsageError("unknown mask \"" + a.mask + "\": use none, bool or additive");
   if (a.mask_per_head && p.mask == MaskKind::none)
