@@ -94,7 +94,7 @@ std::vector<Problem> mask_mod_sweep() {
   };
   const Mod mods[] = {{ModKind::sliding_window, 0, 0}, {ModKind::sliding_window, 5, 0},  {ModKind::sliding_window, 300, 0},
                       {ModKind::prefix_lm, 0, 0},      {ModKind::prefix_lm, 0, 70},      {ModKind::prefix_lm, 0, 500},
-                      {ModKind::document, 0, 0},       {ModKind::random_blocks, 0, 0}};
+                      {ModKind::document, 0, 0},       {ModKind::document_causal, 0, 0}, {ModKind::random_blocks, 0, 0}};
   struct Lengths {
     int Lq, Lk;
   };
@@ -127,15 +127,15 @@ std::vector<Problem> mask_mod_sweep() {
       p.seed = 97 + w * 5 + static_cast<size_t>(l.Lq);
       out.push_back(p);
     }
-  // Documents of given lengths (--documents): one of a single position, boundaries on and off a
-  // tile's edge (Bc = 64 at d = 64, 32 at d = 128), one document for every key.
+  // Documents of given lengths (--documents), causal in two of them: one of a single position,
+  // boundaries on and off a tile's edge (Bc = 64 at d = 64, 32 at d = 128), one document for every key.
   const std::vector<int> given[] = {{1}, {64, 1, 65}, {37, 100, 63}, {200}, {1, 63, 64, 72}};
   const Lengths given_at[] = {{1, 1}, {130, 130}, {97, 200}, {200, 97}, {200, 130}};
   for (size_t i = 0; i < std::size(given); ++i) {
     Problem p;
     p.B = 1, p.H = 2, p.Lq = given_at[i].Lq, p.Lk = given_at[i].Lk;
     p.d = i % 2 ? 128 : 64, p.dtype = i % 2 ? DType::bf16 : DType::fp16;
-    p.mod = ModKind::document, p.doc_lengths = given[i];
+    p.mod = i % 3 == 1 ? ModKind::document_causal : ModKind::document, p.doc_lengths = given[i];
     p.seed = 211 + i;
     out.push_back(p);
   }
@@ -206,7 +206,8 @@ std::vector<Problem> score_mod_sweep() {
   const Mods mods[] = {{0.5f, false}, {8.f, false}, {0.f, true}, {2.f, true}};
   const Mask masks[] = {{Causal::none, ModKind::none, 0}, {Causal::top_left, ModKind::none, 0},
                         {Causal::bottom_right, ModKind::none, 0}, {Causal::none, ModKind::sliding_window, 5},
-                        {Causal::none, ModKind::document, 0}, {Causal::none, ModKind::random_blocks, 0}};
+                        {Causal::none, ModKind::document, 0}, {Causal::none, ModKind::document_causal, 0},
+                        {Causal::none, ModKind::random_blocks, 0}};
   struct Lengths {
     int Lq, Lk;
   };

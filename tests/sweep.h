@@ -13,7 +13,7 @@ std::vector<Problem> shape_sweep();
 // Boolean and additive masks, shared and per head, with fully masked rows; an explicit scale.
 std::vector<Problem> mask_sweep();
 // Chapter 10's mask_mods: sliding windows of 0 keys, smaller than a tile and longer than Lk;
-// prefixes of 0, inside and past Lk; documents, drawn and of given lengths; random 64 x 64 blocks (tiles whole, empty and
+// prefixes of 0, inside and past Lk; documents (and causal ones), drawn and of given lengths; random 64 x 64 blocks (tiles whole, empty and
 // partial; rows that see no key); lengths 1, ragged, Lq != Lk both ways; every tensor-core head dim;
 // fp16 and bf16.
 std::vector<Problem> mask_mod_sweep();

@@ -88,6 +88,7 @@ def main():
     import bench_torch_masks as masks  # noqa: E402
     cases = [(0, 130, 130, "mask_mod=sliding_window window=7"), (0, 130, 130, "mask_mod=prefix_lm prefix=20"),
              (0, 150, 150, "mask_mod=document seed=3"), (0, 70, 150, "mask_mod=document documents=1,63,86"),
+             (0, 130, 90, "mask_mod=document_causal documents=40,1,89"),
              (0, 200, 140, "mask_mod=random_blocks seed=5"),
              (0, 40, 70, "mask_mod=window window=5,2"), (0, 70, 40, "mask_mod=window window=-1,0"),
              (0, 70, 40, "mask_mod=window window=3,-1"), (1, 50, 80, "none"), (2, 80, 50, "softcap=30 alibi"),

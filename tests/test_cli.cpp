@@ -170,8 +170,9 @@ TEST_CASE("numbers out of range are refused, not wrapped, clamped or ignored", "
   bad("run -v block_mask --window 3", "--window is sliding_window's: add --mask-mod sliding_window");
   bad("run -v block_mask --mask-mod prefix_lm", "--mask-mod prefix_lm needs --prefix N (N >= 0)");
   bad("run -v block_mask --mask-mod document --prefix 4", "--prefix is prefix_lm's");
-  bad("run -v block_mask --mask-mod document --causal", "a mask_mod (document) is the whole mask");
-  bad("run -v block_mask --documents 128", "--documents is document's: add --mask-mod document");
+  bad("run -v block_mask --mask-mod document --causal bottom-right --lq 20 --lk 30", "causal documents' diagonal is top-left");
+  bad("run -v block_mask --mask-mod document_causal --causal", "a mask_mod (document_causal) is the whole mask");
+  bad("run -v block_mask --documents 128", "--documents is document's and document_causal's: add --mask-mod document");
   bad("run -v block_mask --mask sliding:1024", "the pattern sliding:1024 is --mask-mod sliding_window --window 1024");
   bad("run -v block_mask --mask document:64,64", "the pattern document:64,64 is --mask-mod document --documents 64,64");
   bad("run -v block_mask --mask causal", "the pattern causal is --causal");
@@ -482,6 +483,26 @@ TEST_CASE("the tour on the CPU says what a GPU shows instead", "[cli]") {
   INFO(windowed.output);
   CHECK(windowed.code == 0);
   CHECK_THAT(windowed.output, Contains("mask_mod(sliding_window 16)") && Contains("block_mask  ") && !Contains("masks (chapter 10"));
+  // A causal tour's masks line: documents each causal (FlexAttention's document_causal_mask), not skipped.
+  const Outcome causal = run("tour -n 64 --reps 1 --causal");
+  INFO(causal.output);
+  CHECK(causal.code == 0);
+  CHECK_THAT(causal.output, Contains("with a document_causal mask") && Contains("mask_mod(document_causal)") &&
+                                Contains("faster than the mask as a tensor") && !Contains("skipped"));
+  // --mask-mod document with --causal is document_causal (the words a CSV row gets say so).
+  const std::string csv = "cli_test_documents.csv";
+  std::remove(csv.c_str());
+  const Outcome docs = run("run -v block_mask -n 80 --reps 1 --mask-mod document --causal --documents 30,1,49 --csv " + csv);
+  INFO(docs.output);
+  CHECK(docs.code == 0);
+  CHECK_THAT(docs.output, Contains("mask_mod(document_causal 3 documents: 30,1,49)") && Contains("pass"));
+  FILE* f = std::fopen(csv.c_str(), "r");
+  REQUIRE(f != nullptr);
+  char line[512];
+  for (int row = 0; row < 2; ++row) REQUIRE(std::fgets(line, sizeof line, f) != nullptr);
+  CHECK_THAT(std::string(line), Contains(",none,none,") && EndsWith(",\"mask_mod=document_causal documents=30,1,49\"\n"));
+  std::fclose(f);
+  std::remove(csv.c_str());
   const Outcome table = run("tour -n 64 --reps 1 --chapters-only");
   INFO(table.output);
   CHECK(table.code == 0);

@@ -251,7 +251,7 @@ TEST_CASE("mods words that are not a problem's are refused, naming the word", "[
       {"mask_mod=window window=5,", "window=5, is not a whole number"},
       {"softcap=fifty", "softcap=fifty is not a number"},
       {"none alibi", "unknown word 'none'"},
-      {"documents=4,4", "documents= is mask_mod=document's argument"},
+      {"documents=4,4", "documents= is mask_mod=document or document_causal's argument"},
       {"mask_mod=document seed=3 documents=4,4", "one of the two"},
       {"mask_mod=document documents=4,x", "documents=4,x is not a whole number"},
   };
@@ -385,7 +385,7 @@ TEST_CASE("mask_mod rules: the definitions by hand, the host's runs and the kern
     CHECK_THROWS_WITH(d.validate(), Catch::Matchers::Contains("document"));
   }
   d.doc_lengths = {300}, d.mod = ModKind::random_blocks;
-  CHECK_THROWS_WITH(d.validate(), Catch::Matchers::Contains("documents' lengths are the document mask_mod's"));
+  CHECK_THROWS_WITH(d.validate(), Catch::Matchers::Contains("documents' lengths are the document and document_causal mask_mods'"));
   // Problem::visible_runs (closed forms) against the functor, pair by pair, and visible_pairs.
   struct Case {
     ModKind kind;
@@ -396,7 +396,8 @@ TEST_CASE("mask_mod rules: the definitions by hand, the host's runs and the kern
   for (Case c : {Case{ModKind::sliding_window, 0, 0, Causal::none}, Case{ModKind::sliding_window, 9, 0, Causal::none},
                  Case{ModKind::sliding_window, 500, 0, Causal::none}, Case{ModKind::prefix_lm, 0, 0, Causal::none},
                  Case{ModKind::prefix_lm, 0, 50, Causal::none}, Case{ModKind::prefix_lm, 0, 999, Causal::none},
-                 Case{ModKind::document, 0, 0, Causal::none}, Case{ModKind::random_blocks, 0, 0, Causal::none},
+                 Case{ModKind::document, 0, 0, Causal::none}, Case{ModKind::document_causal, 0, 0, Causal::none},
+                 Case{ModKind::random_blocks, 0, 0, Causal::none},
                  Case{ModKind::none, 0, 0, Causal::none}, Case{ModKind::none, 0, 0, Causal::top_left},
                  Case{ModKind::none, 0, 0, Causal::bottom_right}, Case{ModKind::window, 0, 0, Causal::none, 9, 3},
                  Case{ModKind::window, 0, 0, Causal::none, -1, 0}, Case{ModKind::window, 0, 0, Causal::none, 0, -1},

@@ -115,6 +115,9 @@ def rule(mods, causal, Lq, Lk, table, lookup):
     if kind == "document":
         doc = lookup(table)
         return lambda b, h, q, kv: doc[q] == doc[kv]
+    if kind == "document_causal":  # FlexAttention's document_causal_mask
+        doc = lookup(table)
+        return lambda b, h, q, kv: (doc[q] == doc[kv]) & (kv <= q)
     if kind == "random_blocks":  # the hash on 32-bit words, once per 64 x 64 block, into a table
         seed, cols = args[0], (Lk + 63) // 64
 

@@ -60,7 +60,8 @@ void add_problem_options(CLI::App& app, Args& a) {
   app.add_flag("--mask-per-head", a.mask_per_head, "one mask per (batch, head) instead of one shared [Lq, Lk]");
   app.add_option("--mask-mod", a.mask_mod,
                  "a mask as a rule (chapter 10): none, sliding_window (with --window), prefix_lm (with --prefix), "
-                 "document (with --documents, or lengths drawn from --seed), random_blocks or window (with --window-size)")->capture_default_str();
+                 "document or document_causal (with --documents, or lengths drawn from --seed), random_blocks or window "
+                 "(with --window-size)")->capture_default_str();
   app.add_option("--window", a.window, "sliding_window: the keys a query sees before itself")
       ->check([](const std::string& w) -> std::string {
         if (w.find(',') == std::string::npos) return "";
@@ -74,7 +75,7 @@ void add_problem_options(CLI::App& app, Args& a) {
       ->expected(2);
   app.add_option("--prefix", a.prefix, "prefix_lm: the keys every query sees");
   app.add_option("--documents", a.documents,
-                 "document: the documents' lengths in order, e.g. 2048,2048, adding up to max(Lq, Lk) (default: "
+                 "document, document_causal: the documents' lengths in order, e.g. 2048,2048, adding up to max(Lq, Lk) (default: "
                  "lengths drawn from --seed, 1 to a third of the sequence)")
       ->delimiter(',');
   app.add_option("--seqlens", a.seqlens,
@@ -150,7 +151,7 @@ Problem build_problem(const Args& a, const CLI::App& app) {
       std::find_if(std::begin(kModKinds), std::end(kModKinds), [&](ModKind m) { return a.mask_mod == mod_name(m); });
   if (mod == std::end(kModKinds))
     throw UsageError("unknown mask_mod \"" + a.mask_mod +
-                     "\": use none, sliding_window, prefix_lm, document, random_blocks or window");
+                     "\": use none, sliding_window, prefix_lm, document, document_causal, random_blocks or window");
   p.mod = *mod;
   if ((p.mod == ModKind::window) != (app.count("--window-size") > 0))
     throw UsageError(p.mod == ModKind::window ? "--mask-mod window needs --window-size L,R (-1 for an unbounded side)"
@@ -162,8 +163,8 @@ Problem build_problem(const Args& a, const CLI::App& app) {
   if ((p.mod == ModKind::prefix_lm) != (a.prefix >= 0) && (p.mod == ModKind::prefix_lm || app.count("--prefix")))
     throw UsageError(p.mod == ModKind::prefix_lm ? "--mask-mod prefix_lm needs --prefix N (N >= 0)"
                                                  : "--prefix is prefix_lm's: add --mask-mod prefix_lm");
-  if (app.count("--documents") && p.mod != ModKind::document)
-    throw UsageError("--documents is document's: add --mask-mod document");
+  if (app.count("--documents") && !reads_documents(p.mod))
+    throw UsageError("--documents is document's and document_causal's: add --mask-mod document or document_causal");
   p.doc_lengths = a.documents;  // validate() checks that they add up
   if (app.count("--seqlens-k") && !app.count("--seqlens")) throw UsageError("--seqlens-k needs --seqlens (the query lengths)");
   if (app.count("--seqlens")) {
@@ -183,6 +184,14 @@ Problem build_problem(const Args& a, const CLI::App& app) {
       throw UsageError(std::string("a window's diagonal is bottom-right (FlashAttention-2's): with Lq != Lk") +
                        (p.packed() ? " in a sequence" : "") + ", use --causal bottom-right");
     if (p.causal != Causal::none) p.right = 0, p.causal = Causal::none;
+  }
+  // FlexAttention's and_masks(causal_mask, document_mask): the rule document_causal, whose diagonal is
+  // top-left (both indices are positions of one table of documents).
+  if (p.mod == ModKind::document && p.causal != Causal::none) {
+    if (p.causal == Causal::bottom_right && p.Lq != p.Lk)
+      throw UsageError("causal documents' diagonal is top-left (a query sees its own document's keys up to its own "
+                       "position): with Lq != Lk, use --causal top-left");
+    p.mod = ModKind::document_causal, p.causal = Causal::none;
   }
   if (app.count("--kv-heads")) {
     if (a.Hkv < 1) throw UsageError("--kv-heads must be at least 1 (got " + std::to_string(a.Hkv) + ")");
@@ -427,7 +436,9 @@ const char* times_kind(const Profiler* profiler) {
 
 // The tour's masks line: on its plain problem chapter 10's best has no pattern to skip, so it runs
 // again, with its first step, on the same problem with a document mask (packed documents of the
-// seed's random lengths, is_causal as given): the mask as a tensor against the block mask. Not when
+// seed's random lengths; with is_causal, each causal: document_causal, whose diagonal is top-left's,
+// so a bottom-right one with Lq != Lk is skipped in a sentence): the mask as a tensor against the
+// block mask. Not when
 // the problem already has a mask or mask_mod (the tour itself then ran chapter 10 on it). Returns
 // the two results (for the exit code and the CSV); prints why a step is skipped.
 std::vector<Result> tour_masks(const Problem& f, const RunOptions& o, Profiler* profiler) {
@@ -435,8 +446,10 @@ std::vector<Result> tour_masks(const Problem& f, const RunOptions& o, Profiler* 
   if (!tensor || !best || f.mod != ModKind::none || f.mask != MaskKind::none) return {};
   Problem p = f;
   p.mod = ModKind::document;
-  std::printf("\nmasks (chapter 10; 10_masks --mask-mod NAME for more): the same problem with a document mask, "
-              "its first step against its best\n");
+  if (f.causal == Causal::top_left || (f.causal == Causal::bottom_right && f.Lq == f.Lk))
+    p.mod = ModKind::document_causal, p.causal = Causal::none;
+  std::printf("\nmasks (chapter 10; 10_masks --mask-mod NAME for more): the same problem with a %s mask, "
+              "its first step against its best\n", mod_name(p.mod));
   std::fflush(stdout);
   try {
     const size_t profiled = profiler ? profiler->profiles().size() : 0;  // run_all adds one per result

@@ -41,7 +41,8 @@ void Problem::validate() const {
   if (packed()) validate_packing();
   if (mod != ModKind::none && mod != ModKind::varlen && (causal != Causal::none || mask != MaskKind::none))
     throw UsageError(std::string("a mask_mod (") + mod_name(mod) + ") is the whole mask: it takes neither is_causal nor "
-                     "an attn_mask (sliding_window and prefix_lm are causal already)");
+                     "an attn_mask (sliding_window, prefix_lm and document_causal are causal already)" +
+                     (mod == ModKind::document && causal != Causal::none ? ": causal documents are --mask-mod document_causal" : ""));
   if (mod == ModKind::sliding_window && window < 0)
     throw UsageError("the sliding window must be at least 0 keys before the query (got " + std::to_string(window) + ")");
   if (!(softcap >= 0.f) || !std::isfinite(softcap))
@@ -54,8 +55,9 @@ void Problem::validate() const {
   if (mod == ModKind::prefix_lm && prefix < 0)
     throw UsageError("the prefix must be at least 0 keys long (got " + std::to_string(prefix) + ")");
   if (!doc_lengths.empty()) {
-    if (mod != ModKind::document)
-      throw UsageError(std::string("documents' lengths are the document mask_mod's (got mask_mod ") + mod_name(mod) + ")");
+    if (!reads_documents(mod))
+      throw UsageError(std::string("documents' lengths are the document and document_causal mask_mods' (got mask_mod ") +
+                       mod_name(mod) + ")");
     long long sum = 0;
     for (int n : doc_lengths) {
       if (n < 1) throw UsageError("a document is at least 1 position long (got " + std::to_string(n) + ")");
@@ -146,6 +148,7 @@ const char* mod_name(ModKind m) {
     case ModKind::sliding_window: return "sliding_window";
     case ModKind::prefix_lm: return "prefix_lm";
     case ModKind::document: return "document";
+    case ModKind::document_causal: return "document_causal";
     case ModKind::random_blocks: return "random_blocks";
     case ModKind::window: return "window";
     case ModKind::varlen: return "varlen";
@@ -166,9 +169,9 @@ std::string Problem::describe() const {
     for (size_t i = 0; i < n.size() && i < 8; ++i) s << (i ? "," : "") << n[i];
     if (n.size() > 8) s << ",...";
   };
-  if (mod == ModKind::random_blocks || (mod == ModKind::document && doc_lengths.empty())) s << " mask_mod(" << mod_name(mod) << ")";
-  if (mod == ModKind::document && !doc_lengths.empty()) {
-    s << " mask_mod(document " << doc_lengths.size() << " documents: ";
+  if (mod == ModKind::random_blocks || (reads_documents(mod) && doc_lengths.empty())) s << " mask_mod(" << mod_name(mod) << ")";
+  if (reads_documents(mod) && !doc_lengths.empty()) {
+    s << " mask_mod(" << mod_name(mod) << " " << doc_lengths.size() << " documents: ";
     list(doc_lengths);
     s << ")";
   }
@@ -193,10 +196,10 @@ std::string Problem::mods() const {
   if (mod == ModKind::sliding_window) s << " window=" << window;
   if (mod == ModKind::prefix_lm) s << " prefix=" << prefix;
   if (windowed()) s << " window=" << left << "," << right;
-  if (mod == ModKind::document && !doc_lengths.empty()) {
+  if (reads_documents(mod) && !doc_lengths.empty()) {
     s << " documents=";
     list(doc_lengths);
-  } else if (mod == ModKind::document || mod == ModKind::random_blocks) {
+  } else if (reads_documents(mod) || mod == ModKind::random_blocks) {
     s << " seed=" << seed;  // the pattern's draw
   }
   if (packed()) {
@@ -263,8 +266,9 @@ void Problem::apply_mods(const std::string& words) {
   const bool sides = kind == ModKind::window || kind == ModKind::varlen_window;
   argument("window", kind == ModKind::sliding_window || sides, true, "mask_mod=sliding_window, window or varlen_window");
   argument("prefix", kind == ModKind::prefix_lm, true, "mask_mod=prefix_lm");
-  argument("seed", kind == ModKind::document || kind == ModKind::random_blocks, false, "mask_mod=document or random_blocks");
-  argument("documents", kind == ModKind::document, false, "mask_mod=document");
+  argument("seed", reads_documents(kind) || kind == ModKind::random_blocks, false,
+           "mask_mod=document, document_causal or random_blocks");
+  argument("documents", reads_documents(kind), false, "mask_mod=document or document_causal");
   if (taken("seed") && taken("documents"))
     throw UsageError("mods: documents= gives the documents' lengths, seed= draws them: one of the two");
   argument("seqlens", is_packed(kind), true, "a packed batch (mask_mod=varlen or varlen_window)");
@@ -316,7 +320,7 @@ size_t Problem::mask_elems() const {
 size_t Problem::mask_bytes() const { return mask_elems() * (mask == MaskKind::boolean ? 1 : 4); }
 
 std::vector<int> Problem::documents() const {
-  if (mod != ModKind::document) return {};
+  if (!reads_documents(mod)) return {};
   std::vector<int> doc(static_cast<size_t>(std::max(Lq, Lk)));
   if (!doc_lengths.empty()) {  // validate(): they add up to doc.size()
     for (size_t at = 0, id = 0; id < doc_lengths.size(); ++id)
@@ -399,9 +403,10 @@ void Problem::visible_runs(int i, const std::vector<int>& doc, std::vector<std::
       add(left < 0 ? 0 : diagonal - left, right < 0 ? Lk : diagonal + right + 1);
       return;
     }
-    case ModKind::document: {  // documents are runs of positions, their ids in increasing order
+    case ModKind::document:
+    case ModKind::document_causal: {  // documents are runs of positions, their ids in increasing order
       const auto [lo, hi] = std::equal_range(doc.begin(), doc.end(), doc[static_cast<size_t>(i)]);
-      add(lo - doc.begin(), hi - doc.begin());
+      add(lo - doc.begin(), mod == ModKind::document ? hi - doc.begin() : std::min<long long>(hi - doc.begin(), i + 1LL));
       return;
     }
     case ModKind::varlen:

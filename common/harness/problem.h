@@ -51,7 +51,7 @@ struct Problem {
   void pack(std::vector<int> q, std::vector<int> k);
   bool packed() const { return is_packed(mod); }
   bool windowed() const { return mod == ModKind::window || mod == ModKind::varlen_window; }  // left, right hold
-  bool reads_table() const { return mod == ModKind::document || packed(); }  // mod_table() is not empty
+  bool reads_table() const { return reads_documents(mod) || packed(); }  // mod_table() is not empty
   std::string describe() const;  // "B=1 H=2 Lq=128 Lk=128 d=64 fp16 causal(top-left)"
   // Chapter 10's settings, whole, as the results CSV's `mods` column names them (results/README.md):
   // "none", or space-separated key=value words ("mask_mod=window window=1024,0 softcap=50 alibi",
@@ -118,8 +118,9 @@ const char* mod_name(ModKind m);  // "sliding_window"
 // Every kind of mask_mod named on the command line, none first: its names and the variants' lists.
 // varlen and varlen_window are not among them: --seqlens gives them, with the sequences' lengths
 // (and --mask-mod window its sides).
-inline constexpr ModKind kModKinds[] = {ModKind::none,     ModKind::sliding_window, ModKind::prefix_lm,
-                                        ModKind::document, ModKind::random_blocks,  ModKind::window};
+inline constexpr ModKind kModKinds[] = {ModKind::none,          ModKind::sliding_window,  ModKind::prefix_lm,
+                                        ModKind::document,      ModKind::document_causal, ModKind::random_blocks,
+                                        ModKind::window};
 
 // Seeded values with mean 0 and variance 1, fast enough for GPU-sized inputs (hundreds of millions
 // of elements): the sum of four uniform 16-bit draws from one splitmix64 output, centred and

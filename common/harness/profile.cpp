@@ -285,6 +285,10 @@ namespace {
 // kWholeProblemUpTo seconds per variant is sampled.
 constexpr double kCountersSlowdown = 10;
 constexpr double kWholeProblemUpTo = 20;
+// Every row of what a sampled profile emulates is checked up to this much work (heads x Lq x Lk x d,
+// 4k x 4k keys at d = 128 in one head). A window's block_mask at N = 16k, d = 128 (one head, 3.4e10)
+// took about 15 minutes on a 2-core machine with every row checked, 35 s with a run's rows.
+constexpr double kCheckEmulatedUpTo = 4096.0 * 4096 * 128;
 
 // Stages, and launches per stage: what the runs of a plan must share with the whole problem.
 template <class Launch>
@@ -418,9 +422,14 @@ const Profile& Profiler::run(const Variant& v, const Problem& p, const SamplePla
   Profile prof;
   prof.problem = p;
   prof.plan = plan;
-  RunOptions every_row = checks;  // what is emulated stands for the rest: all of its rows are checked
+  // What is emulated stands for the rest: all of its rows are checked, up to kCheckEmulatedUpTo; past
+  // it (a long head no row group samples, a mask_mod's) the fp64 reference and the same-dtype
+  // yardstick would take longer than the emulation, and the rows a run checks are checked instead.
+  RunOptions every_row = checks;
   if (plan.sampled()) {
-    every_row.sample = false;
+    double work = 0;  // per (query, key) pair and head dim, as Selection::sample weighs it
+    for (const Problem& e : emulated_problems(p, plan)) work = std::max(work, static_cast<double>(e.heads()) * e.Lq * e.Lk * e.d);
+    every_row.sample = checks.sample && work > kCheckEmulatedUpTo;
     std::printf("%s%s: sampled: %s (--emulated-heads, --row-groups to choose)\n", details ? "\n" : "", v.name.c_str(),
                 plan.describe(p).c_str());
   }

@@ -38,6 +38,10 @@ struct Document {
   const int* doc;
   ATTN_HOST_DEVICE bool operator()(int, int, int q, int kv) const { return doc[q] == doc[kv]; }
 };
+struct DocumentCausal {
+  const int* doc;
+  ATTN_HOST_DEVICE bool operator()(int, int, int q, int kv) const { return kv <= q && doc[q] == doc[kv]; }
+};
 // A packed batch (params.h: varlen, varlen_window): the query's sequence s, the last whose first
 // query is at or before it (empty sequences share their start with the next), found by bisection of
 // cu_q; then s's keys, and with is_causal those up to the diagonal aligned in s, with a window those
@@ -102,6 +106,7 @@ struct BookMod {
       case ModKind::sliding_window: return f(SlidingWindow{m.arg});
       case ModKind::prefix_lm: return f(PrefixLM{m.arg});
       case ModKind::document: return f(Document{m.doc});
+      case ModKind::document_causal: return f(DocumentCausal{m.doc});
       case ModKind::random_blocks: return f(RandomBlocks{static_cast<uint32_t>(m.arg)});
       case ModKind::window: return f(Window{m.arg, m.right, offset});
       default: return;  // a packed batch: steps e and f alone, which need no rule per score (masks.h: has_rule)

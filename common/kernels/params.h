@@ -34,6 +34,8 @@ enum class MaskKind : int { none, boolean, additive };
 //   prefix_lm:      kv < prefix or kv <= q (every query sees the prefix; the rest is causal)
 //   document:       doc[q] == doc[kv] (a packed sequence of documents; doc: the document of each
 //                   position, max(Lq, Lk) of them)
+//   document_causal: doc[q] == doc[kv] and kv <= q (FlexAttention's document_causal_mask: packed
+//                   documents, each causal within itself; doc as document's)
 //   random_blocks:  visible in 64 x 64 blocks, about half of them, drawn from a seed (tests)
 //   window:         FlashAttention-2's window_size = (left, right), aligned bottom-right as its
 //                   causal diagonal: q + Lk - Lq - left <= kv <= q + Lk - Lq + right, a side of -1
@@ -57,7 +59,10 @@ enum class MaskKind : int { none, boolean, additive };
 // (a score mod, below) and a packed batch's query heads per K/V head (0 or 1: one each); a
 // document's positions, the sequences' offsets or the window's right side last (no rule needs two:
 // varlen_window's sides ride in its table, after the offsets).
-enum class ModKind : uint8_t { none, sliding_window, prefix_lm, document, random_blocks, window, varlen, varlen_window };
+enum class ModKind : uint8_t { none, sliding_window, prefix_lm, document, random_blocks, window, varlen, varlen_window,
+                               document_causal };
+// A rule that reads a document of each position (MaskMod::doc, Problem::documents).
+ATTN_HOST_DEVICE constexpr bool reads_documents(ModKind k) { return k == ModKind::document || k == ModKind::document_causal; }
 // A packed batch, its blocks each one sequence's: no rule per score serves it (chapter 10's steps e, f).
 ATTN_HOST_DEVICE constexpr bool is_packed(ModKind k) { return k == ModKind::varlen || k == ModKind::varlen_window; }
 struct MaskMod {
