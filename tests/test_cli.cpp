@@ -489,6 +489,12 @@ TEST_CASE("the tour on the CPU says what a GPU shows instead", "[cli]") {
   CHECK(causal.code == 0);
   CHECK_THAT(causal.output, Contains("with a document_causal mask") && Contains("mask_mod(document_causal)") &&
                                 Contains("faster than the mask as a tensor") && !Contains("skipped"));
+  // Bottom-right with Lq != Lk: causal documents have no such diagonal, and the line says so.
+  const Outcome skewed = run("tour --lq 64 --lk 32 -H 1 --reps 1 --causal bottom-right");
+  INFO(skewed.output);
+  CHECK(skewed.code == 0);
+  CHECK_THAT(skewed.output, Contains("masks (chapter 10") && Contains("skipped: ") && !Contains("FAIL"));
+  CHECK(run("run -v block_mask -n 64 --reps 0 --mask-mod document --causal bottom-right").code == 0);  // Lq = Lk
   // --mask-mod document with --causal is document_causal (the words a CSV row gets say so).
   const std::string csv = "cli_test_documents.csv";
   std::remove(csv.c_str());

@@ -58,6 +58,8 @@ TEST_CASE("the block mask lists exactly the tiles with a visible key, the partia
                         {ModKind::prefix_lm, 200, 600, 600, 64, Causal::none},
                         {ModKind::document, 0, 900, 900, 64, Causal::none},
                         {ModKind::document, 0, 513, 513, 128, Causal::none},
+                        {ModKind::document_causal, 0, 900, 900, 64, Causal::none},
+                        {ModKind::document_causal, 0, 513, 300, 128, Causal::none},
                         {ModKind::random_blocks, 0, 800, 500, 64, Causal::none},
                         {ModKind::window, 100, 700, 500, 64, Causal::none, 30},
                         {ModKind::none, 0, 700, 300, 64, Causal::bottom_right},

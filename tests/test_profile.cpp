@@ -505,7 +505,7 @@ TEST_CASE("a problem's mask and mods pick their kernel's own SASS rows: is_causa
   p.B = 1, p.H = 2, p.Lq = p.Lk = 128, p.d = 64, p.dtype = DType::fp16, p.mod = ModKind::sliding_window, p.window = 9;
   const std::string rule = kernel_of("mask_mod", p);  // step b: the rule on every tile
   REQUIRE(find_sass(rule) != nullptr);
-  for (const char* kind : {"sliding_window", "document"}) {
+  for (const char* kind : {"sliding_window", "document", "document_causal"}) {
     INFO(kind);
     const SassKernel* k = find_sass(rule, {.mod = kind});
     REQUIRE(k != nullptr);

@@ -42,6 +42,7 @@ std::vector<double> plain_sdpa(const Problem& p, const Inputs& in, std::vector<d
           if (p.mod == ModKind::sliding_window) visible = j <= i && i - j <= p.window;
           if (p.mod == ModKind::prefix_lm) visible = j < p.prefix || j <= i;
           if (p.mod == ModKind::document) visible = in.doc[static_cast<size_t>(i)] == in.doc[static_cast<size_t>(j)];
+          if (p.mod == ModKind::document_causal) visible = j <= i && in.doc[static_cast<size_t>(i)] == in.doc[static_cast<size_t>(j)];
           if (p.mod == ModKind::random_blocks) visible = RandomBlocks{static_cast<uint32_t>(p.mask_mod(nullptr).arg)}(b, h, i, j);
           if (p.mod == ModKind::window)  // FlashAttention-2's: from the bottom-right diagonal i + Lk - Lq
             visible = (p.left < 0 || j >= i + p.Lk - p.Lq - p.left) && (p.right < 0 || j <= i + p.Lk - p.Lq + p.right);
@@ -220,7 +221,7 @@ TEST_CASE("a problem's mods words read back into the same problem", "[reference]
     r.scale_override = p.scale_override, r.mask_per_head = p.mask_per_head;
     // Stale settings: the words replace every one (the seed too, where they name it: a pattern's draw).
     r.softcap = 7.f, r.alibi = true, r.window = 3, r.prefix = 5, r.left = 2, r.right = 9, r.Hkv = 1, r.doc_lengths = {4, 4};
-    r.seed = p.mod == ModKind::document || p.mod == ModKind::random_blocks ? p.seed + 7 : p.seed;
+    r.seed = reads_documents(p.mod) || p.mod == ModKind::random_blocks ? p.seed + 7 : p.seed;
     r.apply_mods(p.mods());
     CHECK(r.mods() == p.mods());
     CHECK(r.describe() == p.describe());
@@ -254,6 +255,7 @@ TEST_CASE("mods words that are not a problem's are refused, naming the word", "[
       {"documents=4,4", "documents= is mask_mod=document or document_causal's argument"},
       {"mask_mod=document seed=3 documents=4,4", "one of the two"},
       {"mask_mod=document documents=4,x", "documents=4,x is not a whole number"},
+      {"mask_mod=document documents=", "documents= needs the documents' lengths"},
   };
   for (const auto& [words, why] : bad) {
     INFO(words);
@@ -326,6 +328,10 @@ TEST_CASE("mask_mod rules: the definitions by hand, the host's runs and the kern
   CHECK_FALSE(Document{doc}(0, 0, 2, 1));
   CHECK(Document{doc}(0, 0, 4, 2));
   CHECK_FALSE(Document{doc}(0, 0, 5, 4));
+  CHECK(DocumentCausal{doc}(0, 0, 4, 2));
+  CHECK(DocumentCausal{doc}(0, 0, 4, 4));
+  CHECK_FALSE(DocumentCausal{doc}(0, 0, 2, 4));  // its document's, but after it
+  CHECK_FALSE(DocumentCausal{doc}(0, 0, 2, 1));
   // A packed batch of queries {2, 0, 3} and keys {1, 2, 4}: cu_q 0 2 2 5, cu_k 0 1 3 7. Query 1 is
   // sequence 0's (key 0 only); query 3 is sequence 2's (keys 3 to 6), not the empty sequence 1's;
   // bottom-right, its second query sees keys 3 to 5 (kv <= q + cu_k[3] - cu_q[3] = 3 + 2); top-left,

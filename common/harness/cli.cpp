@@ -54,7 +54,8 @@ void add_problem_options(CLI::App& app, Args& a) {
   app.add_option("-d,--head-dim", a.d, "head dim d")->capture_default_str();
   app.add_option("--dtype", a.dtype, "input and output type: fp32, fp16 or bf16")->capture_default_str();
   app.add_option("--causal", a.causal,
-                 "is_causal; alignment top-left (torch's is_causal, the default) or bottom-right")
+                 "is_causal; alignment top-left (torch's is_causal, the default) or bottom-right; with --mask-mod "
+                 "document, documents each causal (document_causal)")
       ->expected(0, 1);
   app.add_option("--mask", a.mask, "attn_mask: none, bool or additive")->capture_default_str();
   app.add_flag("--mask-per-head", a.mask_per_head, "one mask per (batch, head) instead of one shared [Lq, Lk]");
@@ -452,6 +453,7 @@ std::vector<Result> tour_masks(const Problem& f, const RunOptions& o, Profiler* 
               "its first step against its best\n", mod_name(p.mod));
   std::fflush(stdout);
   try {
+    p.validate();  // documents with a bottom-right is_causal where Lq != Lk: no rule, skipped
     const size_t profiled = profiler ? profiler->profiles().size() : 0;  // run_all adds one per result
     const auto results = run_all({tensor, best}, false, p, o, false, profiler);
     double t[2] = {0, 0};

@@ -284,6 +284,7 @@ void Problem::apply_mods(const std::string& words) {
   }
   prefix = kind == ModKind::prefix_lm ? number("prefix", given["prefix"]) : 0;
   doc_lengths = taken("documents") ? numbers("documents") : std::vector<int>{};
+  if (taken("documents") && doc_lengths.empty()) throw UsageError("mods: documents= needs the documents' lengths");
   if (taken("seed")) seed = whole("seed", given["seed"], 0, std::numeric_limits<uint64_t>::max()).second;
   Hkv = taken("kv_heads") ? number("kv_heads", given["kv_heads"]) : 0;
   softcap = 0.f;
@@ -322,9 +323,10 @@ size_t Problem::mask_bytes() const { return mask_elems() * (mask == MaskKind::bo
 std::vector<int> Problem::documents() const {
   if (!reads_documents(mod)) return {};
   std::vector<int> doc(static_cast<size_t>(std::max(Lq, Lk)));
-  if (!doc_lengths.empty()) {  // validate(): they add up to doc.size()
-    for (size_t at = 0, id = 0; id < doc_lengths.size(); ++id)
-      for (int n = 0; n < doc_lengths[id]; ++n) doc[at++] = static_cast<int>(id);
+  if (!doc_lengths.empty()) {  // validate() refuses lengths that do not add up to doc.size()
+    size_t at = 0;
+    for (size_t id = 0; id < doc_lengths.size(); ++id)
+      for (int n = 0; n < doc_lengths[id] && at < doc.size(); ++n) doc[at++] = static_cast<int>(id);
     return doc;
   }
   std::mt19937_64 rng(seed + 29);
