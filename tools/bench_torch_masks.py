@@ -49,6 +49,8 @@ def problems(which):
         (B, H, N, d, 0, f"mask_mod=window window={N // 8},0"),
         (1, H, total, d, 1, f"mask_mod=varlen seqlens={packing}"),
         (B, H, N, d, 0, "mask_mod=document seed=1"),
+        # packed training's mask, FlexAttention's document_causal_mask: 8 documents, each causal
+        (B, H, N, d, 0, "mask_mod=document_causal documents=" + ",".join([str(N // 8)] * 8)),
         (1, H, total, d, 0, f"mask_mod=varlen_window window={N // 8},0 seqlens={packing}"),
         (B, H, N, d, 0, f"mask_mod=window window={N // 8},0 softcap=50"),  # Gemma 2's local layers
         (B, H, N, d, 1, "alibi"),
