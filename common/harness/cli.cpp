@@ -186,14 +186,9 @@ Problem build_problem(const Args& a, const CLI::App& app) {
                        (p.packed() ? " in a sequence" : "") + ", use --causal bottom-right");
     if (p.causal != Causal::none) p.right = 0, p.causal = Causal::none;
   }
-  // FlexAttention's and_masks(causal_mask, document_mask): the rule document_causal, whose diagonal is
-  // top-left (both indices are positions of one table of documents).
-  if (p.mod == ModKind::document && p.causal != Causal::none) {
-    if (p.causal == Causal::bottom_right && p.Lq != p.Lk)
-      throw UsageError("causal documents' diagonal is top-left (a query sees its own document's keys up to its own "
-                       "position): with Lq != Lk, use --causal top-left");
-    p.mod = ModKind::document_causal, p.causal = Causal::none;
-  }
+  if (!p.fold_causal_documents())
+    throw UsageError("causal documents' diagonal is top-left (a query sees its own document's keys up to its own "
+                     "position): with Lq != Lk, use --causal top-left");
   if (app.count("--kv-heads")) {
     if (a.Hkv < 1) throw UsageError("--kv-heads must be at least 1 (got " + std::to_string(a.Hkv) + ")");
     p.Hkv = a.Hkv;  // validate() refuses one that does not divide H, or without --seqlens
@@ -447,13 +442,12 @@ std::vector<Result> tour_masks(const Problem& f, const RunOptions& o, Profiler* 
   if (!tensor || !best || f.mod != ModKind::none || f.mask != MaskKind::none) return {};
   Problem p = f;
   p.mod = ModKind::document;
-  if (f.causal == Causal::top_left || (f.causal == Causal::bottom_right && f.Lq == f.Lk))
-    p.mod = ModKind::document_causal, p.causal = Causal::none;
+  p.fold_causal_documents();  // where it cannot, validate() below refuses and the line says why
   std::printf("\nmasks (chapter 10; 10_masks --mask-mod NAME for more): the same problem with a %s mask, "
               "its first step against its best\n", mod_name(p.mod));
   std::fflush(stdout);
   try {
-    p.validate();  // documents with a bottom-right is_causal where Lq != Lk: no rule, skipped
+    p.validate();
     const size_t profiled = profiler ? profiler->profiles().size() : 0;  // run_all adds one per result
     const auto results = run_all({tensor, best}, false, p, o, false, profiler);
     double t[2] = {0, 0};

@@ -42,7 +42,7 @@ void Problem::validate() const {
   if (mod != ModKind::none && mod != ModKind::varlen && (causal != Causal::none || mask != MaskKind::none))
     throw UsageError(std::string("a mask_mod (") + mod_name(mod) + ") is the whole mask: it takes neither is_causal nor "
                      "an attn_mask (sliding_window, prefix_lm and document_causal are causal already)" +
-                     (mod == ModKind::document && causal != Causal::none ? ": causal documents are --mask-mod document_causal" : ""));
+                     (mod == ModKind::document && causal != Causal::none ? ": causal documents are --mask-mod document_causal, whose diagonal is top-left" : ""));
   if (mod == ModKind::sliding_window && window < 0)
     throw UsageError("the sliding window must be at least 0 keys before the query (got " + std::to_string(window) + ")");
   if (!(softcap >= 0.f) || !std::isfinite(softcap))
@@ -319,6 +319,13 @@ size_t Problem::mask_elems() const {
   return (mask_per_head ? heads() : 1) * static_cast<size_t>(Lq) * Lk;
 }
 size_t Problem::mask_bytes() const { return mask_elems() * (mask == MaskKind::boolean ? 1 : 4); }
+
+bool Problem::fold_causal_documents() {
+  if (mod != ModKind::document || causal == Causal::none) return true;
+  if (causal == Causal::bottom_right && Lq != Lk) return false;
+  mod = ModKind::document_causal, causal = Causal::none;
+  return true;
+}
 
 std::vector<int> Problem::documents() const {
   if (!reads_documents(mod)) return {};

@@ -52,6 +52,11 @@ struct Problem {
   bool packed() const { return is_packed(mod); }
   bool windowed() const { return mod == ModKind::window || mod == ModKind::varlen_window; }  // left, right hold
   bool reads_table() const { return reads_documents(mod) || packed(); }  // mod_table() is not empty
+  // Documents with is_causal: FlexAttention's and_masks(causal_mask, document_mask), the rule
+  // document_causal, whose diagonal is top-left (both indices are positions of one table). Folds
+  // is_causal into the rule and returns true; false (nothing changed) for a bottom-right diagonal
+  // where Lq != Lk, which no rule here has. Other problems: nothing to fold, true.
+  bool fold_causal_documents();
   std::string describe() const;  // "B=1 H=2 Lq=128 Lk=128 d=64 fp16 causal(top-left)"
   // Chapter 10's settings, whole, as the results CSV's `mods` column names them (results/README.md):
   // "none", or space-separated key=value words ("mask_mod=window window=1024,0 softcap=50 alibi",

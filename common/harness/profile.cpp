@@ -426,9 +426,10 @@ const Profile& Profiler::run(const Variant& v, const Problem& p, const SamplePla
   // it (a long head no row group samples, a mask_mod's) the fp64 reference and the same-dtype
   // yardstick would take longer than the emulation, and the rows a run checks are checked instead.
   RunOptions every_row = checks;
+  const std::vector<Problem> emulated = emulated_problems(p, plan);
   if (plan.sampled()) {
     double work = 0;  // per (query, key) pair and head dim, as Selection::sample weighs it
-    for (const Problem& e : emulated_problems(p, plan)) work = std::max(work, static_cast<double>(e.heads()) * e.Lq * e.Lk * e.d);
+    for (const Problem& e : emulated) work = std::max(work, static_cast<double>(e.heads()) * e.Lq * e.Lk * e.d);
     every_row.sample = checks.sample && work > kCheckEmulatedUpTo;
     std::printf("%s%s: sampled: %s (--emulated-heads, --row-groups to choose)\n", details ? "\n" : "", v.name.c_str(),
                 plan.describe(p).c_str());
@@ -437,7 +438,7 @@ const Profile& Profiler::run(const Variant& v, const Problem& p, const SamplePla
   std::vector<MaskKind> as_mask;  // [stage]
   std::vector<std::vector<std::string>> kernels;  // [stage][launch]
   std::vector<std::vector<std::vector<simt::Counters>>> runs;  // [problem emulated][stage][launch]
-  for (const Problem& e : emulated_problems(p, plan)) {
+  for (const Problem& e : emulated) {
     if (plan.sampled()) std::printf("  emulating %s\n", e.describe().c_str());
     const Prepared& in = prepared(e, every_row);
     Result r;
