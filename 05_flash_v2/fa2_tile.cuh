@@ -75,7 +75,7 @@ __device__ __forceinline__ void mask_tile(float (&s)[Bc / 8][4], int row, const 
   }
 }
 
-// Chapter 10's score_mod (a Policy with score_mod(p, h), a functor, or one with visit() as mask_mod's):
+// Chapter 10's score_mod (a Policy with score_mod(p, b, h), a functor, or one with visit() as mask_mod's):
 // each score scaled, then changed by the mod as FlexAttention's score_mod sees it (natural units),
 // then put in base 2.
 template <int Bc, class Policy>
@@ -84,7 +84,7 @@ __device__ __forceinline__ void score_tile(float (&s)[Bc / 8][4], int row, const
   const auto apply = [&](const auto& mod) {
     for_each_score<Bc>(s, row, k0, [&](float& x, int i, int key) { x = mod(x * p.scale, b, h, i, key) * attn::kLog2e; });
   };
-  const auto mod = Policy::score_mod(p, h);
+  const auto mod = Policy::score_mod(p, b, h);
   if constexpr (requires { mod.visit(apply); }) mod.visit(apply);
   else apply(mod);
 }

@@ -17,7 +17,7 @@
 // j-th's index) and which need the mask. This chapter's (EveryTile) visits every tile in order;
 // chapter 06 plugs in its own, and chapter 10 one whose tiles come from a list, masked by a rule
 // (a Policy with mask_mod(p): mask_tile in fa2_tile.cuh), and whose scores a score_mod changes (a
-// Policy with score_mod(p, h): score_tile, on every tile), and one whose blocks each solve one part
+// Policy with score_mod(p, b, h): score_tile, on every tile), and one whose blocks each solve one part
 // of the problem as a problem of its own (a Policy with part(p): one sequence of a packed batch).
 // Cost: a second copy routine for the last tile; P's exponentials lose subnormal results (below
 // 2^-126 of the row's largest term, nothing a sum of at least 1 can see).
@@ -93,7 +93,8 @@ __global__ void __launch_bounds__(block_threads(Step::lean_loop, D)) lean_loop_k
   simt::cp_async_commit();
   copy_kv(0);
   const float scale_log2 = p.scale * attn::kLog2e;
-  constexpr bool kScoreMod = requires { Policy::score_mod(p, 0); };  // scores scaled and changed on every tile
+  constexpr bool kScoreMod = requires { Policy::score_mod(p, 0, 0); };  // scores scaled and changed on every tile
+  static_assert(kScoreMod || !requires { Policy::score_mod(p, 0); }, "a Policy's score_mod takes (p, b, h)");
   const Fragments<L> frag;                      // this lane's ldmatrix offsets, computed once
   const T* Qw = Qs + warp * kM * 16 * L::kRow;  // the warp's rows of Q
 

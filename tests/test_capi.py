@@ -13,6 +13,7 @@ its refusals, and the benchmark's Python mask_mods, pair by pair, against the li
 """
 import ctypes
 import re
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -113,6 +114,13 @@ def main():
     expect(masks.alibi_slopes(8) == [2.0 ** -(h + 1) for h in range(8)]
            and masks.alibi_slopes(12)[8:] == [2.0 ** -0.5, 2.0 ** -1.5, 2.0 ** -2.5, 2.0 ** -3.5],
            "ALiBi's slopes: 2^-8(h+1)/n, then every other slope of 2n's sequence")
+    expect(masks.slopes_of("alibi_slopes=0.5,-1", 2) == [0.5, -1.0] and masks.slopes_of("alibi", 2) == masks.alibi_slopes(2)
+           and masks.slopes_of("softcap=3", 2) is None, "the benchmark's slopes: alibi_slopes= as given, else the paper's")
+    slopes = c.problem(2, 2, 70, 150, 64, "fp16", False, 0.125, "mask_mod=document documents=1,63,86 alibi_slopes=0.5,-0.25")
+    expect(c.mod_table(slopes) == [0] + [1] * 63 + [2] * 86 + list(struct.unpack("4i", struct.pack("4f", 0.5, -0.25, 0.5, -0.25))),
+           "given ALiBi slopes ride after the rule's table, one per (batch, head)")
+    expect("one per head" in (c.unsupported("score_mod", c.problem(1, 2, 70, 70, 64, "fp16", False, 0.125, "alibi_slopes=0.5"))
+                              or ""), "a slope count that is not H is refused, saying so")
     expect(c.lib.fs_mod_table(None, None, 0) == -1 and "NULL" in c.lib.fs_last_error().decode()
            and c.lib.fs_unsupported(None, None) is None, "a NULL problem or variant is refused, not dereferenced")
     doc = c.problem(1, 2, 150, 150, 64, "fp16", False, 0.125, "mask_mod=document seed=3")

@@ -112,14 +112,14 @@ TEST_CASE("a good run passes, lists and writes its CSV", "[cli]") {
   std::fclose(f);
   // Chapter 10's settings, whole, in the row's last column: a packed batch reads as one.
   o = run("run -v window -H 4 --kv-heads 2 --reps 1 --seqlens 70,0,3 --seqlens-k 20,5,90 --mask-mod window "
-          "--window-size 8,-1 --causal bottom-right --softcap 30 --alibi --csv " + csv);
+          "--window-size 8,-1 --causal bottom-right --softcap 30 --alibi-slopes 0.5,0.25,-0.125,1e-3 --csv " + csv);
   CHECK(o.code == 0);
   f = std::fopen(csv.c_str(), "r");
   REQUIRE(f != nullptr);
   for (int row = 0; row < 3; ++row) REQUIRE(std::fgets(line, sizeof line, f) != nullptr);
   CHECK_THAT(std::string(line), Contains(",10_masks,window,fp16,1,4,73,115,64,none,none,") &&
                                     EndsWith(",\"mask_mod=varlen_window window=8,0 seqlens=70,0,3 seqlens_k=20,5,90 "
-                                             "kv_heads=2 softcap=30 alibi\"\n"));
+                                             "kv_heads=2 softcap=30 alibi_slopes=0.5,0.25,-0.125,0.001\"\n"));
   std::fclose(f);
   std::remove(csv.c_str());
 }
@@ -198,6 +198,12 @@ TEST_CASE("numbers out of range are refused, not wrapped, clamped or ignored", "
   bad("run -v score_mod --softcap 1e39", "the softcap must be a finite number >= 0");
   bad("run -v score_mod --softcap 1e-50", "is below the smallest fp32 number");
   bad("run -v score_mod --alibi --mask bool", "a score_mod (softcap, alibi) takes no attn_mask");
+  bad("run -v score_mod --alibi-slopes 0.5,0.25,1", "ALiBi's slopes are one per head, H = 2 of them, as FlashAttention-2's "
+                                                    "alibi_slopes: got 3");
+  bad("run -v score_mod -b 2 --alibi-slopes 0.5", "H = 2 (or B x H = 4) of them");
+  bad("run -v score_mod --alibi-slopes 0.5,nan", "an ALiBi slope must be a finite number");
+  bad("run -v score_mod --alibi-slopes 0.5,1e39", "an ALiBi slope must be a finite number");
+  bad("run -v block_mask --alibi-slopes 0.5,0.25", "variant block_mask takes no score_mod");
   bad("run -v block_mask --softcap 30", "variant block_mask takes no score_mod");
   // A packed batch (flash_attn_varlen_func's rules, as lengths).
   bad("run -v varlen --seqlens 5,-3", "a packed batch's query lengths must be at least 0 (got -3): cu_seqlens must not decrease");

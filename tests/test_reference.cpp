@@ -2,6 +2,7 @@
 // against outputs that must fail.
 #include <catch2/catch.hpp>
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <tuple>
@@ -67,7 +68,10 @@ std::vector<double> plain_sdpa(const Problem& p, const Inputs& in, std::vector<d
           }
           double x = dot * scale;  // the score mods as params.h defines them, the cap first
           if (p.softcap > 0) x = p.softcap * std::tanh(x / p.softcap);
-          if (p.alibi) x -= alibi_slope(h, p.H) * std::fabs(static_cast<double>(distance));
+          if (p.alibi) {  // the user's slopes, one per head or per (batch, head); else the paper's
+            const size_t n = p.alibi_slopes.size(), at = n == static_cast<size_t>(p.H) ? static_cast<size_t>(h) : static_cast<size_t>(b) * p.H + h;
+            x -= (n ? p.alibi_slopes[at] : alibi_slope(h, p.H)) * std::fabs(static_cast<double>(distance));
+          }
           s[static_cast<size_t>(j)] = visible ? x + add : -std::numeric_limits<double>::infinity();
           m = std::max(m, s[static_cast<size_t>(j)]);
         }
@@ -220,12 +224,13 @@ TEST_CASE("a problem's mods words read back into the same problem", "[reference]
     r.B = p.B, r.H = p.H, r.Lq = p.Lq, r.Lk = p.Lk, r.d = p.d, r.dtype = p.dtype, r.causal = p.causal, r.mask = p.mask;
     r.scale_override = p.scale_override, r.mask_per_head = p.mask_per_head;
     // Stale settings: the words replace every one (the seed too, where they name it: a pattern's draw).
-    r.softcap = 7.f, r.alibi = true, r.window = 3, r.prefix = 5, r.left = 2, r.right = 9, r.Hkv = 1, r.doc_lengths = {4, 4};
+    r.softcap = 7.f, r.alibi = true, r.alibi_slopes = {1.f}, r.window = 3, r.prefix = 5, r.left = 2, r.right = 9, r.Hkv = 1, r.doc_lengths = {4, 4};
     r.seed = reads_documents(p.mod) || p.mod == ModKind::random_blocks ? p.seed + 7 : p.seed;
     r.apply_mods(p.mods());
     CHECK(r.mods() == p.mods());
     CHECK(r.describe() == p.describe());
     CHECK(r.mod_table() == p.mod_table());
+    CHECK(r.kernel_table() == p.kernel_table());
     CHECK(r.seqlens_k == p.seqlens_k);
     CHECK_NOTHROW(r.validate());
     with_mods += p.mods() != "none";
@@ -256,6 +261,9 @@ TEST_CASE("mods words that are not a problem's are refused, naming the word", "[
       {"mask_mod=document seed=3 documents=4,4", "one of the two"},
       {"mask_mod=document documents=4,x", "documents=4,x is not a whole number"},
       {"mask_mod=document documents=", "documents= needs the documents' lengths"},
+      {"alibi_slopes=0.5,x", "alibi_slopes=0.5,x is not a list of numbers"},
+      {"alibi_slopes=0.5,", "alibi_slopes=0.5, is not a list of numbers"},
+      {"alibi_slopes=", "alibi_slopes= is not a list of numbers"},
   };
   for (const auto& [words, why] : bad) {
     INFO(words);
@@ -295,6 +303,42 @@ TEST_CASE("the reference applies softcap and ALiBi as params.h defines them, wit
         if (Lq == 31) p.mod = ModKind::sliding_window, p.window = 9;
         require_plain(p);
       }
+  // The user's slopes (FlashAttention-2's alibi_slopes): one per head, and one per (batch, head).
+  for (bool per_batch : {false, true}) {
+    Problem p;
+    p.B = 2, p.H = 3, p.Lq = 31, p.Lk = 70, p.d = 8, p.dtype = DType::fp32, p.alibi = true, p.causal = Causal::bottom_right;
+    p.alibi_slopes = per_batch ? std::vector<float>{0.7f, -0.05f, 0.f, 0.3f, 1.5f, 0.01f} : std::vector<float>{0.7f, -0.05f, 0.f};
+    require_plain(p);
+  }
+}
+
+TEST_CASE("ALiBi's slopes given are one per head or per (batch, head), finite in fp32, and ALiBi's", "[reference]") {
+  Problem p;
+  p.B = 2, p.H = 3, p.alibi = true;
+  const std::pair<std::vector<float>, const char*> bad[] = {
+      {{0.5f}, "one per head, H = 3 (or B x H = 6) of them"},
+      {{0.5f, 0.25f, 0.125f, 1.f}, "got 4"},
+      {{0.5f, NAN, 0.1f}, "a finite number"},
+      {{0.5f, INFINITY, 0.1f}, "a finite number"},
+      {{0.5f, 1e37f, 0.1f}, "stays in fp32"},
+  };
+  for (const auto& [slopes, why] : bad) {
+    p.alibi_slopes = slopes;
+    INFO(slopes.size() << " slopes");
+    CHECK_THROWS_WITH(p.validate(), Catch::Matchers::Contains(why));
+  }
+  p.alibi_slopes = {0.5f, -0.25f, 0.f}, p.alibi = false;
+  CHECK_THROWS_WITH(p.validate(), Catch::Matchers::Contains("without ALiBi"));
+  p.alibi = true;
+  CHECK_NOTHROW(p.validate());
+  CHECK(p.slope(1, 1) == -0.25f);
+  p.alibi_slopes = {1.f, 2.f, 3.f, 4.f, 5.f, 6.f};
+  CHECK((p.slope(0, 2) == 3.f && p.slope(1, 0) == 4.f));
+  // The kernels' table: B x H slopes' bits after the rule's table, whichever form was given.
+  p.mod = ModKind::document, p.Lq = p.Lk = 5, p.doc_lengths = {2, 3};
+  std::vector<int> want = p.mod_table();
+  for (float x : {1.f, 2.f, 3.f, 4.f, 5.f, 6.f}) want.push_back(std::bit_cast<int>(x));
+  CHECK(p.kernel_table() == want);
 }
 
 TEST_CASE("ALiBi's slopes: the paper's geometric sequences, by hand", "[reference]") {

@@ -12,7 +12,7 @@ namespace {
 struct UserTiles : ch05::EveryTile {
   __device__ static bool needs_mask(const attn::AttentionParams&, int, int, int, int) { return true; }
   __device__ static Dilated mask_mod(const attn::AttentionParams&) { return {}; }
-  __device__ static RelativeBias score_mod(const attn::AttentionParams&, int) { return {}; }
+  __device__ static RelativeBias score_mod(const attn::AttentionParams&, int, int) { return {}; }
 };
 
 }  // namespace

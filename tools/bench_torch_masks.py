@@ -181,6 +181,18 @@ def alibi_slopes(H):
     return [2.0 ** (-8.0 * (h + 1) / n) if h < n else 2.0 ** (-4.0 * (2 * (h - n) + 1) / n) for h in range(H)]
 
 
+def slopes_of(mods, H):
+    """ALiBi's slopes of the mods words, one per head: alibi_slopes= as given (H of them: the benchmark's
+    reference and score_mod index them by head), else params.h's for alibi, else None."""
+    w = words(mods)
+    if "alibi_slopes" in w:
+        given = [float(x) for x in w["alibi_slopes"].split(",")]
+        if len(given) != H:
+            raise ValueError(f"alibi_slopes= gives {len(given)} slopes; the benchmark takes one per head, {H}")
+        return given
+    return alibi_slopes(H) if "alibi" in w else None
+
+
 def diagonals(mods, Lq, Lk, table):
     """Each query's diagonal offset (Problem::diagonal_offset): Lk - Lq, or in a packed batch its sequence's."""
     kind, _ = mask_args(mods)
@@ -374,7 +386,11 @@ def main(argv=None):
         w = words(mods)
         Hkv = int(w.get("kv_heads", H))
         softcap = float(w.get("softcap", 0))
-        slopes = alibi_slopes(H) if "alibi" in w else None
+        try:
+            slopes = slopes_of(mods, H)
+        except ValueError as e:
+            print(f"skip {label}: {e}", file=sys.stderr)
+            return 1
         impls, held = [], []
         try:
             g = torch.Generator(device="cuda").manual_seed(1)

@@ -114,7 +114,7 @@ double fs_hbm_bytes(const char* variant, const fs_problem* p) {
 int fs_mod_table(const fs_problem* p, int* table, int capacity) {
   int n = -1;
   if (guarded([&] {
-        const std::vector<int> t = problem_of(p).mod_table();
+        const std::vector<int> t = problem_of(p).kernel_table();
         if (table) std::copy_n(t.begin(), std::min(t.size(), static_cast<size_t>(std::max(capacity, 0))), table);
         n = static_cast<int>(t.size());
       }) != 0)
@@ -145,7 +145,8 @@ int fs_run(const char* variant, const fs_problem* p, const void* q, const void* 
     const Problem pr = problem_of(p);
     if (const std::string why = var->unsupported(pr); !why.empty()) throw UsageError(why);
     if (!q || !k || !v || !o) throw UsageError("q, k, v and o must not be NULL");
-    if (pr.reads_table() && !table) throw UsageError("this mask_mod reads a table: pass fs_mod_table's ints on the device");
+    if (!pr.kernel_table().empty() && !table)
+      throw UsageError("this problem's kernels read a table (a mask_mod's, ALiBi's given slopes): pass fs_mod_table's ints on the device");
     if (var->workspace_bytes(pr) > 0 && !workspace)
       throw UsageError("variant " + var->name + " needs a workspace of fs_workspace_bytes bytes");
     AttentionParams a = attention_params(pr, q, k, v, nullptr, table);

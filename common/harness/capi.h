@@ -17,9 +17,9 @@ typedef struct {
   int causal;  // 0 none, 1 top-left, 2 bottom-right (attn::Causal)
   float scale;
   // Chapter 10's settings in the results CSV's `mods` words (results/README.md; Problem::apply_mods):
-  // "mask_mod=window window=256,0 softcap=30", "mask_mod=varlen seqlens=100,37 kv_heads=2"; NULL or
-  // "none" for none. A packed batch's tensors are [1, H, sum of lengths, d] (K, V: kv_heads heads), and
-  // Lq, Lk must be its sums.
+  // "mask_mod=window window=256,0 softcap=30", "mask_mod=varlen seqlens=100,37 kv_heads=2",
+  // "alibi_slopes=0.5,0.25" (H slopes, or B x H); NULL or "none" for none. A packed batch's tensors
+  // are [1, H, sum of lengths, d] (K, V: kv_heads heads), and Lq, Lk must be its sums.
   const char* mods;
 } fs_problem;
 
@@ -35,10 +35,11 @@ const char* fs_unsupported(const char* variant, const fs_problem* p);
 // its cost model says it moves; -1 for an unknown variant or a problem that is not one.
 double fs_workspace_bytes(const char* variant, const fs_problem* p);
 double fs_hbm_bytes(const char* variant, const fs_problem* p);
-// The table a mask_mod's rule reads (a document's positions; a packed batch's cu_seqlens_q, cu_seqlens_k
-// and a window's sides; Problem::mod_table): its length, with its first `capacity` ints copied to
-// `table` (which may be NULL). 0 when the rule reads none; -1 for a problem that is not one (the
-// reason in fs_last_error()). The caller copies it to the device for fs_run.
+// The table the kernels read beside the tensors (Problem::kernel_table): a mask_mod's rule's (a
+// document's positions; a packed batch's cu_seqlens_q, cu_seqlens_k and a window's sides), then the
+// slopes of alibi_slopes= (B x H floats' bits, batch-major): its length, with its first `capacity`
+// ints copied to `table` (which may be NULL). 0 when there is none; -1 for a problem that is not one
+// (the reason in fs_last_error()). The caller copies it to the device for fs_run.
 int fs_mod_table(const fs_problem* p, int* table, int capacity);
 // Which keys each query sees under is_causal or the mask_mod (every head alike): Lq * Lk bytes, row by
 // row, 1 visible and 0 masked, written to host memory. Returns 0, or 1 (fs_last_error()).

@@ -28,6 +28,7 @@ struct Args {
   std::vector<int> documents;           // --documents: the document mask_mod's lengths
   bool mask_per_head = false, full_check = false, alibi = false;
   double scale = 0, softcap = 0;
+  std::vector<double> alibi_slopes;  // --alibi-slopes
   std::string seed = "1";
   std::vector<std::string> variants;
   int reps = 0, warmup = 0;  // with no --reps, --warmup: the backend's defaults (build_options)
@@ -93,6 +94,10 @@ void add_problem_options(CLI::App& app, Args& a) {
   app.add_option("--softcap", a.softcap, "a score_mod (chapter 10): scores become C * tanh(score / C) (FlashAttention-2's softcap)");
   app.add_flag("--alibi", a.alibi, "a score_mod (chapter 10): ALiBi's bias, -slope_h * |i + Lk - Lq - j| (FlashAttention-2's alibi_slopes; in a packed "
                 "batch, each sequence's own i, j, Lq and Lk)");
+  app.add_option("--alibi-slopes", a.alibi_slopes,
+                 "ALiBi with these slopes (FlashAttention-2's alibi_slopes): H of them, one per head, or B x H, "
+                 "batch-major (default with --alibi: Press et al.'s 2^(-8 (h + 1) / H), params.h)")
+      ->delimiter(',');
   app.add_option("--scale", a.scale, "softmax scale (default 1/sqrt(d))");
   app.add_option("--seed", a.seed, "seed of the random inputs, 0 to 18446744073709551615")
       ->capture_default_str()
@@ -195,6 +200,8 @@ Problem build_problem(const Args& a, const CLI::App& app) {
   }
   p.window = std::max(a.window, 0), p.prefix = std::max(a.prefix, 0);
   p.softcap = static_cast<float>(a.softcap), p.alibi = a.alibi;  // validate() refuses a negative or non-finite cap
+  // Given slopes are ALiBi; validate() checks their count and that each is finite in fp32.
+  for (double s : a.alibi_slopes) p.alibi_slopes.push_back(static_cast<float>(s)), p.alibi = true;
   if (a.softcap > 0 && p.softcap == 0.f)
     throw UsageError("--softcap " + number(a.softcap) + " is below the smallest fp32 number: give 0 for no cap");
   if (app.count("--scale")) p.scale_override = a.scale;  // validate() refuses NaN, Inf and overflowing ones

@@ -1,6 +1,7 @@
 #include "problem.h"
 
 #include <algorithm>
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -47,6 +48,22 @@ void Problem::validate() const {
     throw UsageError("the sliding window must be at least 0 keys before the query (got " + std::to_string(window) + ")");
   if (!(softcap >= 0.f) || !std::isfinite(softcap))
     throw UsageError("the softcap must be a finite number >= 0 (0: no cap; got " + std::to_string(softcap) + ")");
+  if (!alibi_slopes.empty()) {
+    // FlashAttention-2's alibi_slopes: (nheads,) or (batch, nheads), fp32.
+    if (alibi_slopes.size() != static_cast<size_t>(H) && alibi_slopes.size() != heads())
+      throw UsageError("ALiBi's slopes are one per head, H = " + std::to_string(H) + (B > 1 ? " (or B x H = " + std::to_string(heads()) + ")" : "") +
+                       " of them, as FlashAttention-2's alibi_slopes: got " + std::to_string(alibi_slopes.size()));
+    if (!alibi) throw UsageError("ALiBi's slopes are given without ALiBi");  // the command line and mods set both
+    // The kernels compute slope * |distance| in fp32, the distance at most Lq + Lk, then * log2(e).
+    const double largest = static_cast<double>(std::numeric_limits<float>::max()) / (1.4427 * (static_cast<double>(Lq) + Lk));
+    for (float s : alibi_slopes)
+      if (!std::isfinite(s) || std::fabs(s) > largest) {
+        std::ostringstream m;
+        m << "an ALiBi slope must be a finite number of magnitude at most " << largest << ", with which slope * distance "
+          << "(up to Lq + Lk = " << static_cast<long long>(Lq) + Lk << ") stays in fp32 (got " << s << ")";
+        throw UsageError(m.str());
+      }
+  }
   if (score_mod() && mask != MaskKind::none)
     throw UsageError("a score_mod (softcap, alibi) takes no attn_mask: chapter 10's kernels take the mask as a rule (--mask-mod)");
   if (windowed() && (left < -1 || right < -1))
@@ -182,7 +199,7 @@ std::string Problem::describe() const {
     s << ")";
   }
   if (softcap > 0.f) s << " softcap(" << softcap << ")";
-  if (alibi) s << " alibi";
+  if (alibi) s << (alibi_slopes.empty() ? " alibi" : " alibi(given slopes)");
   if (scale_override) s << " scale=" << *scale_override;
   return s.str();
 }
@@ -208,7 +225,15 @@ std::string Problem::mods() const {
   }
   if (kv_heads() != H) s << " kv_heads=" << kv_heads();
   if (softcap > 0.f) s << " softcap=" << softcap;
-  if (alibi) s << " alibi";
+  if (alibi && alibi_slopes.empty()) s << " alibi";
+  if (!alibi_slopes.empty()) {  // each the shortest text that reads back as the same float
+    s << " alibi_slopes=";
+    for (size_t i = 0; i < alibi_slopes.size(); ++i) {
+      char text[32];
+      *std::to_chars(text, text + sizeof text - 1, alibi_slopes[i]).ptr = '\0';
+      s << (i ? "," : "") << text;
+    }
+  }
   const std::string words = s.str();
   return words.empty() ? "none" : words.substr(1);
 }
@@ -219,7 +244,7 @@ void Problem::apply_mods(const std::string& words) {
   for (std::string w; in >> w;) list.push_back(w);
   if (list.size() == 1 && list[0] == "none") list.clear();
   std::map<std::string, std::string> given;  // key -> value ("alibi" has none)
-  static const char* const kKeys[] = {"mask_mod", "window", "prefix", "seed", "documents", "seqlens", "seqlens_k", "kv_heads", "softcap"};
+  static const char* const kKeys[] = {"mask_mod", "window", "prefix", "seed", "documents", "seqlens", "seqlens_k", "kv_heads", "softcap", "alibi_slopes"};
   for (const std::string& w : list) {
     const size_t eq = w.find('=');
     const std::string key = w.substr(0, eq), value = eq == std::string::npos ? "" : w.substr(eq + 1);
@@ -287,14 +312,21 @@ void Problem::apply_mods(const std::string& words) {
   if (taken("documents") && doc_lengths.empty()) throw UsageError("mods: documents= needs the documents' lengths");
   if (taken("seed")) seed = whole("seed", given["seed"], 0, std::numeric_limits<uint64_t>::max()).second;
   Hkv = taken("kv_heads") ? number("kv_heads", given["kv_heads"]) : 0;
-  softcap = 0.f;
-  if (taken("softcap")) {
-    const std::string& text = given["softcap"];
+  auto real = [&](const char* key, const std::string& text) {
     char* end = nullptr;
-    softcap = std::strtof(text.c_str(), &end);
-    if (text.empty() || end != text.c_str() + text.size()) throw UsageError("mods: softcap=" + text + " is not a number");
+    const float x = std::strtof(text.c_str(), &end);
+    if (text.empty() || end != text.c_str() + text.size())
+      throw UsageError(std::string("mods: ") + key + "=" + given[key] + " is not " + (std::string(key) == "softcap" ? "a number" : "a list of numbers"));
+    return x;
+  };
+  softcap = taken("softcap") ? real("softcap", given["softcap"]) : 0.f;
+  alibi_slopes.clear();
+  if (taken("alibi_slopes")) {
+    std::string item;
+    for (std::istringstream items(given["alibi_slopes"]); std::getline(items, item, ',');) alibi_slopes.push_back(real("alibi_slopes", item));
+    if (given["alibi_slopes"].empty() || given["alibi_slopes"].back() == ',') real("alibi_slopes", "");  // an empty item
   }
-  alibi = taken("alibi");
+  alibi = taken("alibi") || taken("alibi_slopes");
   seqlens_q.clear(), seqlens_k.clear();
   if (is_packed(kind)) {
     const std::vector<int> q = numbers("seqlens");
@@ -308,10 +340,14 @@ int Problem::diagonal_offset(int i) const {
   for (size_t s = 0; s < seqlens_q.size() && q_end <= i; ++s) q_end += seqlens_q[s], k_end += seqlens_k[s];
   return k_end - q_end;
 }
-double Problem::score_at(int h, int i, int j, double x, int offset) const {
+double Problem::score_at(int b, int h, int i, int j, double x, int offset) const {
   if (softcap > 0.f) x = softcap * std::tanh(x / softcap);
-  if (alibi) x -= static_cast<double>(alibi_slope(h, H)) * std::abs(static_cast<long long>(i) + offset - j);
+  if (alibi) x -= static_cast<double>(slope(b, h)) * std::abs(static_cast<long long>(i) + offset - j);
   return x;
+}
+float Problem::slope(int b, int h) const {
+  if (alibi_slopes.empty()) return alibi_slope(h, H);
+  return alibi_slopes[alibi_slopes.size() == static_cast<size_t>(H) ? static_cast<size_t>(h) : static_cast<size_t>(b) * H + h];
 }
 
 size_t Problem::mask_elems() const {
@@ -374,6 +410,14 @@ std::vector<int> Problem::mod_table() const {
   if (!packed()) return documents();
   std::vector<int> t = cu_seqlens();
   if (mod == ModKind::varlen_window) t.push_back(left), t.push_back(right);  // params.h: window_sides
+  return t;
+}
+
+std::vector<int> Problem::kernel_table() const {
+  std::vector<int> t = mod_table();
+  if (!alibi_slopes.empty())
+    for (int b = 0; b < B; ++b)
+      for (int h = 0; h < H; ++h) t.push_back(std::bit_cast<int>(slope(b, h)));
   return t;
 }
 

@@ -33,9 +33,12 @@ struct Problem {
   // K and V's heads (grouped-query attention: torch's enable_gqa, flash_attn_varlen_func's), 0 for H:
   // a divisor of H, query head h reading K/V head h / (H / Hkv). Read by a packed batch's kernel.
   int Hkv = 0;
-  // Chapter 10's score mods (params.h): FlashAttention-2's softcap (0: none) and ALiBi's biases.
+  // Chapter 10's score mods (params.h): FlashAttention-2's softcap (0: none) and ALiBi's biases, with
+  // the user's slopes when given (FlashAttention-2's alibi_slopes: H of them, one per head, or B x H,
+  // batch-major; they set alibi), else params.h's alibi_slope(h, H).
   float softcap = 0.f;
   bool alibi = false;
+  std::vector<float> alibi_slopes;
   uint64_t seed = 1;
 
   float scale() const;
@@ -60,8 +63,8 @@ struct Problem {
   std::string describe() const;  // "B=1 H=2 Lq=128 Lk=128 d=64 fp16 causal(top-left)"
   // Chapter 10's settings, whole, as the results CSV's `mods` column names them (results/README.md):
   // "none", or space-separated key=value words ("mask_mod=window window=1024,0 softcap=50 alibi",
-  // "mask_mod=varlen seqlens=100,37 seqlens_k=90,40 kv_heads=2"): with B, H, Lq, Lk, d, dtype, causal
-  // and mask, they make two rows the same problem.
+  // "mask_mod=varlen seqlens=100,37 seqlens_k=90,40 kv_heads=2", "alibi_slopes=0.5,0.25"): with B, H,
+  // Lq, Lk, d, dtype, causal and mask, they make two rows the same problem.
   std::string mods() const;
   // The other way: sets chapter 10's settings from mods()'s words (a results CSV's column, the C API's
   // fs_problem::mods), so that mods() then gives them back; a packed batch's lengths set Lq and Lk
@@ -79,7 +82,8 @@ struct Problem {
   int diagonal_offset(int i) const;
   // The score of query i and key j of head h after the score mods, from the scaled score x (double,
   // the reference's; params.h's definitions); offset: diagonal_offset(i).
-  double score_at(int h, int i, int j, double x, int offset) const;
+  double score_at(int b, int h, int i, int j, double x, int offset) const;
+  float slope(int b, int h) const;  // ALiBi's slope of head (b, h): the user's, or alibi_slope(h, H)
 
   int kv_heads() const { return Hkv > 0 ? Hkv : H; }
   int kv_head(int h) const { return h / (H / kv_heads()); }
@@ -104,6 +108,10 @@ struct Problem {
   // The table the mask_mod's rule reads (params.h: MaskMod::doc): documents(), or cu_seqlens() and
   // for varlen_window the window's sides after them.
   std::vector<int> mod_table() const;
+  // What the kernels read from the device beside the tensors: mod_table(), then the user's ALiBi
+  // slopes for every (batch, head), B x H floats' bits (AttentionParams::alibi_slopes). Empty when
+  // there is neither; the C API's fs_mod_table gives it.
+  std::vector<int> kernel_table() const;
   // The mask_mod's rule as the kernels see it (doc: mod_table()'s, or null).
   MaskMod mask_mod(const int* doc) const;
   // The convention of every peer: 4 * B * H * d * (visible pairs); softmax not counted.

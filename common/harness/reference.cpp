@@ -83,7 +83,7 @@ Expected reference(const Problem& p, const Inputs& in, const Selection& sel) {
       const int i = sel.rows[r], offset = p.diagonal_offset(i);
       auto s = S.row(static_cast<Eigen::Index>(r));
       for (int j = 0; j < p.Lk; ++j)
-        s(j) = visible(p, i, j) ? p.score_at(h, i, j, s(j), offset) + in.mask_at(p, b, h, i, j)
+        s(j) = visible(p, i, j) ? p.score_at(b, h, i, j, s(j), offset) + in.mask_at(p, b, h, i, j)
                                 : -std::numeric_limits<double>::infinity();
       const double m = s.maxCoeff();
       if (m == -std::numeric_limits<double>::infinity()) {  // nothing to attend to: O = 0
@@ -122,7 +122,7 @@ std::vector<double> naive_same_dtype(const Problem& p, const Inputs& in, const S
         float acc = 0.f;
         for (int c = 0; c < p.d; ++c) acc += q[static_cast<size_t>(c)] * k[static_cast<size_t>(j) * p.d + c];
         float x = round_to(t, acc);
-        if (p.score_mod()) x = round_to(t, static_cast<float>(p.score_at(h, i, j, x, offset)));
+        if (p.score_mod()) x = round_to(t, static_cast<float>(p.score_at(b, h, i, j, x, offset)));
         x = visible(p, i, j) ? round_to(t, x + in.mask_at(p, b, h, i, j)) : -INFINITY;
         s[static_cast<size_t>(j)] = x;
         m = std::max(m, x);

@@ -24,7 +24,7 @@ Verdict Checker::check(const std::vector<float>& out, const std::vector<float>* 
 
 DeviceInputs::DeviceInputs(const Problem& p, const Inputs& in)
     : q(p.q_elems() * dtype_size(p.dtype)), k(p.kv_elems() * dtype_size(p.dtype)),
-      v(p.kv_elems() * dtype_size(p.dtype)), mask(p.mask_bytes()), doc(in.doc.size() * sizeof(int)) {
+      v(p.kv_elems() * dtype_size(p.dtype)), mask(p.mask_bytes()), doc(p.kernel_table().size() * sizeof(int)) {
   std::vector<unsigned char> bytes(std::max(p.q_elems(), p.kv_elems()) * dtype_size(p.dtype));
   auto put = [&](DeviceBuffer& dst, const std::vector<float>& src) {
     encode(p.dtype, src.data(), bytes.data(), src.size());
@@ -35,7 +35,7 @@ DeviceInputs::DeviceInputs(const Problem& p, const Inputs& in)
   put(v, in.v);
   if (p.mask == MaskKind::boolean) mask.upload(in.mask_bool.data(), p.mask_bytes());
   if (p.mask == MaskKind::additive) mask.upload(in.mask_add.data(), p.mask_bytes());
-  if (!in.doc.empty()) doc.upload(in.doc.data(), in.doc.size() * sizeof(int));
+  if (const std::vector<int> table = p.kernel_table(); !table.empty()) doc.upload(table.data(), table.size() * sizeof(int));
 }
 
 namespace {
@@ -166,8 +166,10 @@ AttentionParams attention_params(const Problem& p, const void* q, const void* k,
   a.mask_stride_h = p.mask_per_head ? static_cast<long long>(p.Lq) * p.Lk : 0;
   a.mask_stride_b = p.mask_per_head ? a.mask_stride_h * p.H : 0;
   a.mod = p.mask_mod(nullptr);
-  // A document's positions or a packed batch's offsets (a window keeps its right side there).
+  // A document's positions or a packed batch's offsets (a window keeps its right side there), then
+  // the user's ALiBi slopes (Problem::kernel_table).
   if (p.reads_table()) a.mod.doc = table;
+  if (table && !p.alibi_slopes.empty()) a.alibi_slopes = reinterpret_cast<const float*>(table + p.mod_table().size());
   a.softcap = p.softcap;
   return a;
 }

@@ -34,7 +34,7 @@ class Checker {
 
 // The inputs of a problem on the device, uploaded once for every variant.
 struct DeviceInputs {
-  DeviceBuffer q, k, v, mask, doc;  // doc: a document mask_mod's documents
+  DeviceBuffer q, k, v, mask, doc;  // doc: Problem::kernel_table (a mask_mod's table, ALiBi's given slopes)
   DeviceInputs(const Problem& p, const Inputs& in);
 };
 
@@ -79,7 +79,8 @@ void check_runnable(const Variant& v, const Problem& p, const RunOptions& o);
 // (o, lse) and the workspace, which the caller owns.
 AttentionParams attention_params(const Problem& p, const DeviceInputs& in);
 // The same from the inputs' addresses (a dry run passes addresses no kernel block reads); table: the
-// mask_mod's table on the device (Problem::mod_table, as DeviceInputs::doc holds it), when it has one.
+// mask_mod's table and the user's ALiBi slopes on the device (Problem::kernel_table, as DeviceInputs::doc
+// holds it), when it has either.
 AttentionParams attention_params(const Problem& p, const void* q, const void* k, const void* v, const void* mask,
                                  const int* table = nullptr);
 Result run_variant(const Variant& v, const Problem& p, const DeviceInputs& in, const Checker& checker,

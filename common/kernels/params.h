@@ -83,7 +83,8 @@ ATTN_HOST_DEVICE inline const int* window_sides(const MaskMod& m) { return m.doc
 // the softmax, as FlexAttention's score_mod(score, b, h, q_idx, kv_idx), FlashAttention-2's two:
 //   softcap > 0: s -> softcap * tanh(s / softcap) (Gemma 2), then
 //   alibi:       s -> s - slope_h * |q + Lk - Lq - kv| (the distance from the bottom-right aligned
-//                diagonal; FlashAttention-2's alibi_slopes), slope_h = alibi_slope(h, H).
+//                diagonal; FlashAttention-2's alibi_slopes), slope_h the user's (alibi_slopes, below) or
+//                alibi_slope(h, H).
 // ALiBi's slopes (Press et al., 2022, as FlashAttention's tests make them): 2^(-8 (h + 1) / n) for the
 // largest power of two n <= H, then for the heads past n every other slope of the sequence for 2n.
 ATTN_HOST_DEVICE inline float alibi_slope(int h, int H) {
@@ -107,7 +108,13 @@ struct AttentionParams {
   // ones. mask_stride_b and mask_stride_h are in elements; 0 broadcasts over that dimension.
   MaskKind mask_kind;
   float softcap;  // chapter 10's score mod (above): 0 for none
-  const void* mask;
+  // The attn_mask's entries; or, in chapter 10's score mods, which take no attn_mask, ALiBi's slopes
+  // when the user gives them (FlashAttention-2's alibi_slopes): B x H fp32, (b, h)'s at b * H + h;
+  // null: alibi_slope(h, H). One pointer for both keeps the struct at its size (below).
+  union {
+    const void* mask;
+    const float* alibi_slopes;
+  };
   long long mask_stride_b, mask_stride_h;
   // Scratch memory of the size the variant asked for (its N x N buffers, its l and m...).
   void* workspace;

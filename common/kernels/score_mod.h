@@ -38,18 +38,22 @@ struct SoftcapAlibi {
   }
 };
 
-// The book's score mods behind one functor, chosen at run time from the parameters, for head h;
-// visit(f) tests them once per tile and calls f with the concrete functor, as BookMod does for the
-// rules.
+// The book's score mods behind one functor, chosen at run time from the parameters, for head h of
+// batch b; visit(f) tests them once per tile and calls f with the concrete functor, as BookMod does
+// for the rules. The slope is head (b, h)'s of H: the user's (AttentionParams::alibi_slopes, one load)
+// or computed.
 struct BookScore {
   float softcap;
   bool alibi;
-  int h, H, offset;
-  __device__ static BookScore of(const AttentionParams& p, int h) { return {p.softcap, p.mod.alibi, h, p.H, p.Lk - p.Lq}; }
+  const float* slopes;
+  int bh, h, H, offset;
+  __device__ static BookScore of(const AttentionParams& p, int b, int h) {
+    return {p.softcap, p.mod.alibi, p.alibi_slopes, b * p.H + h, h, p.H, p.Lk - p.Lq};
+  }
   template <class F>
   __device__ void visit(F&& f) const {
     const Softcap cap{softcap, 1.f / softcap};
-    const Alibi bias{alibi ? alibi_slope(h, H) : 0.f, offset};
+    const Alibi bias{alibi ? (slopes ? slopes[bh] : alibi_slope(h, H)) : 0.f, offset};
     if (softcap > 0.f && alibi) return f(SoftcapAlibi{cap, bias});
     if (softcap > 0.f) return f(cap);
     if (alibi) return f(bias);
@@ -61,7 +65,7 @@ struct BookScore {
 // lists, step f on its window.
 template <class Policy>
 struct WithBookScore : Policy {
-  __device__ static BookScore score_mod(const AttentionParams& p, int h) { return BookScore::of(p, h); }
+  __device__ static BookScore score_mod(const AttentionParams& p, int b, int h) { return BookScore::of(p, b, h); }
 };
 
 }  // namespace attn
