@@ -51,7 +51,7 @@ struct SequenceTiles : ch05::EveryTile {
 // With step d's score mods, in each sequence: softcap as everywhere; ALiBi's distance from the
 // sequence's own bottom-right diagonal (the part's Lk - Lq, FlashAttention-2's varlen alibi_slopes),
 // its slope the block's query head's among the launch's heads (the grid's x: the part has one head;
-// the part keeps the launch's alibi_slopes).
+// the part keeps the launch's given_slopes).
 template <class T, int Br, int Bc>
 struct ScoredSequenceTiles : SequenceTiles<T, Br, Bc> {
   __device__ static attn::AttentionParams part(const attn::AttentionParams& p) {
@@ -61,7 +61,7 @@ struct ScoredSequenceTiles : SequenceTiles<T, Br, Bc> {
   }
   __device__ static attn::BookScore score_mod(const attn::AttentionParams& p, int /*b*/, int /*h*/) {
     const int h = static_cast<int>(blockIdx.x);  // B = 1: (b, h)'s slope is h's
-    return {p.softcap, p.mod.alibi, p.alibi_slopes, h, h, static_cast<int>(gridDim.x), p.Lk - p.Lq};
+    return {p.softcap, p.mod.alibi, attn::given_slopes(p), h, h, static_cast<int>(gridDim.x), p.Lk - p.Lq};
   }
 };
 

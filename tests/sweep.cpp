@@ -87,6 +87,29 @@ Problem packed_window(std::vector<int> q, std::vector<int> k, int left, int righ
 }
 }  // namespace
 
+namespace {
+// A block mask of bq x bkv blocks (mask_mod blocks), each block unlisted, partial or full by a hash of
+// (seed, its row, its column), a third each, listed from the last column (FlexAttention's lists keep
+// no order); without full lists, every listed block partial.
+Problem::BlockLists drawn_blocks(int Lq, int Lk, int bq, int bkv, uint32_t seed, bool full) {
+  Problem::BlockLists b;
+  b.block_q = bq, b.block_kv = bkv;
+  const int qb = (Lq + bq - 1) / bq, kb = (Lk + bkv - 1) / bkv;
+  b.kv_num_blocks.assign(static_cast<size_t>(qb), 0);
+  if (full) b.full_kv_num_blocks.assign(static_cast<size_t>(qb), 0);
+  for (int r = 0; r < qb; ++r)
+    for (int c = kb - 1; c >= 0; --c) {
+      uint32_t x = seed * 0x9E3779B1u ^ static_cast<uint32_t>(r) * 0x85EBCA77u ^ static_cast<uint32_t>(c) * 0xC2B2AE3Du;
+      x ^= x >> 15, x *= 0x2C1B3C6Du, x ^= x >> 12;
+      const uint32_t cls = x % 3;
+      if (cls == 2 && full) b.full_kv_num_blocks[static_cast<size_t>(r)]++, b.full_kv_indices.push_back(c);
+      else if (cls != 0) b.kv_num_blocks[static_cast<size_t>(r)]++, b.kv_indices.push_back(c);
+    }
+  // The lists end to end by Q block: the loop above appended each row after the last.
+  return b;
+}
+}  // namespace
+
 std::vector<Problem> mask_mod_sweep() {
   struct Mod {
     ModKind kind;
@@ -137,6 +160,29 @@ std::vector<Problem> mask_mod_sweep() {
     p.d = i % 2 ? 128 : 64, p.dtype = i % 2 ? DType::bf16 : DType::fp16;
     p.mod = i % 3 == 1 ? ModKind::document_causal : ModKind::document, p.doc_lengths = given[i];
     p.seed = 211 + i;
+    out.push_back(p);
+  }
+  // Block masks given as lists (mask_mod blocks): blocks of one tile, of none (48 x 80, 7 keys, single
+  // queries), larger than the problem; with and without full lists; a Q block with nothing listed
+  // (rows that see no key), walking the head dims and dtypes.
+  struct Given {
+    int Lq, Lk, bq, bkv;
+    bool full;
+  };
+  const Given lists[] = {{1, 1, 16, 16, true}, {130, 130, 64, 64, true}, {97, 200, 48, 80, false}, {200, 97, 128, 128, true},
+                         {200, 130, 1, 7, true}, {130, 200, 256, 64, false}};
+  for (size_t i = 0; i < std::size(lists); ++i) {
+    const Given g = lists[i];
+    Problem p;
+    p.B = 1, p.H = 2, p.Lq = g.Lq, p.Lk = g.Lk, p.d = dims[(i + 2) % std::size(dims)], p.dtype = i % 2 ? DType::bf16 : DType::fp16;
+    p.mod = ModKind::blocks, p.blocks = drawn_blocks(g.Lq, g.Lk, g.bq, g.bkv, static_cast<uint32_t>(5 + i), g.full);
+    if (i == 0) p.blocks.kv_num_blocks = {1}, p.blocks.kv_indices = {0}, p.blocks.full_kv_num_blocks = {0}, p.blocks.full_kv_indices = {};
+    if (i == 3) {  // Q block 1 lists nothing
+      p.blocks.kv_indices.resize(static_cast<size_t>(p.blocks.kv_num_blocks[0]));
+      p.blocks.full_kv_indices.resize(static_cast<size_t>(p.blocks.full_kv_num_blocks[0]));
+      p.blocks.kv_num_blocks[1] = p.blocks.full_kv_num_blocks[1] = 0;
+    }
+    p.seed = 301 + i;
     out.push_back(p);
   }
   for (double scale : {-0.5, 0.05}) {  // a negative scale: every tile masked, the full ones too

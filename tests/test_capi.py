@@ -91,6 +91,9 @@ def main():
              (0, 150, 150, "mask_mod=document seed=3"), (0, 70, 150, "mask_mod=document documents=1,63,86"),
              (0, 130, 90, "mask_mod=document_causal documents=40,1,89"),
              (0, 200, 140, "mask_mod=random_blocks seed=5"),
+             (0, 200, 140, "mask_mod=blocks block_size=64,48 kv_num_blocks=1,0,2,1 kv_indices=2,0,1,0 "
+                           "full_kv_num_blocks=1,1,0,0 full_kv_indices=0,2"),
+             (0, 70, 150, "mask_mod=blocks block_size=128,128 kv_num_blocks=1 kv_indices=1"),
              (0, 40, 70, "mask_mod=window window=5,2"), (0, 70, 40, "mask_mod=window window=-1,0"),
              (0, 70, 40, "mask_mod=window window=3,-1"), (1, 50, 80, "none"), (2, 80, 50, "softcap=30 alibi"),
              (1, 62, 54, "mask_mod=varlen seqlens=5,0,40,17 seqlens_k=9,3,40,2"),

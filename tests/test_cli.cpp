@@ -204,6 +204,17 @@ TEST_CASE("numbers out of range are refused, not wrapped, clamped or ignored", "
   bad("run -v score_mod --alibi-slopes 0.5,nan", "an ALiBi slope must be a finite number");
   bad("run -v score_mod --alibi-slopes 0.5,1e39", "an ALiBi slope must be a finite number");
   bad("run -v block_mask --alibi-slopes 0.5,0.25", "variant block_mask takes no score_mod");
+  // A block mask given as FlexAttention's lists (--mask-mod blocks --block-mask).
+  bad("run -v block_mask --mask-mod blocks", "--mask-mod blocks needs --block-mask");
+  bad("run -v block_mask --block-mask block_size=64,64", "--block-mask is blocks': add --mask-mod blocks");
+  bad("run -v block_mask --mask-mod blocks -n 128 --block-mask \"block_size=64,64 kv_num_blocks=1 kv_indices=0\"",
+      "a block mask's kv_num_blocks has 1 entries: one per Q block, ceil(Lq / block_q) = 2");
+  bad("run -v block_mask --mask-mod blocks -n 128 --block-mask \"block_size=64,64 kv_num_blocks=1,1 kv_indices=0,2\"",
+      "a block mask's kv_indices lists K/V block 2 for Q block 1: out of range, the K/V blocks are 0 to 1");
+  bad("run -v block_mask --mask-mod blocks --block-mask \"block_size=64,64 softcap=3\"", "--block-mask: 'softcap=3' is not one of");
+  bad("run -v block_mask --mask-mod blocks --block-mask \"block_size=64,x kv_num_blocks= kv_indices=\"",
+      "--block-mask: block_size=64,x is not a whole number");
+  bad("run -v block_mask --mask-mod blocks --block-mask @/nonexistent/mask.txt", "--block-mask: cannot read /nonexistent/mask.txt");
   bad("run -v block_mask --softcap 30", "variant block_mask takes no score_mod");
   // A packed batch (flash_attn_varlen_func's rules, as lengths).
   bad("run -v varlen --seqlens 5,-3", "a packed batch's query lengths must be at least 0 (got -3): cu_seqlens must not decrease");
@@ -515,6 +526,24 @@ TEST_CASE("the tour on the CPU says what a GPU shows instead", "[cli]") {
   CHECK_THAT(std::string(line), Contains(",none,none,") && EndsWith(",\"mask_mod=document_causal documents=30,1,49\"\n"));
   std::fclose(f);
   std::remove(csv.c_str());
+  // A block mask from a file of its words, which the row's mods column then holds.
+  const std::string words = "cli_test_blocks.txt";
+  f = std::fopen(words.c_str(), "w");
+  REQUIRE(f != nullptr);
+  std::fputs("block_size=64,32\nkv_num_blocks=1,2 kv_indices=2,0,1\nfull_kv_num_blocks=1,0 full_kv_indices=0\n", f);
+  std::fclose(f);
+  const Outcome blocks = run("run -v block_mask -n 80 --reps 1 --mask-mod blocks --block-mask @" + words + " --csv " + csv);
+  INFO(blocks.output);
+  CHECK(blocks.code == 0);
+  CHECK_THAT(blocks.output, Contains("mask_mod(blocks 64x32: 3 partial, 1 full of 6)") && Contains("pass"));
+  f = std::fopen(csv.c_str(), "r");
+  REQUIRE(f != nullptr);
+  for (int row = 0; row < 2; ++row) REQUIRE(std::fgets(line, sizeof line, f) != nullptr);
+  CHECK_THAT(std::string(line), EndsWith(",\"mask_mod=blocks block_size=64,32 kv_num_blocks=1,2 kv_indices=2,0,1 "
+                                         "full_kv_num_blocks=1,0 full_kv_indices=0\"\n"));
+  std::fclose(f);
+  std::remove(csv.c_str());
+  std::remove(words.c_str());
   const Outcome table = run("tour -n 64 --reps 1 --chapters-only");
   INFO(table.output);
   CHECK(table.code == 0);

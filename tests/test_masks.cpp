@@ -63,11 +63,18 @@ TEST_CASE("the block mask lists exactly the tiles with a visible key, the partia
                         {ModKind::random_blocks, 0, 800, 500, 64, Causal::none},
                         {ModKind::window, 100, 700, 500, 64, Causal::none, 30},
                         {ModKind::none, 0, 700, 300, 64, Causal::bottom_right},
-                        {ModKind::none, 0, 300, 700, 128, Causal::top_left}};
+                        {ModKind::none, 0, 300, 700, 128, Causal::top_left},
+                        {ModKind::blocks, 128, 700, 500, 64, Causal::none},
+                        {ModKind::blocks, 48, 300, 260, 128, Causal::none}};
   for (const Case& c : cases) {
     Problem p;
     p.B = 1, p.H = 1, p.Lq = c.Lq, p.Lk = c.Lk, p.d = c.d, p.causal = c.causal, p.mod = c.mod, p.seed = 11;
     p.window = p.prefix = p.left = c.arg, p.right = c.right;
+    // Given block masks: FlexAttention's 128 x 128 blocks, two of the kernel's K/V tiles each, a Q block
+    // with none listed; 48 x 80 blocks, which no tile edge meets, partial lists alone.
+    if (c.mod == ModKind::blocks && c.arg == 128)
+      p.blocks = {128, 128, {1, 0, 2, 0, 1, 1}, {3, 1, 2, 0, 2}, {1, 0, 0, 2, 0, 1}, {0, 3, 1, 0}};
+    if (c.mod == ModKind::blocks && c.arg == 48) p.blocks = {48, 80, {1, 1, 1, 1, 1, 1, 1}, {0, 1, 2, 3, 3, 2, 1}, {}, {}};
     INFO(p.describe());
     const Inputs in = Inputs::generate(p);
     const DeviceInputs dev(p, in);

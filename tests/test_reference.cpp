@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <numeric>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -45,6 +47,17 @@ std::vector<double> plain_sdpa(const Problem& p, const Inputs& in, std::vector<d
           if (p.mod == ModKind::document) visible = in.doc[static_cast<size_t>(i)] == in.doc[static_cast<size_t>(j)];
           if (p.mod == ModKind::document_causal) visible = j <= i && in.doc[static_cast<size_t>(i)] == in.doc[static_cast<size_t>(j)];
           if (p.mod == ModKind::random_blocks) visible = RandomBlocks{static_cast<uint32_t>(p.mask_mod(nullptr).arg)}(b, h, i, j);
+          if (p.mod == ModKind::blocks) {  // the pair's block in i's row of either list (rows end to end)
+            const Problem::BlockLists& bl = p.blocks;
+            const int r = i / bl.block_q, c = j / bl.block_kv;
+            auto listed = [&](const std::vector<int>& counts, const std::vector<int>& indices) {
+              if (counts.empty()) return false;
+              const auto from = std::accumulate(counts.begin(), counts.begin() + r, 0);
+              return std::find(indices.begin() + from, indices.begin() + from + counts[static_cast<size_t>(r)], c) !=
+                     indices.begin() + from + counts[static_cast<size_t>(r)];
+            };
+            visible = listed(bl.kv_num_blocks, bl.kv_indices) || listed(bl.full_kv_num_blocks, bl.full_kv_indices);
+          }
           if (p.mod == ModKind::window)  // FlashAttention-2's: from the bottom-right diagonal i + Lk - Lq
             visible = (p.left < 0 || j >= i + p.Lk - p.Lq - p.left) && (p.right < 0 || j <= i + p.Lk - p.Lq + p.right);
           if (p.packed()) {  // a packed batch: i's sequence by walking the lengths, is_causal or a window in it
@@ -261,6 +274,11 @@ TEST_CASE("mods words that are not a problem's are refused, naming the word", "[
       {"mask_mod=document seed=3 documents=4,4", "one of the two"},
       {"mask_mod=document documents=4,x", "documents=4,x is not a whole number"},
       {"mask_mod=document documents=", "documents= needs the documents' lengths"},
+      {"block_size=64,64", "block_size= is mask_mod=blocks' argument"},
+      {"mask_mod=blocks kv_num_blocks=1 kv_indices=0", "mask_mod=blocks needs block_size="},
+      {"mask_mod=blocks block_size=64 kv_num_blocks=1 kv_indices=0", "must be a block's queries and keys"},
+      {"mask_mod=blocks block_size=64,64 kv_num_blocks=1 kv_indices=0 full_kv_num_blocks=0", "come together"},
+      {"mask_mod=blocks block_size=64,64 kv_num_blocks=1 kv_indices=x", "kv_indices=x is not a whole number"},
       {"alibi_slopes=0.5,x", "alibi_slopes=0.5,x is not a list of numbers"},
       {"alibi_slopes=0.5,", "alibi_slopes=0.5, is not a list of numbers"},
       {"alibi_slopes=", "alibi_slopes= is not a list of numbers"},
@@ -310,6 +328,47 @@ TEST_CASE("the reference applies softcap and ALiBi as params.h defines them, wit
     p.alibi_slopes = per_batch ? std::vector<float>{0.7f, -0.05f, 0.f, 0.3f, 1.5f, 0.01f} : std::vector<float>{0.7f, -0.05f, 0.f};
     require_plain(p);
   }
+}
+
+// FlexAttention's BlockMask as lists (mask_mod blocks): its shape and its indices are checked, each
+// refusal naming the list and what it should be.
+TEST_CASE("a given block mask of the wrong shape, or with an index out of range, is refused", "[reference]") {
+  Problem p;
+  p.Lq = 130, p.Lk = 200, p.mod = ModKind::blocks;  // 64 x 64 blocks: 3 Q blocks, 4 K/V blocks
+  const Problem::BlockLists good{64, 64, {1, 0, 2}, {3, 0, 1}, {1, 0, 0}, {0}};
+  p.blocks = good;
+  CHECK_NOTHROW(p.validate());
+  CHECK((p.mod_table() == std::vector<int>{64, 64, 4, 2, 0, 0, 1, 0, 0, 0, 0, 1, 1, 0, 0}));
+  std::vector<std::pair<int, int>> runs;
+  p.visible_runs(129, p.mod_table(), runs);  // Q block 2: K/V blocks 0 and 1, one run
+  CHECK((runs == std::vector<std::pair<int, int>>{{0, 128}}));
+  p.visible_runs(0, p.mod_table(), runs);  // Q block 0: blocks 0 (full) and 3 (partial, its 8 keys)
+  CHECK((runs == std::vector<std::pair<int, int>>{{0, 64}, {192, 200}}));
+  const std::pair<std::function<void(Problem::BlockLists&)>, const char*> bad[] = {
+      {[](auto& b) { b.block_q = 0; }, "at least 1 query by 1 key"},
+      {[](auto& b) { b.kv_num_blocks = {1, 0}; }, "kv_num_blocks has 2 entries: one per Q block, ceil(Lq / block_q) = 3"},
+      {[](auto& b) { b.full_kv_num_blocks = {1, 0, 0, 0}; }, "full_kv_num_blocks has 4 entries"},
+      {[](auto& b) { b.kv_num_blocks = {1, 0, 5}; }, "kv_num_blocks[2] = 5: a Q block lists 0 to ceil(Lk / block_kv) = 4"},
+      {[](auto& b) { b.kv_num_blocks = {1, -1, 2}; }, "kv_num_blocks[1] = -1"},
+      {[](auto& b) { b.kv_indices = {3, 0}; }, "kv_indices has 2 entries, not the 3 its counts list"},
+      {[](auto& b) { b.kv_indices = {3, 4, 1}; }, "lists K/V block 4 for Q block 2: out of range, the K/V blocks are 0 to 3"},
+      {[](auto& b) { b.full_kv_indices = {-1}; }, "full_kv_indices lists K/V block -1 for Q block 0: out of range"},
+      {[](auto& b) { b.kv_indices = {3, 1, 1}; }, "lists K/V block 1 twice for Q block 2"},
+      {[](auto& b) { b.kv_indices = {0, 0, 1}; }, "lists K/V block 0 twice for Q block 0"},  // in both lists
+      {[](auto& b) { b.full_kv_indices = {}; }, "full_kv_indices has 0 entries, not the 1"},
+  };
+  for (const auto& [change, why] : bad) {
+    INFO(why);
+    p.blocks = good;
+    change(p.blocks);
+    CHECK_THROWS_WITH(p.validate(), Catch::Matchers::Contains(why));
+  }
+  p.blocks = good, p.mod = ModKind::document;
+  CHECK_THROWS_WITH(p.validate(), Catch::Matchers::Contains("a block mask's lists are mask_mod blocks' (got mask_mod document)"));
+  p.blocks = {}, p.mod = ModKind::blocks;
+  CHECK_THROWS_WITH(p.validate(), Catch::Matchers::Contains("at least 1 query by 1 key"));
+  p.blocks = {1, 1, {}, {}, {}, {}}, p.Lq = p.Lk = 8192;
+  CHECK_THROWS_WITH(p.validate(), Catch::Matchers::Contains("at most 2^24"));
 }
 
 TEST_CASE("ALiBi's slopes given are one per head or per (batch, head), finite in fp32, and ALiBi's", "[reference]") {

@@ -133,6 +133,14 @@ def rule(mods, causal, Lq, Lk, table, lookup):
             return x & 1
         bits = lookup([visible(bq, bk) for bq in range((Lq + 63) // 64) for bk in range(cols)])
         return lambda b, h, q, kv: bits[(q // 64) * cols + kv // 64] == 1
+    if kind == "blocks":  # FlexAttention's BlockMask from its lists (noop_mask): the listed blocks' pairs
+        bq, bkv, listed = block_lists(mods)
+        cols = (Lk + bkv - 1) // bkv
+        bits = [0] * (((Lq + bq - 1) // bq) * cols)
+        for r, c in listed:
+            bits[r * cols + c] = 1
+        bits = lookup(bits)
+        return lambda b, h, q, kv: bits[(q // bq) * cols + kv // bkv] == 1
     if kind == "window":
         left, right = args
         offset = Lk - Lq
@@ -161,10 +169,25 @@ def rule(mods, causal, Lq, Lk, table, lookup):
 
 
 def packing(mods, table):
-    """A packed batch's cu_seqlens_q and cu_seqlens_k, from fs_mod_table's ints (a window's sides after them)."""
-    kind, _ = mask_args(mods)
-    n = (len(table) - (2 if kind == "varlen_window" else 0)) // 2 - 1
+    """A packed batch's cu_seqlens_q and cu_seqlens_k, from fs_mod_table's ints (a window's sides and
+    given ALiBi slopes after them): n + 1 offsets each, n the sequences of seqlens=."""
+    n = len(words(mods)["seqlens"].split(","))
     return table[:n + 1], table[n + 1:2 * n + 2]
+
+
+def block_lists(mods):
+    """A given block mask's (block_q, block_kv, [(Q block, K/V block) listed]) from its words: each Q
+    block's entries of kv_indices (and full_kv_indices), end to end, kv_num_blocks (full_...) of them."""
+    w = words(mods)
+    bq, bkv = (int(x) for x in w["block_size"].split(","))
+    listed = []
+    for counts, indices in (("kv_num_blocks", "kv_indices"), ("full_kv_num_blocks", "full_kv_indices")):
+        if counts not in w:
+            continue
+        n = [int(x) for x in w[counts].split(",") if x]
+        at = iter(int(x) for x in w[indices].split(",") if x)
+        listed += [(r, next(at)) for r, k in enumerate(n) for _ in range(k)]
+    return bq, bkv, listed
 
 
 def sequences(cu, length):

@@ -8,8 +8,10 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <optional>
+#include <sstream>
 
 #include "command.h"
 #include "errors.h"
@@ -26,6 +28,7 @@ struct Args {
   std::vector<int> window_size;  // --window-size L,R
   std::vector<int> seqlens, seqlens_k;  // --seqlens, --seqlens-k: a packed batch
   std::vector<int> documents;           // --documents: the document mask_mod's lengths
+  std::string block_mask;               // --block-mask: the blocks mask_mod's lists, as words or @FILE
   bool mask_per_head = false, full_check = false, alibi = false;
   double scale = 0, softcap = 0;
   std::vector<double> alibi_slopes;  // --alibi-slopes
@@ -62,8 +65,8 @@ void add_problem_options(CLI::App& app, Args& a) {
   app.add_flag("--mask-per-head", a.mask_per_head, "one mask per (batch, head) instead of one shared [Lq, Lk]");
   app.add_option("--mask-mod", a.mask_mod,
                  "a mask as a rule (chapter 10): none, sliding_window (with --window), prefix_lm (with --prefix), "
-                 "document or document_causal (with --documents, or lengths drawn from --seed), random_blocks or window "
-                 "(with --window-size)")->capture_default_str();
+                 "document or document_causal (with --documents, or lengths drawn from --seed), random_blocks, window "
+                 "(with --window-size) or blocks (with --block-mask)")->capture_default_str();
   app.add_option("--window", a.window, "sliding_window: the keys a query sees before itself")
       ->check([](const std::string& w) -> std::string {
         if (w.find(',') == std::string::npos) return "";
@@ -76,6 +79,10 @@ void add_problem_options(CLI::App& app, Args& a) {
       ->delimiter(',')
       ->expected(2);
   app.add_option("--prefix", a.prefix, "prefix_lm: the keys every query sees");
+  app.add_option("--block-mask", a.block_mask,
+                 "blocks: FlexAttention's BlockMask as its lists, in the results CSV's words (results/README.md), or @FILE "
+                 "holding them: \"block_size=Q,KV kv_num_blocks=... kv_indices=...\" (and full_kv_num_blocks=... "
+                 "full_kv_indices=... for whole blocks), each Q block's listed K/V blocks end to end");
   app.add_option("--documents", a.documents,
                  "document, document_causal: the documents' lengths in order, e.g. 2048,2048, adding up to max(Lq, Lk) (default: "
                  "lengths drawn from --seed, 1 to a third of the sequence)")
@@ -120,6 +127,30 @@ std::string mask_as_rule(const std::string& m) {
   if (kind == "document") return "--mask-mod document --documents " + (colon == std::string::npos ? "L1,L2,..." : arg);
   if (kind == "window") return "--mask-mod window --window-size " + (colon == std::string::npos ? "L,R" : arg);
   return "";
+}
+
+// --block-mask's lists: its words (or @FILE's), read as the mods words of mask_mod blocks are, with
+// the problem's sizes (validate() checks them against Lq and Lk).
+Problem::BlockLists block_lists(const std::string& given, const Problem& sizes) {
+  std::string words = given;
+  if (!given.empty() && given[0] == '@') {
+    std::ifstream in(given.substr(1));
+    if (!in) throw UsageError("--block-mask: cannot read " + given.substr(1));
+    words.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  std::istringstream list(words);
+  for (std::string w; list >> w;)
+    if (w.rfind("block_size=", 0) && w.rfind("kv_num_blocks=", 0) && w.rfind("kv_indices=", 0) && w.rfind("full_kv_num_blocks=", 0) &&
+        w.rfind("full_kv_indices=", 0))
+      throw UsageError("--block-mask: '" + w + "' is not one of block_size=, kv_num_blocks=, kv_indices=, full_kv_num_blocks=, full_kv_indices=");
+  Problem p = sizes;
+  try {
+    p.apply_mods("mask_mod=blocks " + words);
+  } catch (const UsageError& e) {
+    const std::string why = e.what();
+    throw UsageError("--block-mask: " + (why.rfind("mods: ", 0) == 0 ? why.substr(6) : why));
+  }
+  return p.blocks;
 }
 
 Problem build_problem(const Args& a, const CLI::App& app) {
@@ -172,6 +203,10 @@ Problem build_problem(const Args& a, const CLI::App& app) {
   if (app.count("--documents") && !reads_documents(p.mod))
     throw UsageError("--documents is document's and document_causal's: add --mask-mod document or document_causal");
   p.doc_lengths = a.documents;  // validate() checks that they add up
+  if ((p.mod == ModKind::blocks) != (app.count("--block-mask") > 0))
+    throw UsageError(p.mod == ModKind::blocks ? "--mask-mod blocks needs --block-mask (its lists, or @FILE)"
+                                              : "--block-mask is blocks': add --mask-mod blocks");
+  if (p.mod == ModKind::blocks) p.blocks = block_lists(a.block_mask, p);
   if (app.count("--seqlens-k") && !app.count("--seqlens")) throw UsageError("--seqlens-k needs --seqlens (the query lengths)");
   if (app.count("--seqlens")) {
     for (const char* sized : {"--seq", "--lq", "--lk"})

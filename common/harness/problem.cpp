@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <random>
 #include <sstream>
 
@@ -40,6 +41,12 @@ void Problem::validate() const {
     throw UsageError("K/V heads shared by query heads (Hkv = " + std::to_string(Hkv) + " < H = " + std::to_string(H) +
                      ") are read by chapter 10's packed batches only: give the sequences' lengths (--seqlens)");
   if (packed()) validate_packing();
+  const BlockLists& bl = blocks;
+  const bool listed = bl.block_q || bl.block_kv || !bl.kv_num_blocks.empty() || !bl.kv_indices.empty() ||
+                      !bl.full_kv_num_blocks.empty() || !bl.full_kv_indices.empty();
+  if (listed && mod != ModKind::blocks)
+    throw UsageError(std::string("a block mask's lists are mask_mod blocks' (got mask_mod ") + mod_name(mod) + ")");
+  if (mod == ModKind::blocks) validate_blocks();
   if (mod != ModKind::none && mod != ModKind::varlen && (causal != Causal::none || mask != MaskKind::none))
     throw UsageError(std::string("a mask_mod (") + mod_name(mod) + ") is the whole mask: it takes neither is_causal nor "
                      "an attn_mask (sliding_window, prefix_lm and document_causal are causal already)" +
@@ -113,6 +120,61 @@ void Problem::validate() const {
   }
 }
 
+// FlexAttention's BlockMask, as its lists: the shape (a count per Q block, as many indices as the
+// counts add up to), each count and index within the K/V blocks, each block listed once in its row.
+void Problem::validate_blocks() const {
+  const BlockLists& m = blocks;
+  if (m.block_q < 1 || m.block_kv < 1)
+    throw UsageError("a block mask's blocks are at least 1 query by 1 key (block_size " + std::to_string(m.block_q) + "," +
+                     std::to_string(m.block_kv) + "; FlexAttention's BLOCK_SIZE)");
+  const long long qb = q_blocks(), kb = kv_blocks();
+  if (qb * kb > (1LL << 24))
+    throw UsageError("a block mask of " + std::to_string(qb) + " x " + std::to_string(kb) + " blocks: at most 2^24 (the kernels' "
+                     "table holds 4 bytes a block): give larger blocks");
+  // Each list: its shape, its counts and its indices in range.
+  auto check = [&](const char* counts_name, const std::vector<int>& counts, const char* indices_name, const std::vector<int>& indices) {
+    if (counts.size() != static_cast<size_t>(qb))
+      throw UsageError(std::string("a block mask's ") + counts_name + " has " + std::to_string(counts.size()) +
+                       " entries: one per Q block, ceil(Lq / block_q) = " + std::to_string(qb));
+    long long listed = 0;
+    for (long long r = 0; r < qb; ++r) {
+      const int n = counts[static_cast<size_t>(r)];
+      if (n < 0 || n > kb)
+        throw UsageError(std::string("a block mask's ") + counts_name + "[" + std::to_string(r) + "] = " + std::to_string(n) +
+                         ": a Q block lists 0 to ceil(Lk / block_kv) = " + std::to_string(kb) + " K/V blocks");
+      listed += n;
+    }
+    if (indices.size() != static_cast<size_t>(listed))
+      throw UsageError(std::string("a block mask's ") + indices_name + " has " + std::to_string(indices.size()) + " entries, not the " +
+                       std::to_string(listed) + " its counts list (each Q block's listed K/V blocks, end to end)");
+    size_t at = 0;
+    for (long long r = 0; r < qb; ++r)
+      for (int k = 0; k < counts[static_cast<size_t>(r)]; ++k, ++at)
+        if (const int c = indices[at]; c < 0 || c >= kb)
+          throw UsageError(std::string("a block mask's ") + indices_name + " lists K/V block " + std::to_string(c) + " for Q block " +
+                           std::to_string(r) + ": out of range, the K/V blocks are 0 to " + std::to_string(kb - 1));
+  };
+  const bool full = !m.full_kv_num_blocks.empty() || !m.full_kv_indices.empty();
+  check("kv_num_blocks", m.kv_num_blocks, "kv_indices", m.kv_indices);
+  if (full) check("full_kv_num_blocks", m.full_kv_num_blocks, "full_kv_indices", m.full_kv_indices);
+  // Each K/V block once in a Q block's two lists: FlexAttention would visit it twice.
+  std::vector<long long> seen(static_cast<size_t>(kb), -1);  // the Q block that last listed it
+  size_t at = 0, full_at = 0;
+  for (long long r = 0; r < qb; ++r) {
+    auto mark = [&](const std::vector<int>& indices, size_t& i, int n) {
+      for (int k = 0; k < n; ++k, ++i) {
+        const auto c = static_cast<size_t>(indices[i]);
+        if (seen[c] == r)
+          throw UsageError("a block mask lists K/V block " + std::to_string(c) + " twice for Q block " + std::to_string(r) +
+                           " (kv_indices and full_kv_indices together list each block once)");
+        seen[c] = r;
+      }
+    };
+    if (full) mark(m.full_kv_indices, full_at, m.full_kv_num_blocks[static_cast<size_t>(r)]);
+    mark(m.kv_indices, at, m.kv_num_blocks[static_cast<size_t>(r)]);
+  }
+}
+
 // flash_attn_varlen_func's rules: cu_seqlens non-decreasing from 0 and ending at the total, as many
 // of one as of the other; here as lengths, each at least 0 (an empty sequence is allowed, as there).
 void Problem::validate_packing() const {
@@ -170,6 +232,7 @@ const char* mod_name(ModKind m) {
     case ModKind::window: return "window";
     case ModKind::varlen: return "varlen";
     case ModKind::varlen_window: return "varlen_window";
+    case ModKind::blocks: return "blocks";
   }
   return "?";
 }
@@ -191,6 +254,11 @@ std::string Problem::describe() const {
     s << " mask_mod(" << mod_name(mod) << " " << doc_lengths.size() << " documents: ";
     list(doc_lengths);
     s << ")";
+  }
+  if (mod == ModKind::blocks) {
+    const auto sum = [](const std::vector<int>& n) { return std::accumulate(n.begin(), n.end(), 0LL); };
+    s << " mask_mod(blocks " << blocks.block_q << "x" << blocks.block_kv << ": " << sum(blocks.kv_num_blocks) << " partial, "
+      << sum(blocks.full_kv_num_blocks) << " full of " << static_cast<long long>(q_blocks()) * kv_blocks() << ")";
   }
   if (packed()) {
     s << " varlen(" << seqlens_q.size() << " sequences: q ";
@@ -219,6 +287,14 @@ std::string Problem::mods() const {
   } else if (reads_documents(mod) || mod == ModKind::random_blocks) {
     s << " seed=" << seed;  // the pattern's draw
   }
+  if (mod == ModKind::blocks) {
+    s << " block_size=" << blocks.block_q << "," << blocks.block_kv << " kv_num_blocks=", list(blocks.kv_num_blocks);
+    s << " kv_indices=", list(blocks.kv_indices);
+    if (!blocks.full_kv_num_blocks.empty()) {
+      s << " full_kv_num_blocks=", list(blocks.full_kv_num_blocks);
+      s << " full_kv_indices=", list(blocks.full_kv_indices);
+    }
+  }
   if (packed()) {
     s << " seqlens=", list(seqlens_q);
     if (seqlens_k != seqlens_q) s << " seqlens_k=", list(seqlens_k);
@@ -244,7 +320,8 @@ void Problem::apply_mods(const std::string& words) {
   for (std::string w; in >> w;) list.push_back(w);
   if (list.size() == 1 && list[0] == "none") list.clear();
   std::map<std::string, std::string> given;  // key -> value ("alibi" has none)
-  static const char* const kKeys[] = {"mask_mod", "window", "prefix", "seed", "documents", "seqlens", "seqlens_k", "kv_heads", "softcap", "alibi_slopes"};
+  static const char* const kKeys[] = {"mask_mod", "window", "prefix", "seed", "documents", "seqlens", "seqlens_k", "kv_heads", "softcap", "alibi_slopes",
+                                      "block_size", "kv_num_blocks", "kv_indices", "full_kv_num_blocks", "full_kv_indices"};
   for (const std::string& w : list) {
     const size_t eq = w.find('=');
     const std::string key = w.substr(0, eq), value = eq == std::string::npos ? "" : w.substr(eq + 1);
@@ -285,7 +362,8 @@ void Problem::apply_mods(const std::string& words) {
   }
   // Each argument with its kinds: refused with another kind, needed with its own (seed and seqlens_k have defaults).
   auto argument = [&](const char* key, bool its_kind, bool needed, const char* whose) {
-    if (taken(key) && !its_kind) throw UsageError(std::string("mods: ") + key + "= is " + whose + "'s argument");
+    const std::string owner = std::string(whose) + (std::string(whose).back() == 's' ? "'" : "'s");
+    if (taken(key) && !its_kind) throw UsageError(std::string("mods: ") + key + "= is " + owner + " argument");
     if (!taken(key) && its_kind && needed) throw UsageError(std::string("mods: mask_mod=") + mod_name(kind) + " needs " + key + "=");
   };
   const bool sides = kind == ModKind::window || kind == ModKind::varlen_window;
@@ -296,6 +374,14 @@ void Problem::apply_mods(const std::string& words) {
   argument("documents", reads_documents(kind), false, "mask_mod=document or document_causal");
   if (taken("seed") && taken("documents"))
     throw UsageError("mods: documents= gives the documents' lengths, seed= draws them: one of the two");
+  const bool listed = kind == ModKind::blocks;
+  argument("block_size", listed, true, "mask_mod=blocks");
+  argument("kv_num_blocks", listed, true, "mask_mod=blocks");
+  argument("kv_indices", listed, true, "mask_mod=blocks");
+  argument("full_kv_num_blocks", listed, false, "mask_mod=blocks");
+  argument("full_kv_indices", listed, false, "mask_mod=blocks");
+  if (taken("full_kv_num_blocks") != taken("full_kv_indices"))
+    throw UsageError("mods: full_kv_num_blocks= and full_kv_indices= come together (FlexAttention's full blocks)");
   argument("seqlens", is_packed(kind), true, "a packed batch (mask_mod=varlen or varlen_window)");
   argument("seqlens_k", is_packed(kind), false, "a packed batch (mask_mod=varlen or varlen_window)");
   // Every setting from the words alone: what they do not name is its default (mods() leaves defaults out).
@@ -311,6 +397,16 @@ void Problem::apply_mods(const std::string& words) {
   doc_lengths = taken("documents") ? numbers("documents") : std::vector<int>{};
   if (taken("documents") && doc_lengths.empty()) throw UsageError("mods: documents= needs the documents' lengths");
   if (taken("seed")) seed = whole("seed", given["seed"], 0, std::numeric_limits<uint64_t>::max()).second;
+  blocks = {};
+  if (listed) {
+    const std::vector<int> size = numbers("block_size");
+    if (size.size() != 2) throw UsageError("mods: block_size=" + given["block_size"] + " must be a block's queries and keys, Q,KV");
+    blocks.block_q = size[0], blocks.block_kv = size[1];
+    // A list may be empty (no block listed anywhere): "kv_indices=" is none.
+    auto list = [&](const char* key) { return given[key].empty() ? std::vector<int>{} : numbers(key); };
+    blocks.kv_num_blocks = list("kv_num_blocks"), blocks.kv_indices = list("kv_indices");
+    if (taken("full_kv_num_blocks")) blocks.full_kv_num_blocks = list("full_kv_num_blocks"), blocks.full_kv_indices = list("full_kv_indices");
+  }
   Hkv = taken("kv_heads") ? number("kv_heads", given["kv_heads"]) : 0;
   auto real = [&](const char* key, const std::string& text) {
     char* end = nullptr;
@@ -407,6 +503,19 @@ std::vector<int> Problem::cu_seqlens() const {
 }
 
 std::vector<int> Problem::mod_table() const {
+  if (mod == ModKind::blocks) {  // params.h: GivenBlocks' table, the class of every block
+    const int kb = kv_blocks();
+    std::vector<int> t = {blocks.block_q, blocks.block_kv, kb};
+    t.resize(3 + static_cast<size_t>(q_blocks()) * kb, 0);
+    auto put = [&](const std::vector<int>& counts, const std::vector<int>& indices, int cls) {
+      size_t at = 0;
+      for (size_t r = 0; r < counts.size(); ++r)
+        for (int k = 0; k < counts[r]; ++k) t[3 + r * static_cast<size_t>(kb) + static_cast<size_t>(indices[at++])] = cls;
+    };
+    put(blocks.kv_num_blocks, blocks.kv_indices, 1);
+    put(blocks.full_kv_num_blocks, blocks.full_kv_indices, 2);
+    return t;
+  }
   if (!packed()) return documents();
   std::vector<int> t = cu_seqlens();
   if (mod == ModKind::varlen_window) t.push_back(left), t.push_back(right);  // params.h: window_sides
@@ -475,6 +584,16 @@ void Problem::visible_runs(int i, const std::vector<int>& doc, std::vector<std::
         if (right >= 0) end = std::min(end, i + bottom_right + right + 1);
       }
       if (first < end) add(first, end);
+      return;
+    }
+    case ModKind::blocks: {  // doc: mod_table(), the blocks' classes; a listed block's keys, adjacent ones merged
+      const int bkv = doc[1], kb = doc[2];
+      const int* row = doc.data() + 3 + static_cast<size_t>(i / doc[0]) * kb;
+      for (int c = 0; c < kb; ++c)
+        if (row[c] != 0) {
+          if (!runs.empty() && runs.back().second == c * bkv) runs.back().second = static_cast<int>(std::min<long long>(Lk, (c + 1LL) * bkv));
+          else add(static_cast<long long>(c) * bkv, (c + 1LL) * bkv);
+        }
       return;
     }
     case ModKind::random_blocks: {

@@ -26,6 +26,20 @@ struct Problem {
   int window = 0, prefix = 0;
   int left = -1, right = -1;
   std::vector<int> doc_lengths;
+  // Chapter 10's block mask given by the user (mod blocks, params.h): FlexAttention's BlockMask as its
+  // lists (BlockMask.from_kv_blocks), blocks of block_q queries by block_kv keys: for Q block r,
+  // kv_num_blocks[r] partial K/V blocks and full_kv_num_blocks[r] whole ones (the full lists may be
+  // absent, as there), their indices the rows' listed entries end to end (FlexAttention's
+  // kv_indices[r, :kv_num_blocks[r]] for r = 0, 1, ...: its rows without their padding). One set for
+  // every (batch, head); its blocks' pairs are what a query sees (FlexAttention's noop_mask on the
+  // partial ones).
+  struct BlockLists {
+    int block_q = 0, block_kv = 0;
+    std::vector<int> kv_num_blocks, kv_indices, full_kv_num_blocks, full_kv_indices;
+  };
+  BlockLists blocks;
+  int q_blocks() const { return blocks.block_q > 0 ? (Lq + blocks.block_q - 1) / blocks.block_q : 0; }
+  int kv_blocks() const { return blocks.block_kv > 0 ? (Lk + blocks.block_kv - 1) / blocks.block_kv : 0; }
   // Chapter 10's packed batch (mod varlen or varlen_window, params.h): each sequence's queries and keys, the
   // differences of flash_attn_varlen_func's cu_seqlens_q and cu_seqlens_k. Lq and Lk are their sums
   // and B is 1: the sequences are the batch.
@@ -47,6 +61,7 @@ struct Problem {
   // with which the scores would overflow fp32.
   void validate() const;
   void validate_packing() const;  // validate()'s rules of a packed batch (mod varlen, varlen_window)
+  void validate_blocks() const;   // validate()'s rules of a given block mask (mod blocks)
   // Makes this a packed batch of these query and key lengths: mod varlen (varlen_window if it was
   // window: its sides then hold in each sequence), Lq and Lk their sums. Throws UsageError when a sum
   // passes an int or the problem has another mask_mod (its rule would be lost); validate() checks the
@@ -54,7 +69,7 @@ struct Problem {
   void pack(std::vector<int> q, std::vector<int> k);
   bool packed() const { return is_packed(mod); }
   bool windowed() const { return mod == ModKind::window || mod == ModKind::varlen_window; }  // left, right hold
-  bool reads_table() const { return reads_documents(mod) || packed(); }  // mod_table() is not empty
+  bool reads_table() const { return reads_documents(mod) || packed() || mod == ModKind::blocks; }  // mod_table() is not empty
   // Documents with is_causal: FlexAttention's and_masks(causal_mask, document_mask), the rule
   // document_causal, whose diagonal is top-left (both indices are positions of one table). Folds
   // is_causal into the rule and returns true; false (nothing changed) for a bottom-right diagonal
@@ -106,7 +121,7 @@ struct Problem {
   // A packed batch's cu_seqlens_q then cu_seqlens_k (each n + 1 offsets from 0); empty for others.
   std::vector<int> cu_seqlens() const;
   // The table the mask_mod's rule reads (params.h: MaskMod::doc): documents(), or cu_seqlens() and
-  // for varlen_window the window's sides after them.
+  // for varlen_window the window's sides after them, or the given block mask's classes (blocks).
   std::vector<int> mod_table() const;
   // What the kernels read from the device beside the tensors: mod_table(), then the user's ALiBi
   // slopes for every (batch, head), B x H floats' bits (AttentionParams::alibi_slopes). Empty when
@@ -133,7 +148,7 @@ const char* mod_name(ModKind m);  // "sliding_window"
 // (and --mask-mod window its sides).
 inline constexpr ModKind kModKinds[] = {ModKind::none,          ModKind::sliding_window,  ModKind::prefix_lm,
                                         ModKind::document,      ModKind::document_causal, ModKind::random_blocks,
-                                        ModKind::window};
+                                        ModKind::window,        ModKind::blocks};
 
 // Seeded values with mean 0 and variance 1, fast enough for GPU-sized inputs (hundreds of millions
 // of elements): the sum of four uniform 16-bit draws from one splitmix64 output, centred and

@@ -169,7 +169,7 @@ AttentionParams attention_params(const Problem& p, const void* q, const void* k,
   // A document's positions or a packed batch's offsets (a window keeps its right side there), then
   // the user's ALiBi slopes (Problem::kernel_table).
   if (p.reads_table()) a.mod.doc = table;
-  if (table && !p.alibi_slopes.empty()) a.alibi_slopes = reinterpret_cast<const float*>(table + p.mod_table().size());
+  if (table && !p.alibi_slopes.empty()) a.mask = table + p.mod_table().size();  // params.h: given_slopes
   a.softcap = p.softcap;
   return a;
 }

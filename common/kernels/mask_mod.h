@@ -86,6 +86,13 @@ struct RandomBlocks {
   }
 };
 
+// A block mask given as data (params.h: blocks): whether the pair's block is listed, one load from
+// the table of classes.
+struct GivenBlocks {
+  const int* t;  // block_q, block_kv, K/V blocks per row, then the classes
+  ATTN_HOST_DEVICE bool operator()(int, int, int q, int kv) const { return t[3 + (q / t[0]) * t[2] + kv / t[1]] != 0; }
+};
+
 // The book's patterns behind one functor, the kind chosen at run time: one kernel serves them all.
 // Called per score it would test the kind on every score; visit(f) tests it once and calls f with
 // the concrete rule, so that a kernel's masking loop is compiled once per rule and carries none of
@@ -109,6 +116,7 @@ struct BookMod {
       case ModKind::document_causal: return f(DocumentCausal{m.doc});
       case ModKind::random_blocks: return f(RandomBlocks{static_cast<uint32_t>(m.arg)});
       case ModKind::window: return f(Window{m.arg, m.right, offset});
+      case ModKind::blocks: return f(GivenBlocks{m.doc});
       default: return;  // a packed batch: steps e and f alone, which need no rule per score (masks.h: has_rule)
     }
   }

@@ -37,6 +37,10 @@ enum class MaskKind : int { none, boolean, additive };
 //   document_causal: doc[q] == doc[kv] and kv <= q (FlexAttention's document_causal_mask: packed
 //                   documents, each causal within itself; doc as document's)
 //   random_blocks:  visible in 64 x 64 blocks, about half of them, drawn from a seed (tests)
+//   blocks:         a block mask given as data, FlexAttention's BlockMask.from_kv_blocks (its lists:
+//                   Problem::blocks) with its noop_mask: the pairs of the listed blocks of block_q
+//                   queries by block_kv keys. doc = block_q, block_kv, the K/V blocks per row (kb),
+//                   then each block's class, Q block by Q block (0 unlisted, 1 partial, 2 full).
 //   window:         FlashAttention-2's window_size = (left, right), aligned bottom-right as its
 //                   causal diagonal: q + Lk - Lq - left <= kv <= q + Lk - Lq + right, a side of -1
 //                   unbounded (its causal=True is (left, 0); (-1, -1) is every key)
@@ -60,7 +64,7 @@ enum class MaskKind : int { none, boolean, additive };
 // document's positions, the sequences' offsets or the window's right side last (no rule needs two:
 // varlen_window's sides ride in its table, after the offsets).
 enum class ModKind : uint8_t { none, sliding_window, prefix_lm, document, random_blocks, window, varlen, varlen_window,
-                               document_causal };
+                               document_causal, blocks };
 // A rule that reads a document of each position (MaskMod::doc, Problem::documents).
 ATTN_HOST_DEVICE constexpr bool reads_documents(ModKind k) { return k == ModKind::document || k == ModKind::document_causal; }
 // A packed batch, its blocks each one sequence's: no rule per score serves it (chapter 10's steps e, f).
@@ -83,7 +87,7 @@ ATTN_HOST_DEVICE inline const int* window_sides(const MaskMod& m) { return m.doc
 // the softmax, as FlexAttention's score_mod(score, b, h, q_idx, kv_idx), FlashAttention-2's two:
 //   softcap > 0: s -> softcap * tanh(s / softcap) (Gemma 2), then
 //   alibi:       s -> s - slope_h * |q + Lk - Lq - kv| (the distance from the bottom-right aligned
-//                diagonal; FlashAttention-2's alibi_slopes), slope_h the user's (alibi_slopes, below) or
+//                diagonal; FlashAttention-2's alibi_slopes), slope_h the user's (given_slopes, below) or
 //                alibi_slope(h, H).
 // ALiBi's slopes (Press et al., 2022, as FlashAttention's tests make them): 2^(-8 (h + 1) / n) for the
 // largest power of two n <= H, then for the heads past n every other slope of the sequence for 2n.
@@ -108,13 +112,10 @@ struct AttentionParams {
   // ones. mask_stride_b and mask_stride_h are in elements; 0 broadcasts over that dimension.
   MaskKind mask_kind;
   float softcap;  // chapter 10's score mod (above): 0 for none
-  // The attn_mask's entries; or, in chapter 10's score mods, which take no attn_mask, ALiBi's slopes
-  // when the user gives them (FlashAttention-2's alibi_slopes): B x H fp32, (b, h)'s at b * H + h;
-  // null: alibi_slope(h, H). One pointer for both keeps the struct at its size (below).
-  union {
-    const void* mask;
-    const float* alibi_slopes;
-  };
+  // The attn_mask's entries. Without one (mask_kind none), in chapter 10's score mods, ALiBi's slopes
+  // when the user gives them (FlashAttention-2's alibi_slopes; given_slopes() below). One pointer for
+  // both keeps the struct at its size (below); a union there compiled other kernels to other SASS.
+  const void* mask;
   long long mask_stride_b, mask_stride_h;
   // Scratch memory of the size the variant asked for (its N x N buffers, its l and m...).
   void* workspace;
@@ -127,6 +128,11 @@ struct AttentionParams {
   // Offset of the causal diagonal: key j is visible to query i when j <= i + causal_offset().
   ATTN_HOST_DEVICE int causal_offset() const { return causal == Causal::bottom_right ? Lk - Lq : 0; }
 };
+// ALiBi's slopes given by the user: B x H fp32, head (b, h)'s at b * H + h, where a problem without
+// an attn_mask keeps its mask pointer (Problem::kernel_table); null for none: alibi_slope(h, H).
+ATTN_HOST_DEVICE inline const float* given_slopes(const AttentionParams& p) {
+  return p.mask_kind == MaskKind::none ? static_cast<const float*>(p.mask) : nullptr;
+}
 // Every kernel takes this struct by value. At 136 bytes nvcc 13.0 compiled chapter 01's kernels,
 // which never read a mask_mod, to other SASS (other loops, fewer instructions); at 128 only the
 // parameters' offsets moved. A field more must make room, or the SASS data (sass_sm90.inc) and the

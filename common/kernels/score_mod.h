@@ -40,7 +40,7 @@ struct SoftcapAlibi {
 
 // The book's score mods behind one functor, chosen at run time from the parameters, for head h of
 // batch b; visit(f) tests them once per tile and calls f with the concrete functor, as BookMod does
-// for the rules. The slope is head (b, h)'s of H: the user's (AttentionParams::alibi_slopes, one load)
+// for the rules. The slope is head (b, h)'s of H: the user's (given_slopes, one load)
 // or computed.
 struct BookScore {
   float softcap;
@@ -48,7 +48,7 @@ struct BookScore {
   const float* slopes;
   int bh, h, H, offset;
   __device__ static BookScore of(const AttentionParams& p, int b, int h) {
-    return {p.softcap, p.mod.alibi, p.alibi_slopes, b * p.H + h, h, p.H, p.Lk - p.Lq};
+    return {p.softcap, p.mod.alibi, given_slopes(p), b * p.H + h, h, p.H, p.Lk - p.Lq};
   }
   template <class F>
   __device__ void visit(F&& f) const {
