@@ -50,8 +50,8 @@ struct SequenceTiles : ch05::EveryTile {
 
 // With step d's score mods, in each sequence: softcap as everywhere; ALiBi's distance from the
 // sequence's own bottom-right diagonal (the part's Lk - Lq, FlashAttention-2's varlen alibi_slopes),
-// its slope the block's query head's among the launch's heads (the grid's x: the part has one head;
-// the part keeps the launch's given_slopes).
+// its slope the block's query head's among the launch's heads (the grid's x: the part has one head),
+// or the user's for the block's (sequence, head) (the part keeps the launch's given_slopes).
 template <class T, int Br, int Bc>
 struct ScoredSequenceTiles : SequenceTiles<T, Br, Bc> {
   __device__ static attn::AttentionParams part(const attn::AttentionParams& p) {
@@ -60,8 +60,9 @@ struct ScoredSequenceTiles : SequenceTiles<T, Br, Bc> {
     return one;
   }
   __device__ static attn::BookScore score_mod(const attn::AttentionParams& p, int /*b*/, int /*h*/) {
-    const int h = static_cast<int>(blockIdx.x);  // B = 1: (b, h)'s slope is h's
-    return {p.softcap, p.mod.alibi, attn::given_slopes(p), h, h, static_cast<int>(gridDim.x), p.Lk - p.Lq};
+    const int h = static_cast<int>(blockIdx.x), H = static_cast<int>(gridDim.x);
+    const float* given = attn::given_slopes(p);  // given: one per (sequence, head), the sequence the batch
+    return {p.softcap, p.mod.alibi, given, given ? SequenceTiles<T, Br, Bc>::entry(p).seq * H + h : h, h, H, p.Lk - p.Lq};
   }
 };
 

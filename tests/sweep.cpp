@@ -306,13 +306,15 @@ std::vector<Problem> score_mod_sweep() {
     }
   }
   // The user's ALiBi slopes (FlashAttention-2's alibi_slopes), a negative and a zero one among them:
-  // per (batch, head) on step d's lists, per head in each sequence of a packed batch (step e, grouped
-  // K/V heads) and beside a cap in a window (step f).
+  // per (batch, head) on step d's lists, per (sequence, head) in a packed batch (step e, grouped K/V
+  // heads) and per head beside a cap in a window (step f).
   Problem lists;
   lists.B = 2, lists.H = 3, lists.Lq = 97, lists.Lk = 200, lists.mod = ModKind::document, lists.alibi = true;
   lists.alibi_slopes = {0.7f, -0.05f, 0.f, 0.3f, 1.5f, 0.01f};
   Problem each = packed({100, 0, 37, 129, 1}, {60, 7, 37, 200, 1});
-  each.H = 4, each.Hkv = 2, each.causal = Causal::bottom_right, each.alibi = true, each.alibi_slopes = {0.02f, 0.9f, -0.01f, 0.f};
+  each.H = 4, each.Hkv = 2, each.causal = Causal::bottom_right, each.alibi = true;
+  for (int s = 0; s < 5; ++s)  // one per (sequence, head), FlashAttention-2's varlen (batch_size, nheads)
+    for (float x : {0.02f, 0.9f, -0.01f, 0.f}) each.alibi_slopes.push_back(x * static_cast<float>(s + 1));
   Problem window;
   window.H = 2, window.Lq = 150, window.Lk = 150, window.mod = ModKind::window, window.left = 60, window.right = 20;
   window.softcap = 8.f, window.alibi = true, window.alibi_slopes = {0.4f, 0.003f};

@@ -203,6 +203,9 @@ TEST_CASE("numbers out of range are refused, not wrapped, clamped or ignored", "
   bad("run -v score_mod -b 2 --alibi-slopes 0.5", "H = 2 (or B x H = 4) of them");
   bad("run -v score_mod --alibi-slopes 0.5,nan", "an ALiBi slope must be a finite number");
   bad("run -v score_mod --alibi-slopes 0.5,1e39", "an ALiBi slope must be a finite number");
+  bad("run -v score_mod -H 1 --alibi-slopes \"\"", "--alibi-slopes : not a list of numbers");
+  bad("run -v score_mod -H 3 --alibi-slopes 0.5,,0.25", "--alibi-slopes 0.5,,0.25: not a list of numbers");
+  bad("run -v varlen --seqlens 30,40 -H 2 --alibi-slopes 1,2,3", "H = 2 (or sequences x H = 4) of them");
   bad("run -v block_mask --alibi-slopes 0.5,0.25", "variant block_mask takes no score_mod");
   // A block mask given as FlexAttention's lists (--mask-mod blocks --block-mask).
   bad("run -v block_mask --mask-mod blocks", "--mask-mod blocks needs --block-mask");
@@ -214,7 +217,11 @@ TEST_CASE("numbers out of range are refused, not wrapped, clamped or ignored", "
   bad("run -v block_mask --mask-mod blocks --block-mask \"block_size=64,64 softcap=3\"", "--block-mask: 'softcap=3' is not one of");
   bad("run -v block_mask --mask-mod blocks --block-mask \"block_size=64,x kv_num_blocks= kv_indices=\"",
       "--block-mask: block_size=64,x is not a whole number");
-  bad("run -v block_mask --mask-mod blocks --block-mask @/nonexistent/mask.txt", "--block-mask: cannot read /nonexistent/mask.txt");
+  bad("run -v block_mask --mask-mod blocks --block-mask @/nonexistent/mask.txt", "--block-mask: cannot read the file /nonexistent/mask.txt");
+  bad("run -v block_mask --mask-mod blocks --block-mask @/tmp", "--block-mask: cannot read the file /tmp");
+  bad("run -v block_mask --mask-mod blocks --block-mask \"block_size=-64,64 kv_num_blocks= kv_indices=\"",
+      "block_size=-64,64 is not a whole number in [0,");
+  bad("run -v block_mask --mask-mod circles", "random_blocks, window or blocks");
   bad("run -v block_mask --softcap 30", "variant block_mask takes no score_mod");
   // A packed batch (flash_attn_varlen_func's rules, as lengths).
   bad("run -v varlen --seqlens 5,-3", "a packed batch's query lengths must be at least 0 (got -3): cu_seqlens must not decrease");

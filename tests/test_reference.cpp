@@ -39,6 +39,7 @@ std::vector<double> plain_sdpa(const Problem& p, const Inputs& in, std::vector<d
                    in.k[(hk * p.Lk + j) * p.d + c];
           bool visible = true;
           int distance = i + p.Lk - p.Lq - j;  // from the bottom-right diagonal (ALiBi's)
+          int batch = b;                       // whose slopes, when given per batch
           if (p.causal == Causal::top_left) visible = j <= i;
           if (p.causal == Causal::bottom_right) visible = j <= i + p.Lk - p.Lq;
           // The mask_mods as params.h defines them (a document's positions from the inputs).
@@ -71,6 +72,7 @@ std::vector<double> plain_sdpa(const Problem& p, const Inputs& in, std::vector<d
             if (p.mod == ModKind::varlen_window)  // FlashAttention-2's window on the sequence's diagonal qi + lk - lq
               visible = visible && (p.left < 0 || kj >= qi + lk - lq - p.left) && (p.right < 0 || kj <= qi + lk - lq + p.right);
             distance = qi + lk - lq - kj;  // the sequence's own
+            batch = static_cast<int>(s);     // ALiBi's slopes given per (sequence, head)
           }
           double add = 0;
           if (p.mask != MaskKind::none) {
@@ -82,7 +84,7 @@ std::vector<double> plain_sdpa(const Problem& p, const Inputs& in, std::vector<d
           double x = dot * scale;  // the score mods as params.h defines them, the cap first
           if (p.softcap > 0) x = p.softcap * std::tanh(x / p.softcap);
           if (p.alibi) {  // the user's slopes, one per head or per (batch, head); else the paper's
-            const size_t n = p.alibi_slopes.size(), at = n == static_cast<size_t>(p.H) ? static_cast<size_t>(h) : static_cast<size_t>(b) * p.H + h;
+            const size_t n = p.alibi_slopes.size(), at = n == static_cast<size_t>(p.H) ? static_cast<size_t>(h) : static_cast<size_t>(batch) * p.H + h;
             x -= (n ? p.alibi_slopes[at] : alibi_slope(h, p.H)) * std::fabs(static_cast<double>(distance));
           }
           s[static_cast<size_t>(j)] = visible ? x + add : -std::numeric_limits<double>::infinity();
@@ -143,6 +145,22 @@ TEST_CASE("the Eigen reference equals a plain loop over SDPA's definition", "[re
         }
 }
 
+namespace {
+// A given block mask of 16 x 24 blocks (mask_mod blocks) for any size: in Q block r, K/V block c
+// listed partial when (r + c) % 3 == 1, full when it is 2, unlisted when 0.
+Problem::BlockLists some_blocks(int Lq, int Lk) {
+  Problem::BlockLists b{16, 24, {}, {}, {}, {}};
+  for (int r = 0; r < (Lq + 15) / 16; ++r) {
+    b.kv_num_blocks.push_back(0), b.full_kv_num_blocks.push_back(0);
+    for (int c = 0; c < (Lk + 23) / 24; ++c) {
+      if ((r + c) % 3 == 1) b.kv_num_blocks.back()++, b.kv_indices.push_back(c);
+      if ((r + c) % 3 == 2) b.full_kv_num_blocks.back()++, b.full_kv_indices.push_back(c);
+    }
+  }
+  return b;
+}
+}  // namespace
+
 TEST_CASE("the reference applies every mask_mod as params.h defines it", "[reference]") {
   struct Mod {
     ModKind kind;
@@ -150,11 +168,12 @@ TEST_CASE("the reference applies every mask_mod as params.h defines it", "[refer
   };
   for (Mod m : {Mod{ModKind::sliding_window, 0, 0}, Mod{ModKind::sliding_window, 5, 0}, Mod{ModKind::prefix_lm, 0, 7},
                 Mod{ModKind::document, 0, 0}, Mod{ModKind::random_blocks, 0, 0}, Mod{ModKind::window, 0, 0, 4, 2},
-                Mod{ModKind::window, 0, 0, -1, 0}, Mod{ModKind::window, 0, 0, 0, -1}})
+                Mod{ModKind::window, 0, 0, -1, 0}, Mod{ModKind::window, 0, 0, 0, -1}, Mod{ModKind::blocks, 0, 0}})
     for (auto [Lq, Lk] : {std::pair{1, 1}, std::pair{31, 70}, std::pair{140, 33}}) {
       Problem p;
       p.B = 1, p.H = 2, p.Lq = Lq, p.Lk = Lk, p.d = 8, p.dtype = DType::fp32;
       p.mod = m.kind, p.window = m.window, p.prefix = m.prefix, p.left = m.left, p.right = m.right;
+      if (m.kind == ModKind::blocks) p.blocks = some_blocks(Lq, Lk);
       require_plain(p);
     }
 }
@@ -369,6 +388,13 @@ TEST_CASE("a given block mask of the wrong shape, or with an index out of range,
   CHECK_THROWS_WITH(p.validate(), Catch::Matchers::Contains("at least 1 query by 1 key"));
   p.blocks = {1, 1, {}, {}, {}, {}}, p.Lq = p.Lk = 8192;
   CHECK_THROWS_WITH(p.validate(), Catch::Matchers::Contains("at most 2^24"));
+  // Blocks as large as an int: one of each, whose count ceil(L / block) must not pass an int on the way.
+  const int most = std::numeric_limits<int>::max();
+  p.blocks = {most, most, {}, {}, {}, {}};
+  CHECK_THROWS_WITH(p.validate(), Catch::Matchers::Contains("kv_num_blocks has 0 entries: one per Q block, ceil(Lq / block_q) = 1"));
+  p.blocks = {most, most, {1}, {0}, {}, {}};
+  CHECK_NOTHROW(p.validate());
+  CHECK((p.mod_table() == std::vector<int>{most, most, 1, 1} && p.mod_table_size() == 4 && p.kernel_table_size() == 4));
 }
 
 TEST_CASE("ALiBi's slopes given are one per head or per (batch, head), finite in fp32, and ALiBi's", "[reference]") {
@@ -386,6 +412,15 @@ TEST_CASE("ALiBi's slopes given are one per head or per (batch, head), finite in
     INFO(slopes.size() << " slopes");
     CHECK_THROWS_WITH(p.validate(), Catch::Matchers::Contains(why));
   }
+  Problem packed;  // a packed batch's slopes: per head, or per (sequence, head) (FlashAttention-2's varlen)
+  packed.H = 2, packed.alibi = true;
+  packed.pack({3, 5, 1}, {3, 5, 1});
+  packed.alibi_slopes = {1.f, 2.f, 3.f, 4.f};
+  CHECK_THROWS_WITH(packed.validate(), Catch::Matchers::Contains("H = 2 (or sequences x H = 6) of them"));
+  packed.alibi_slopes = {1.f, 2.f, 3.f, 4.f, 5.f, 6.f};
+  CHECK_NOTHROW(packed.validate());
+  CHECK((packed.sequence_of(0) == 0 && packed.sequence_of(3) == 1 && packed.sequence_of(8) == 2 && packed.slope(2, 1) == 6.f));
+  CHECK((packed.kernel_table_size() == packed.kernel_table().size() && packed.kernel_table().size() == 8 + 6));
   p.alibi_slopes = {0.5f, -0.25f, 0.f}, p.alibi = false;
   CHECK_THROWS_WITH(p.validate(), Catch::Matchers::Contains("without ALiBi"));
   p.alibi = true;
@@ -510,13 +545,14 @@ TEST_CASE("mask_mod rules: the definitions by hand, the host's runs and the kern
                  Case{ModKind::none, 0, 0, Causal::none}, Case{ModKind::none, 0, 0, Causal::top_left},
                  Case{ModKind::none, 0, 0, Causal::bottom_right}, Case{ModKind::window, 0, 0, Causal::none, 9, 3},
                  Case{ModKind::window, 0, 0, Causal::none, -1, 0}, Case{ModKind::window, 0, 0, Causal::none, 0, -1},
-                 Case{ModKind::window, 0, 0, Causal::none, 500, 0}})
+                 Case{ModKind::window, 0, 0, Causal::none, 500, 0}, Case{ModKind::blocks, 0, 0, Causal::none}})
     for (auto [Lq, Lk] : {std::pair{1, 1}, std::pair{130, 130}, std::pair{70, 200}, std::pair{200, 70}}) {
       Problem p;
       p.Lq = Lq, p.Lk = Lk, p.mod = c.kind, p.window = c.window, p.prefix = c.prefix, p.causal = c.causal, p.seed = 7;
       p.left = c.left, p.right = c.right;
+      if (c.kind == ModKind::blocks) p.blocks = some_blocks(Lq, Lk);
       INFO(p.describe());
-      const std::vector<int> dc = p.documents();
+      const std::vector<int> dc = p.mod_table();
       AttentionParams a{};
       a.Lq = Lq, a.Lk = Lk, a.causal = c.causal, a.mod = p.mask_mod(dc.data());
       const BookMod rule = BookMod::of(a);

@@ -233,7 +233,8 @@ class Chapters:
         return self.Problem(B, H, Lq, Lk, d, self.DTYPE[dtype], kind, scale, mods.encode() if mods else None)
 
     def mod_table(self, prob):
-        """The ints the problem's mask_mod reads ([] for none); raises ValueError for a problem that is not one."""
+        """The ints the problem's kernels read beside the tensors (fs_mod_table: the mask_mod's table, then given
+        ALiBi slopes' bits; [] for none); raises ValueError for a problem that is not one."""
         n = self.lib.fs_mod_table(ctypes.byref(prob), None, 0)
         if n < 0:
             raise ValueError(self.lib.fs_last_error().decode())

@@ -145,7 +145,7 @@ int fs_run(const char* variant, const fs_problem* p, const void* q, const void* 
     const Problem pr = problem_of(p);
     if (const std::string why = var->unsupported(pr); !why.empty()) throw UsageError(why);
     if (!q || !k || !v || !o) throw UsageError("q, k, v and o must not be NULL");
-    if (!pr.kernel_table().empty() && !table)
+    if (pr.kernel_table_size() > 0 && !table)
       throw UsageError("this problem's kernels read a table (a mask_mod's, ALiBi's given slopes): pass fs_mod_table's ints on the device");
     if (var->workspace_bytes(pr) > 0 && !workspace)
       throw UsageError("variant " + var->name + " needs a workspace of fs_workspace_bytes bytes");

@@ -18,8 +18,9 @@ typedef struct {
   float scale;
   // Chapter 10's settings in the results CSV's `mods` words (results/README.md; Problem::apply_mods):
   // "mask_mod=window window=256,0 softcap=30", "mask_mod=varlen seqlens=100,37 kv_heads=2",
-  // "alibi_slopes=0.5,0.25" (H slopes, or B x H); NULL or "none" for none. A packed batch's tensors
-  // are [1, H, sum of lengths, d] (K, V: kv_heads heads), and Lq, Lk must be its sums.
+  // "alibi_slopes=0.5,0.25" (H slopes, or B x H), "mask_mod=blocks block_size=128,128 kv_num_blocks=1,2
+  // kv_indices=0,0,1" (FlexAttention's BlockMask lists); NULL or "none" for none. A packed batch's
+  // tensors are [1, H, sum of lengths, d] (K, V: kv_heads heads), and Lq, Lk must be its sums.
   const char* mods;
 } fs_problem;
 
@@ -36,10 +37,12 @@ const char* fs_unsupported(const char* variant, const fs_problem* p);
 double fs_workspace_bytes(const char* variant, const fs_problem* p);
 double fs_hbm_bytes(const char* variant, const fs_problem* p);
 // The table the kernels read beside the tensors (Problem::kernel_table): a mask_mod's rule's (a
-// document's positions; a packed batch's cu_seqlens_q, cu_seqlens_k and a window's sides), then the
-// slopes of alibi_slopes= (B x H floats' bits, batch-major): its length, with its first `capacity`
-// ints copied to `table` (which may be NULL). 0 when there is none; -1 for a problem that is not one
-// (the reason in fs_last_error()). The caller copies it to the device for fs_run.
+// document's positions; a packed batch's cu_seqlens_q, cu_seqlens_k and a window's sides; a given
+// block mask's block_q, block_kv, K/V blocks per row, then each block's class, 0 unlisted, 1 partial,
+// 2 full), then the slopes of alibi_slopes= (B x H floats' bits, batch-major; a packed batch's
+// sequences x H): its length, with its first `capacity` ints copied to `table` (which may be NULL).
+// 0 when there is none; -1 for a problem that is not one (the reason in fs_last_error()). The caller
+// copies it to the device for fs_run.
 int fs_mod_table(const fs_problem* p, int* table, int capacity);
 // Which keys each query sees under is_causal or the mask_mod (every head alike): Lq * Lk bytes, row by
 // row, 1 visible and 0 masked, written to host memory. Returns 0, or 1 (fs_last_error()).

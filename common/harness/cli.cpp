@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -31,7 +32,7 @@ struct Args {
   std::string block_mask;               // --block-mask: the blocks mask_mod's lists, as words or @FILE
   bool mask_per_head = false, full_check = false, alibi = false;
   double scale = 0, softcap = 0;
-  std::vector<double> alibi_slopes;  // --alibi-slopes
+  std::string alibi_slopes;  // --alibi-slopes, read as the mods word alibi_slopes= is
   std::string seed = "1";
   std::vector<std::string> variants;
   int reps = 0, warmup = 0;  // with no --reps, --warmup: the backend's defaults (build_options)
@@ -103,8 +104,7 @@ void add_problem_options(CLI::App& app, Args& a) {
                 "batch, each sequence's own i, j, Lq and Lk)");
   app.add_option("--alibi-slopes", a.alibi_slopes,
                  "ALiBi with these slopes (FlashAttention-2's alibi_slopes): H of them, one per head, or B x H, "
-                 "batch-major (default with --alibi: Press et al.'s 2^(-8 (h + 1) / H), params.h)")
-      ->delimiter(',');
+                 "batch-major (a packed batch: its sequences x H) (default with --alibi: Press et al.'s 2^(-8 (h + 1) / H), params.h)");
   app.add_option("--scale", a.scale, "softmax scale (default 1/sqrt(d))");
   app.add_option("--seed", a.seed, "seed of the random inputs, 0 to 18446744073709551615")
       ->capture_default_str()
@@ -134,8 +134,10 @@ std::string mask_as_rule(const std::string& m) {
 Problem::BlockLists block_lists(const std::string& given, const Problem& sizes) {
   std::string words = given;
   if (!given.empty() && given[0] == '@') {
-    std::ifstream in(given.substr(1));
-    if (!in) throw UsageError("--block-mask: cannot read " + given.substr(1));
+    const std::string path = given.substr(1);
+    std::error_code ec;
+    std::ifstream in(path);
+    if (!std::filesystem::is_regular_file(path, ec) || !in) throw UsageError("--block-mask: cannot read the file " + path);
     words.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
   std::istringstream list(words);
@@ -188,7 +190,7 @@ Problem build_problem(const Args& a, const CLI::App& app) {
       std::find_if(std::begin(kModKinds), std::end(kModKinds), [&](ModKind m) { return a.mask_mod == mod_name(m); });
   if (mod == std::end(kModKinds))
     throw UsageError("unknown mask_mod \"" + a.mask_mod +
-                     "\": use none, sliding_window, prefix_lm, document, document_causal, random_blocks or window");
+                     "\": use none, sliding_window, prefix_lm, document, document_causal, random_blocks, window or blocks");
   p.mod = *mod;
   if ((p.mod == ModKind::window) != (app.count("--window-size") > 0))
     throw UsageError(p.mod == ModKind::window ? "--mask-mod window needs --window-size L,R (-1 for an unbounded side)"
@@ -235,8 +237,17 @@ Problem build_problem(const Args& a, const CLI::App& app) {
   }
   p.window = std::max(a.window, 0), p.prefix = std::max(a.prefix, 0);
   p.softcap = static_cast<float>(a.softcap), p.alibi = a.alibi;  // validate() refuses a negative or non-finite cap
-  // Given slopes are ALiBi; validate() checks their count and that each is finite in fp32.
-  for (double s : a.alibi_slopes) p.alibi_slopes.push_back(static_cast<float>(s)), p.alibi = true;
+  // Given slopes are ALiBi, each item a number as in the mods word; validate() checks their count and
+  // that each is finite in fp32.
+  if (app.count("--alibi-slopes")) {
+    Problem words;
+    try {
+      words.apply_mods("alibi_slopes=" + a.alibi_slopes);
+    } catch (const UsageError&) {
+      throw UsageError("--alibi-slopes " + a.alibi_slopes + ": not a list of numbers, S1,S2,...");
+    }
+    p.alibi_slopes = words.alibi_slopes, p.alibi = true;
+  }
   if (a.softcap > 0 && p.softcap == 0.f)
     throw UsageError("--softcap " + number(a.softcap) + " is below the smallest fp32 number: give 0 for no cap");
   if (app.count("--scale")) p.scale_override = a.scale;  // validate() refuses NaN, Inf and overflowing ones

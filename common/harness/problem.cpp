@@ -57,8 +57,10 @@ void Problem::validate() const {
     throw UsageError("the softcap must be a finite number >= 0 (0: no cap; got " + std::to_string(softcap) + ")");
   if (!alibi_slopes.empty()) {
     // FlashAttention-2's alibi_slopes: (nheads,) or (batch, nheads), fp32.
-    if (alibi_slopes.size() != static_cast<size_t>(H) && alibi_slopes.size() != heads())
-      throw UsageError("ALiBi's slopes are one per head, H = " + std::to_string(H) + (B > 1 ? " (or B x H = " + std::to_string(heads()) + ")" : "") +
+    const size_t per_batch = static_cast<size_t>(slope_batches()) * H;
+    if (alibi_slopes.size() != static_cast<size_t>(H) && alibi_slopes.size() != per_batch)
+      throw UsageError("ALiBi's slopes are one per head, H = " + std::to_string(H) +
+                       (per_batch != static_cast<size_t>(H) ? std::string(" (or ") + (packed() ? "sequences" : "B") + " x H = " + std::to_string(per_batch) + ")" : "") +
                        " of them, as FlashAttention-2's alibi_slopes: got " + std::to_string(alibi_slopes.size()));
     if (!alibi) throw UsageError("ALiBi's slopes are given without ALiBi");  // the command line and mods set both
     // The kernels compute slope * |distance| in fp32, the distance at most Lq + Lk, then * log2(e).
@@ -399,7 +401,10 @@ void Problem::apply_mods(const std::string& words) {
   if (taken("seed")) seed = whole("seed", given["seed"], 0, std::numeric_limits<uint64_t>::max()).second;
   blocks = {};
   if (listed) {
-    const std::vector<int> size = numbers("block_size");
+    std::vector<int> size;  // no sign: validate() refuses 0
+    std::string item;
+    for (std::istringstream items(given["block_size"]); std::getline(items, item, ',');)
+      size.push_back(static_cast<int>(whole("block_size", item, 0, std::numeric_limits<int>::max()).second));
     if (size.size() != 2) throw UsageError("mods: block_size=" + given["block_size"] + " must be a block's queries and keys, Q,KV");
     blocks.block_q = size[0], blocks.block_kv = size[1];
     // A list may be empty (no block listed anywhere): "kv_indices=" is none.
@@ -436,9 +441,15 @@ int Problem::diagonal_offset(int i) const {
   for (size_t s = 0; s < seqlens_q.size() && q_end <= i; ++s) q_end += seqlens_q[s], k_end += seqlens_k[s];
   return k_end - q_end;
 }
+int Problem::sequence_of(int i) const {
+  int s = 0;
+  for (int end = seqlens_q.empty() ? 0 : seqlens_q[0]; s + 1 < static_cast<int>(seqlens_q.size()) && end <= i;)
+    end += seqlens_q[static_cast<size_t>(++s)];
+  return s;
+}
 double Problem::score_at(int b, int h, int i, int j, double x, int offset) const {
   if (softcap > 0.f) x = softcap * std::tanh(x / softcap);
-  if (alibi) x -= static_cast<double>(slope(b, h)) * std::abs(static_cast<long long>(i) + offset - j);
+  if (alibi) x -= static_cast<double>(slope(packed() ? sequence_of(i) : b, h)) * std::abs(static_cast<long long>(i) + offset - j);
   return x;
 }
 float Problem::slope(int b, int h) const {
@@ -502,6 +513,16 @@ std::vector<int> Problem::cu_seqlens() const {
   return cu;
 }
 
+size_t Problem::mod_table_size() const {
+  if (mod == ModKind::blocks) return 3 + static_cast<size_t>(q_blocks()) * kv_blocks();
+  if (packed()) return 2 * (seqlens_q.size() + 1) + (mod == ModKind::varlen_window ? 2 : 0);
+  return reads_documents(mod) ? static_cast<size_t>(std::max(Lq, Lk)) : 0;
+}
+
+size_t Problem::kernel_table_size() const {
+  return mod_table_size() + (alibi_slopes.empty() ? 0 : static_cast<size_t>(slope_batches()) * H);
+}
+
 std::vector<int> Problem::mod_table() const {
   if (mod == ModKind::blocks) {  // params.h: GivenBlocks' table, the class of every block
     const int kb = kv_blocks();
@@ -525,7 +546,7 @@ std::vector<int> Problem::mod_table() const {
 std::vector<int> Problem::kernel_table() const {
   std::vector<int> t = mod_table();
   if (!alibi_slopes.empty())
-    for (int b = 0; b < B; ++b)
+    for (int b = 0; b < slope_batches(); ++b)
       for (int h = 0; h < H; ++h) t.push_back(std::bit_cast<int>(slope(b, h)));
   return t;
 }

@@ -38,8 +38,9 @@ struct Problem {
     std::vector<int> kv_num_blocks, kv_indices, full_kv_num_blocks, full_kv_indices;
   };
   BlockLists blocks;
-  int q_blocks() const { return blocks.block_q > 0 ? (Lq + blocks.block_q - 1) / blocks.block_q : 0; }
-  int kv_blocks() const { return blocks.block_kv > 0 ? (Lk + blocks.block_kv - 1) / blocks.block_kv : 0; }
+  // ceil(Lq / block_q), ceil(Lk / block_kv), without the sum that would pass an int; 0 without blocks.
+  int q_blocks() const { return blocks.block_q > 0 ? Lq / blocks.block_q + (Lq % blocks.block_q != 0) : 0; }
+  int kv_blocks() const { return blocks.block_kv > 0 ? Lk / blocks.block_kv + (Lk % blocks.block_kv != 0) : 0; }
   // Chapter 10's packed batch (mod varlen or varlen_window, params.h): each sequence's queries and keys, the
   // differences of flash_attn_varlen_func's cu_seqlens_q and cu_seqlens_k. Lq and Lk are their sums
   // and B is 1: the sequences are the batch.
@@ -48,8 +49,8 @@ struct Problem {
   // a divisor of H, query head h reading K/V head h / (H / Hkv). Read by a packed batch's kernel.
   int Hkv = 0;
   // Chapter 10's score mods (params.h): FlashAttention-2's softcap (0: none) and ALiBi's biases, with
-  // the user's slopes when given (FlashAttention-2's alibi_slopes: H of them, one per head, or B x H,
-  // batch-major; they set alibi), else params.h's alibi_slope(h, H).
+  // the user's slopes when given (FlashAttention-2's alibi_slopes: H of them, one per head, or
+  // slope_batches() x H, batch-major; they set alibi), else params.h's alibi_slope(h, H).
   float softcap = 0.f;
   bool alibi = false;
   std::vector<float> alibi_slopes;
@@ -98,7 +99,12 @@ struct Problem {
   // The score of query i and key j of head h after the score mods, from the scaled score x (double,
   // the reference's; params.h's definitions); offset: diagonal_offset(i).
   double score_at(int b, int h, int i, int j, double x, int offset) const;
-  float slope(int b, int h) const;  // ALiBi's slope of head (b, h): the user's, or alibi_slope(h, H)
+  // ALiBi's slope of head h of batch b (in a packed batch, of sequence b): the user's, or alibi_slope(h, H).
+  float slope(int b, int h) const;
+  // The batches ALiBi's slopes may be given per: B, or a packed batch's sequences (FlashAttention-2's
+  // varlen alibi_slopes is (batch_size, nheads), its sequences the batch).
+  int slope_batches() const { return packed() ? static_cast<int>(seqlens_q.size()) : B; }
+  int sequence_of(int i) const;  // a packed batch's sequence of query i: the last that starts at or before it
 
   int kv_heads() const { return Hkv > 0 ? Hkv : H; }
   int kv_head(int h) const { return h / (H / kv_heads()); }
@@ -124,9 +130,11 @@ struct Problem {
   // for varlen_window the window's sides after them, or the given block mask's classes (blocks).
   std::vector<int> mod_table() const;
   // What the kernels read from the device beside the tensors: mod_table(), then the user's ALiBi
-  // slopes for every (batch, head), B x H floats' bits (AttentionParams::alibi_slopes). Empty when
-  // there is neither; the C API's fs_mod_table gives it.
+  // slopes for every (batch, head), slope_batches() x H floats' bits (params.h: given_slopes). Empty
+  // when there is neither; the C API's fs_mod_table gives it.
   std::vector<int> kernel_table() const;
+  size_t mod_table_size() const;     // mod_table().size(), without building it
+  size_t kernel_table_size() const;  // kernel_table().size(), without building it
   // The mask_mod's rule as the kernels see it (doc: mod_table()'s, or null).
   MaskMod mask_mod(const int* doc) const;
   // The convention of every peer: 4 * B * H * d * (visible pairs); softmax not counted.

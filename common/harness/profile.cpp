@@ -390,6 +390,11 @@ std::vector<Problem> emulated_problems(const Problem& p, const SamplePlan& plan)
   if (plan.heads.sampled()) {
     base.B = 1, base.H = static_cast<int>(plan.heads.emulated);
     if (p.Hkv > 0) base.Hkv = static_cast<int>(plan.heads.emulated / (p.H / p.kv_heads()));  // whole groups (plan)
+    if (!p.alibi_slopes.empty()) {  // the emulated heads' own slopes: head k is (k / H, k % H), per sequence when packed
+      base.alibi_slopes.clear();
+      for (int s = 0; s < (p.packed() ? p.slope_batches() : 1); ++s)
+        for (int k = 0; k < base.H; ++k) base.alibi_slopes.push_back(p.packed() ? p.slope(s, k) : p.slope(k / p.H, k % p.H));
+    }
   }
   if (plan.rows.empty()) return {base};
   std::vector<Problem> out;

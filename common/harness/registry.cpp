@@ -27,7 +27,8 @@ std::string Variant::supports() const {
   if (causal) s << "; causal";
   if (mask) s << "; masks";
   for (size_t i = 0; i < mask_mods.size(); ++i)
-    s << (i ? ", " : "; mask_mod ") << mod_name(mask_mods[i]) << (mask_mods[i] == ModKind::varlen ? " (--seqlens)" : mask_mods[i] == ModKind::varlen_window ? " (--seqlens with --mask-mod window)" : "");
+    s << (i ? ", " : "; mask_mod ") << mod_name(mask_mods[i]) << (mask_mods[i] == ModKind::varlen ? " (--seqlens)" : mask_mods[i] == ModKind::varlen_window ? " (--seqlens with --mask-mod window)"
+                                                          : mask_mods[i] == ModKind::blocks ? " (--block-mask)" : "");
   if (score_mod) s << "; score_mod";
   return s.str();
 }

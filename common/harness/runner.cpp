@@ -24,7 +24,7 @@ Verdict Checker::check(const std::vector<float>& out, const std::vector<float>* 
 
 DeviceInputs::DeviceInputs(const Problem& p, const Inputs& in)
     : q(p.q_elems() * dtype_size(p.dtype)), k(p.kv_elems() * dtype_size(p.dtype)),
-      v(p.kv_elems() * dtype_size(p.dtype)), mask(p.mask_bytes()), doc(p.kernel_table().size() * sizeof(int)) {
+      v(p.kv_elems() * dtype_size(p.dtype)), mask(p.mask_bytes()), doc(p.kernel_table_size() * sizeof(int)) {
   std::vector<unsigned char> bytes(std::max(p.q_elems(), p.kv_elems()) * dtype_size(p.dtype));
   auto put = [&](DeviceBuffer& dst, const std::vector<float>& src) {
     encode(p.dtype, src.data(), bytes.data(), src.size());
@@ -169,7 +169,7 @@ AttentionParams attention_params(const Problem& p, const void* q, const void* k,
   // A document's positions or a packed batch's offsets (a window keeps its right side there), then
   // the user's ALiBi slopes (Problem::kernel_table).
   if (p.reads_table()) a.mod.doc = table;
-  if (table && !p.alibi_slopes.empty()) a.mask = table + p.mod_table().size();  // params.h: given_slopes
+  if (table && !p.alibi_slopes.empty()) a.mask = table + p.mod_table_size();  // params.h: given_slopes
   a.softcap = p.softcap;
   return a;
 }

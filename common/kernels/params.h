@@ -128,8 +128,9 @@ struct AttentionParams {
   // Offset of the causal diagonal: key j is visible to query i when j <= i + causal_offset().
   ATTN_HOST_DEVICE int causal_offset() const { return causal == Causal::bottom_right ? Lk - Lq : 0; }
 };
-// ALiBi's slopes given by the user: B x H fp32, head (b, h)'s at b * H + h, where a problem without
-// an attn_mask keeps its mask pointer (Problem::kernel_table); null for none: alibi_slope(h, H).
+// ALiBi's slopes given by the user: B x H fp32 (a packed batch: sequences x H), head h of batch (or
+// sequence) b at b * H + h, where a problem without an attn_mask keeps its mask pointer
+// (Problem::kernel_table); null for none: alibi_slope(h, H).
 ATTN_HOST_DEVICE inline const float* given_slopes(const AttentionParams& p) {
   return p.mask_kind == MaskKind::none ? static_cast<const float*>(p.mask) : nullptr;
 }
