@@ -413,19 +413,22 @@ void Problem::apply_mods(const std::string& words) {
     if (taken("full_kv_num_blocks")) blocks.full_kv_num_blocks = list("full_kv_num_blocks"), blocks.full_kv_indices = list("full_kv_indices");
   }
   Hkv = taken("kv_heads") ? number("kv_heads", given["kv_heads"]) : 0;
-  auto real = [&](const char* key, const std::string& text) {
+  // A number of the word key's value (text: the value, or one item of its list, what: "a number" or
+  // "a list of numbers").
+  auto real = [&](const char* key, const std::string& text, const char* what) {
     char* end = nullptr;
     const float x = std::strtof(text.c_str(), &end);
     if (text.empty() || end != text.c_str() + text.size())
-      throw UsageError(std::string("mods: ") + key + "=" + given[key] + " is not " + (std::string(key) == "softcap" ? "a number" : "a list of numbers"));
+      throw UsageError(std::string("mods: ") + key + "=" + given[key] + " is not " + what);
     return x;
   };
-  softcap = taken("softcap") ? real("softcap", given["softcap"]) : 0.f;
+  softcap = taken("softcap") ? real("softcap", given["softcap"], "a number") : 0.f;
   alibi_slopes.clear();
   if (taken("alibi_slopes")) {
+    const std::string& list = given["alibi_slopes"];
     std::string item;
-    for (std::istringstream items(given["alibi_slopes"]); std::getline(items, item, ',');) alibi_slopes.push_back(real("alibi_slopes", item));
-    if (given["alibi_slopes"].empty() || given["alibi_slopes"].back() == ',') real("alibi_slopes", "");  // an empty item
+    for (std::istringstream items(list); std::getline(items, item, ',');) alibi_slopes.push_back(real("alibi_slopes", item, "a list of numbers"));
+    if (list.empty() || list.back() == ',') real("alibi_slopes", "", "a list of numbers");  // an empty item
   }
   alibi = taken("alibi") || taken("alibi_slopes");
   seqlens_q.clear(), seqlens_k.clear();
@@ -543,11 +546,18 @@ std::vector<int> Problem::mod_table() const {
   return t;
 }
 
-std::vector<int> Problem::kernel_table() const {
-  std::vector<int> t = mod_table();
+std::vector<int> Problem::slope_bits() const {
+  std::vector<int> bits;
   if (!alibi_slopes.empty())
     for (int b = 0; b < slope_batches(); ++b)
-      for (int h = 0; h < H; ++h) t.push_back(std::bit_cast<int>(slope(b, h)));
+      for (int h = 0; h < H; ++h) bits.push_back(std::bit_cast<int>(slope(b, h)));
+  return bits;
+}
+
+std::vector<int> Problem::kernel_table() const {
+  std::vector<int> t = mod_table();
+  const std::vector<int> bits = slope_bits();
+  t.insert(t.end(), bits.begin(), bits.end());
   return t;
 }
 
