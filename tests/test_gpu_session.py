@@ -18,7 +18,7 @@ from checks import Checks
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "tools" / "gpu_session.sh"
-STEPS = ["tests", "sdpa", "promise", "softmax", "backward", "decode", "masks", "sdpa_early", "timing", "ncu", "sanitizers",
+STEPS = ["tests", "sdpa", "promise", "ncu", "softmax", "backward", "decode", "masks", "sdpa_early", "timing", "sanitizers",
          "tune"]
 
 # One stand-in for every program: it logs its name and arguments, and does what the script reads back.
@@ -34,7 +34,7 @@ case $(basename "$0") in
     fi ;;
   ctest) sleep "${STUB_CTEST_SECONDS:-0}" ;;
   nvidia-smi) [ "$1" = --query-gpu=compute_cap ] && printf '%b' "${STUB_COMPUTE_CAP:-}" ;;
-  ncu) [ "$1" = --query-metrics ] && printf 'Device GH100\ngpu__time_duration\ndram__bytes_read\n' ;;
+  ncu) [ "$1" = --query-metrics ] && printf 'Device GH100\ngpu__time_duration\ndram__bytes_read\nlts__t_sector_hit_rate\n' ;;
   flashsteps)  # `run --list` as the binary prints it (common/harness/cli.cpp, print_list), shortened
     [ "$1 $2" = "run --list" ] && cat <<'LIST'
 01_naive_attention
@@ -100,11 +100,21 @@ def main():
                   and f"compute-sanitizer --tool {tool} --error-exitcode 9 {build}/bin/flashsteps backward" in calls,
                   f"compute-sanitizer {tool} on the forward and the backward")
         ncu = [line for line in calls.splitlines() if line.startswith("ncu --clock-control")]
-        profiled = [line.split(" -v ", 1)[-1].split(" ", 1)[0] for line in ncu]
+        best = [line for line in ncu if "-b 4 -H 16 -n 4096" in line]
+        profiled = [line.split(" -v ", 1)[-1].split(" ", 1)[0] for line in best]
         check(profiled == ["register_blocked", "lean_loop"]
-              and all("--metrics gpu__time_duration.sum,dram__bytes_read.sum " in line for line in ncu),
+              and all("--metrics gpu__time_duration.sum,dram__bytes_read.sum " in line for line in best),
               f"ncu on each best variant, nothing else (not the list's \"(best):\" legend), with the metrics "
               f"this ncu knows only (got {profiled})")
+        states = [line for line in ncu if "--section WarpStateStats" in line]
+        check(len(states) == 2 and all("--metrics gpu__time_duration.sum,dram__bytes_read.sum,lts__t_sector_hit_rate.pct "
+                                       in line for line in states)
+              and "-v tma_ring -v warp_specialized -v ping_pong -v intra_overlap -v causal_skip --reps 0 -b 1 -H 16 -n 4096"
+              in states[0] and "decode -b 1 --cache-len 32768 --reps 0 -v decode_kernel" in states[1]
+              and any("--page source --print-source sass" in line and "-v intra_overlap -v causal_skip" in line
+                      for line in ncu),
+              f"issue 35's profiles: every warp state of chapter 09's steps c to g at P3 and of chapter 08's at 32k, "
+              f"the hit rates this ncu knows, steps f and g by SASS instruction (got {states})")
         sdpa = [line for line in calls.splitlines() if "bench_torch_sdpa.py" in line]
         check(any("--variants all:05,06 --shapes flash" in line for line in sdpa), "chapters 05, 06 beside SDPA")
         check("-DFLASHSTEPS_D128_WARPS=4" in calls and "--target flashsteps_capi" in calls,
