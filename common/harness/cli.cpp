@@ -141,10 +141,15 @@ Problem::BlockLists block_lists(const std::string& given, const Problem& sizes) 
     words.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
   std::istringstream list(words);
-  for (std::string w; list >> w;)
-    if (w.rfind("block_size=", 0) && w.rfind("kv_num_blocks=", 0) && w.rfind("kv_indices=", 0) && w.rfind("full_kv_num_blocks=", 0) &&
-        w.rfind("full_kv_indices=", 0))
-      throw UsageError("--block-mask: '" + w + "' is not one of block_size=, kv_num_blocks=, kv_indices=, full_kv_num_blocks=, full_kv_indices=");
+  for (std::string w; list >> w;) {
+    std::string known;
+    bool listed = false;
+    for (const char* word : Problem::BlockLists::kWords) {
+      listed = listed || w.rfind(std::string(word) + "=", 0) == 0;
+      known += (known.empty() ? "" : ", ") + std::string(word) + "=";
+    }
+    if (!listed) throw UsageError("--block-mask: '" + w + "' is not one of " + known);
+  }
   Problem p = sizes;
   try {
     p.apply_mods("mask_mod=blocks " + words);

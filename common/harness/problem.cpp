@@ -290,12 +290,9 @@ std::string Problem::mods() const {
     s << " seed=" << seed;  // the pattern's draw
   }
   if (mod == ModKind::blocks) {
-    s << " block_size=" << blocks.block_q << "," << blocks.block_kv << " kv_num_blocks=", list(blocks.kv_num_blocks);
-    s << " kv_indices=", list(blocks.kv_indices);
-    if (!blocks.full_kv_num_blocks.empty()) {
-      s << " full_kv_num_blocks=", list(blocks.full_kv_num_blocks);
-      s << " full_kv_indices=", list(blocks.full_kv_indices);
-    }
+    s << " " << BlockLists::kWords[0] << "=" << blocks.block_q << "," << blocks.block_kv;
+    for (int w = 1; w < 5; ++w)
+      if (w < 3 || !blocks.full_kv_num_blocks.empty()) s << " " << BlockLists::kWords[w] << "=", list(blocks.list(w));
   }
   if (packed()) {
     s << " seqlens=", list(seqlens_q);
@@ -322,12 +319,13 @@ void Problem::apply_mods(const std::string& words) {
   for (std::string w; in >> w;) list.push_back(w);
   if (list.size() == 1 && list[0] == "none") list.clear();
   std::map<std::string, std::string> given;  // key -> value ("alibi" has none)
-  static const char* const kKeys[] = {"mask_mod", "window", "prefix", "seed", "documents", "seqlens", "seqlens_k", "kv_heads", "softcap", "alibi_slopes",
-                                      "block_size", "kv_num_blocks", "kv_indices", "full_kv_num_blocks", "full_kv_indices"};
+  static const char* const kKeys[] = {"mask_mod", "window", "prefix", "seed", "documents", "seqlens", "seqlens_k", "kv_heads", "softcap", "alibi_slopes"};
+  const auto& block_words = BlockLists::kWords;
   for (const std::string& w : list) {
     const size_t eq = w.find('=');
     const std::string key = w.substr(0, eq), value = eq == std::string::npos ? "" : w.substr(eq + 1);
-    if (w != "alibi" && (eq == std::string::npos || std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys)))
+    if (w != "alibi" && (eq == std::string::npos || (std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys) &&
+                                                     std::find(std::begin(block_words), std::end(block_words), key) == std::end(block_words))))
       throw UsageError("mods: unknown word '" + w + "' (results/README.md lists the mods column's words)");
     if (!given.emplace(key, value).second) throw UsageError("mods: " + key + " given twice");
   }
@@ -377,13 +375,10 @@ void Problem::apply_mods(const std::string& words) {
   if (taken("seed") && taken("documents"))
     throw UsageError("mods: documents= gives the documents' lengths, seed= draws them: one of the two");
   const bool listed = kind == ModKind::blocks;
-  argument("block_size", listed, true, "mask_mod=blocks");
-  argument("kv_num_blocks", listed, true, "mask_mod=blocks");
-  argument("kv_indices", listed, true, "mask_mod=blocks");
-  argument("full_kv_num_blocks", listed, false, "mask_mod=blocks");
-  argument("full_kv_indices", listed, false, "mask_mod=blocks");
-  if (taken("full_kv_num_blocks") != taken("full_kv_indices"))
-    throw UsageError("mods: full_kv_num_blocks= and full_kv_indices= come together (FlexAttention's full blocks)");
+  for (int w = 0; w < 5; ++w) argument(block_words[w], listed, w < 3, "mask_mod=blocks");
+  if (taken(block_words[3]) != taken(block_words[4]))
+    throw UsageError(std::string("mods: ") + block_words[3] + "= and " + block_words[4] +
+                     "= come together (FlexAttention's full blocks)");
   argument("seqlens", is_packed(kind), true, "a packed batch (mask_mod=varlen or varlen_window)");
   argument("seqlens_k", is_packed(kind), false, "a packed batch (mask_mod=varlen or varlen_window)");
   // Every setting from the words alone: what they do not name is its default (mods() leaves defaults out).
@@ -403,14 +398,14 @@ void Problem::apply_mods(const std::string& words) {
   if (listed) {
     std::vector<int> size;  // no sign: validate() refuses 0
     std::string item;
-    for (std::istringstream items(given["block_size"]); std::getline(items, item, ',');)
-      size.push_back(static_cast<int>(whole("block_size", item, 0, std::numeric_limits<int>::max()).second));
-    if (size.size() != 2) throw UsageError("mods: block_size=" + given["block_size"] + " must be a block's queries and keys, Q,KV");
+    for (std::istringstream items(given[block_words[0]]); std::getline(items, item, ',');)
+      size.push_back(static_cast<int>(whole(block_words[0], item, 0, std::numeric_limits<int>::max()).second));
+    if (size.size() != 2)
+      throw UsageError(std::string("mods: ") + block_words[0] + "=" + given[block_words[0]] + " must be a block's queries and keys, Q,KV");
     blocks.block_q = size[0], blocks.block_kv = size[1];
     // A list may be empty (no block listed anywhere): "kv_indices=" is none.
-    auto list = [&](const char* key) { return given[key].empty() ? std::vector<int>{} : numbers(key); };
-    blocks.kv_num_blocks = list("kv_num_blocks"), blocks.kv_indices = list("kv_indices");
-    if (taken("full_kv_num_blocks")) blocks.full_kv_num_blocks = list("full_kv_num_blocks"), blocks.full_kv_indices = list("full_kv_indices");
+    for (int w = 1; w < 5; ++w)
+      if (taken(block_words[w])) blocks.list(w) = given[block_words[w]].empty() ? std::vector<int>{} : numbers(block_words[w]);
   }
   Hkv = taken("kv_heads") ? number("kv_heads", given["kv_heads"]) : 0;
   // A number of the word key's value (text: the value, or one item of its list, what: "a number" or

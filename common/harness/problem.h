@@ -1,5 +1,6 @@
 // problem.h: one attention problem, its seeded inputs, and the counts the cost models use.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -36,6 +37,13 @@ struct Problem {
   struct BlockLists {
     int block_q = 0, block_kv = 0;
     std::vector<int> kv_num_blocks, kv_indices, full_kv_num_blocks, full_kv_indices;
+    // Their words (the mods column's and --block-mask's, FlexAttention's names): block_size= (Q,KV),
+    // then list(1) to list(4) in the fields' order; the first three every block mask names, the full
+    // pair both or neither.
+    static constexpr const char* kWords[] = {"block_size", "kv_num_blocks", "kv_indices", "full_kv_num_blocks",
+                                             "full_kv_indices"};
+    std::vector<int>& list(int w) { return *std::array{&kv_num_blocks, &kv_indices, &full_kv_num_blocks, &full_kv_indices}[w - 1]; }
+    const std::vector<int>& list(int w) const { return const_cast<BlockLists*>(this)->list(w); }
   };
   BlockLists blocks;
   // ceil(Lq / block_q), ceil(Lk / block_kv), without the sum that would pass an int; 0 without blocks.
