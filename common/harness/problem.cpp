@@ -435,9 +435,9 @@ void Problem::apply_mods(const std::string& words) {
 
 int Problem::diagonal_offset(int i) const {
   if (!packed()) return Lk - Lq;
-  int q_end = 0, k_end = 0;  // of the sequences up to i's
-  for (size_t s = 0; s < seqlens_q.size() && q_end <= i; ++s) q_end += seqlens_q[s], k_end += seqlens_k[s];
-  return k_end - q_end;
+  const auto through = seqlens_q.begin() + sequence_of(i) + 1;  // the sequences up to i's, its own included
+  return std::accumulate(seqlens_k.begin(), seqlens_k.begin() + (through - seqlens_q.begin()), 0) -
+         std::accumulate(seqlens_q.begin(), through, 0);
 }
 int Problem::sequence_of(int i) const {
   int s = 0;
