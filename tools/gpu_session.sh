@@ -228,6 +228,11 @@ profile() {
   echo "== ncu: chapter 09, steps c to g at P3"
   ncu "${why[@]}" --log-file "$out/ncu_ch09_steps.csv" "$build/bin/flashsteps" run -v tma_ring -v warp_specialized \
     -v ping_pong -v intra_overlap -v causal_skip --reps 0 -b 1 -H 16 -n 4096 -d 128 --dtype fp16 || failed "chapter 09"
+  # Step g where a block's start and end weigh most (the Figure 5 shape at N = 512): the model's
+  # tile loop held within 10 %, what its blocks do once under half of the H200's (model_vs_published).
+  echo "== ncu: chapter 09, step g at B = 32, H = 16, N = 512, d = 128"
+  ncu "${why[@]}" --log-file "$out/ncu_ch09_n512.csv" "$build/bin/flashsteps" run -v causal_skip --reps 0 -b 32 -H 16 \
+    -n 512 -d 128 --dtype fp16 || failed "chapter 09 at N = 512"
   echo "== ncu: chapter 08, steps b to f at a 32k context"
   ncu "${why[@]}" --log-file "$out/ncu_ch08_steps.csv" "$build/bin/flashsteps" decode -b 1 --cache-len 32768 \
     --reps 0 -v decode_kernel -v split_kv -v gqa_packed -v paged -v kv_together || failed "chapter 08"
