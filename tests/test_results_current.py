@@ -11,13 +11,15 @@
 - results/cpu-emulation-simt/counters.csv (tools/counter_tables.py --profile) has every chapter of
   the three registries, its best step among its rows, no variant the registry no longer has, and no
   chapter none lists;
-- every PNG in results/model-h100/ was drawn from the CSV committed beside it: tools/plot_speedups.py
-  writes each source CSV's SHA-256 into the PNG's "Source" text chunk (png_sources reads it), and it
-  must be the file's today; a source outside the repository is refused.
+- every PNG in results/'s folders (results/model-h100/'s figures, a GPU's) was drawn from the CSVs
+  committed beside it: tools/plot_speedups.py writes each source CSV's SHA-256 into the PNG's
+  "Source" text chunk (png_sources reads it), and it must be the file's today; a source outside the
+  repository is refused.
 
 Then rules are broken on a copy, each breakage once (a step renamed in the model CSV, and so its
 figures' CSV changed after they were drawn; a chapter's best renamed in the counters CSV; a chapter's
-rows deleted from it; a figure's Source chunk removed) and each must fail.
+rows deleted from it; a figure's Source chunk removed; a GPU's CSV changed after its figures were
+drawn) and each must fail.
 """
 import csv
 import hashlib
@@ -37,6 +39,7 @@ from plot_speedups import PNG_SIGNATURE, png_chunks, png_sources  # noqa: E402  
 MODEL_CSV = Path("results/model-h100/model.csv")
 COUNTERS_CSV = Path("results/cpu-emulation-simt/counters.csv")
 FIGURES = Path("results/model-h100")
+GPU_CSV = Path("results/nvidia-h200/promise.csv")  # a GPU's measured rows, which its figures are drawn from
 CHAPTER = re.compile(r"^(\d\d_\w+)")
 VARIANT = re.compile(r"^  (\S+)\s")
 
@@ -90,10 +93,9 @@ def problems(root, forward, others):
         for v in sorted(counted[ch] - set(variants)):
             found.append(f"{COUNTERS_CSV}: {ch} {v} is no variant of the registry's")
 
-    pngs = sorted((root / FIGURES).glob("*.png"))
-    if not pngs:
+    if not any((root / FIGURES).glob("*.png")):
         found.append(f"{FIGURES}: no figures")
-    for png in pngs:
+    for png in sorted(root.glob("results/*/*.png")):
         named = png_sources(png)
         if not named:
             found.append(f"{png.relative_to(root)}: names no source CSV (redraw it with tools/plot_speedups.py)")
@@ -134,13 +136,13 @@ def main():
 
         def copy():
             shutil.rmtree(tmp / "results", ignore_errors=True)
-            for rel in (MODEL_CSV.parent, COUNTERS_CSV.parent):
+            for rel in (MODEL_CSV.parent, COUNTERS_CSV.parent, GPU_CSV.parent):
                 shutil.copytree(ROOT / rel, tmp / rel)
             return tmp
 
-        def edit(rel, old, new):
+        def edit(rel, old, new, append=""):
             f = copy() / rel
-            f.write_text(f.read_text(encoding="utf-8").replace(old, new), encoding="utf-8")
+            f.write_text(f.read_text(encoding="utf-8").replace(old, new) + append, encoding="utf-8")
             return problems(tmp, forward, others)
 
         best05 = forward["05_flash_v2"][1]
@@ -148,6 +150,9 @@ def main():
         check(any("rows_32 is not the chapter's best" in p for p in found) and
               any("drawn from another" in p for p in found),
               "a model CSV with another step than the best fails, and so do its figures")
+        found = edit(GPU_CSV, "\n", "\n", append="\n")
+        check(any(f"drawn from another {GPU_CSV.as_posix()}" in p for p in found),
+              "a GPU's figures drawn from another CSV than the one committed beside them fail")
         best08 = others["08_decoding"][1]
         found = edit(COUNTERS_CSV, f",08_decoding,{best08},", ",08_decoding,old_step,")
         check(any(f"08_decoding's best, {best08}, has no rows" in p for p in found) and

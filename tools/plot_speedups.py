@@ -24,7 +24,7 @@ per modelled GPU, in a folder of its own (<gpu-slug>-modelled):
 
 By default the PNGs go to build/plots/<device-slug>/ (git-ignored): nothing in the checkout changes
 unless --out or --readme says so. Every PNG it writes names the CSVs its rows came from and their
-SHA-256 in its "Source" text chunk (figures drawn before this, e.g. results/nvidia-h200's, have none).
+SHA-256 in its "Source" text chunk.
 
 Rows of different kinds (measured on a GPU, emulated on the CPU, modelled) are never drawn in one
 figure, and the README table takes measured rows only. Rows that failed their check (pass = 0) are
