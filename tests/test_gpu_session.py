@@ -85,6 +85,8 @@ def main():
         check(r.returncode == 0, f"all exits 0 (got {r.returncode}: {r.stderr.strip()[-300:]})")
         for name in ["build", *STEPS]:
             check(f"ok      {name} (" in summary, f"step {name} ran and ended well")
+        ran = [line.split()[1] for line in summary.splitlines() if line.startswith("ok      ")]
+        check(ran == ["build", *STEPS], f"the steps run in their order, ncu right after promise (got {ran})")
         check("FAILED" not in summary and "SKIPPED" not in summary, "no step failed or was skipped")
         check("-DCMAKE_CUDA_ARCHITECTURES=90 " in calls and "-DCMAKE_BUILD_TYPE=Release" in calls,
               "the build is configured for the GPU nvidia-smi reports (9.0: sm_90), Release")
@@ -112,8 +114,8 @@ def main():
               and "-v tma_ring -v warp_specialized -v ping_pong -v intra_overlap -v causal_skip --reps 0 -b 1 -H 16 -n 4096"
               in states[0] and "-v causal_skip --reps 0 -b 32 -H 16 -n 512 -d 128" in states[1]
               and "decode -b 1 --cache-len 32768 --reps 0 -v decode_kernel" in states[2]
-              and any("--page source --print-source sass" in line and "-v intra_overlap -v causal_skip" in line
-                      for line in ncu),
+              and any("--section SourceCounters --page source --print-source sass" in line
+                      and "-v intra_overlap -v causal_skip" in line for line in ncu),
               f"issue 35's profiles: every warp state of chapter 09's steps c to g at P3, of step g at N = 512 and of "
               f"chapter 08's steps at 32k, "
               f"the hit rates this ncu knows, steps f and g by SASS instruction (got {states})")
