@@ -140,16 +140,13 @@ Problem::BlockLists block_lists(const std::string& given, const Problem& sizes) 
     if (!std::filesystem::is_regular_file(path, ec) || !in) throw UsageError("--block-mask: cannot read the file " + path);
     words.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
+  std::string known;  // "block_size=, kv_num_blocks=, ..."
+  for (const char* word : Problem::BlockLists::kWords) known += (known.empty() ? "" : ", ") + std::string(word) + "=";
   std::istringstream list(words);
-  for (std::string w; list >> w;) {
-    std::string known;
-    bool listed = false;
-    for (const char* word : Problem::BlockLists::kWords) {
-      listed = listed || w.rfind(std::string(word) + "=", 0) == 0;
-      known += (known.empty() ? "" : ", ") + std::string(word) + "=";
-    }
-    if (!listed) throw UsageError("--block-mask: '" + w + "' is not one of " + known);
-  }
+  for (std::string w; list >> w;)
+    if (std::none_of(std::begin(Problem::BlockLists::kWords), std::end(Problem::BlockLists::kWords),
+                     [&](const char* word) { return w.rfind(std::string(word) + "=", 0) == 0; }))
+      throw UsageError("--block-mask: '" + w + "' is not one of " + known);
   Problem p = sizes;
   try {
     p.apply_mods("mask_mod=blocks " + words);

@@ -435,9 +435,8 @@ void Problem::apply_mods(const std::string& words) {
 
 int Problem::diagonal_offset(int i) const {
   if (!packed()) return Lk - Lq;
-  const auto through = seqlens_q.begin() + sequence_of(i) + 1;  // the sequences up to i's, its own included
-  return std::accumulate(seqlens_k.begin(), seqlens_k.begin() + (through - seqlens_q.begin()), 0) -
-         std::accumulate(seqlens_q.begin(), through, 0);
+  const int n = sequence_of(i) + 1;  // the sequences up to i's, its own included
+  return std::accumulate(seqlens_k.begin(), seqlens_k.begin() + n, 0) - std::accumulate(seqlens_q.begin(), seqlens_q.begin() + n, 0);
 }
 int Problem::sequence_of(int i) const {
   int s = 0;
@@ -541,20 +540,14 @@ std::vector<int> Problem::mod_table() const {
   return t;
 }
 
-std::vector<int> Problem::slope_bits() const {
-  std::vector<int> bits;
+std::vector<int> Problem::kernel_table(std::vector<int> rule_table) const {
   if (!alibi_slopes.empty())
     for (int b = 0; b < slope_batches(); ++b)
-      for (int h = 0; h < H; ++h) bits.push_back(std::bit_cast<int>(slope(b, h)));
-  return bits;
+      for (int h = 0; h < H; ++h) rule_table.push_back(std::bit_cast<int>(slope(b, h)));
+  return rule_table;
 }
 
-std::vector<int> Problem::kernel_table() const {
-  std::vector<int> t = mod_table();
-  const std::vector<int> bits = slope_bits();
-  t.insert(t.end(), bits.begin(), bits.end());
-  return t;
-}
+std::vector<int> Problem::kernel_table() const { return kernel_table(mod_table()); }
 
 MaskMod Problem::mask_mod(const int* doc) const {
   switch (mod) {

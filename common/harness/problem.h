@@ -141,7 +141,7 @@ struct Problem {
   // slopes for every (batch, head), slope_batches() x H floats' bits (params.h: given_slopes). Empty
   // when there is neither; the C API's fs_mod_table gives it.
   std::vector<int> kernel_table() const;
-  std::vector<int> slope_bits() const;  // its part after mod_table(): the given slopes' bits, or none
+  std::vector<int> kernel_table(std::vector<int> rule_table) const;  // the same after a mod_table() already built
   size_t mod_table_size() const;     // mod_table().size(), without building it
   size_t kernel_table_size() const;  // kernel_table().size(), without building it
   // The mask_mod's rule as the kernels see it (doc: mod_table()'s, or null).

@@ -35,11 +35,8 @@ DeviceInputs::DeviceInputs(const Problem& p, const Inputs& in)
   put(v, in.v);
   if (p.mask == MaskKind::boolean) mask.upload(in.mask_bool.data(), p.mask_bytes());
   if (p.mask == MaskKind::additive) mask.upload(in.mask_add.data(), p.mask_bytes());
-  // Problem::kernel_table from the inputs' rule table (built once, with the inputs) and the slopes after it.
-  std::vector<int> table = in.doc;
-  const std::vector<int> bits = p.slope_bits();
-  table.insert(table.end(), bits.begin(), bits.end());
-  if (!table.empty()) doc.upload(table.data(), table.size() * sizeof(int));
+  // Problem::kernel_table from the inputs' rule table (built once, with the inputs).
+  if (const std::vector<int> table = p.kernel_table(in.doc); !table.empty()) doc.upload(table.data(), table.size() * sizeof(int));
 }
 
 namespace {
