@@ -389,6 +389,42 @@ TEST_CASE("the FMA term: FP32 and IMAD share the FMA pipes, whose FP32 rate an A
   for (const gpus::Gpu& g : gpus::kGpus) CHECK((g.fp32_per_clk == 64 || g.fp32_per_clk == 128));
 }
 
+TEST_CASE("DRAM re-reads: a sector's readers far apart in the grid's order read it again once L2 is swept", "[profile]") {
+  using namespace attn;
+  const gpus::Gpu& g = *gpus::find_gpu("h100");
+  // 64 heads of 2 MB K/V (65536 sectors each), 32 Q tiles per head each reading all of its head's
+  // K/V and 1024 sectors of Q alone: chapter 09's step g at B = 4, H = 16, N = 4096, d = 128.
+  const double heads = 64, tiles = 32, kv = 65536, q = 1024, resident = 132;
+  simt::Counters c;
+  c.launches = 1, c.blocks = heads * tiles, c.threads_per_block = 384;
+  c.dram_read_sectors = heads * (kv + tiles * q);
+  simt::Counters heads_first = c, tiles_first = c;
+  heads_first.grid_x = heads, heads_first.grid_y = tiles, heads_first.grid_z = 1;
+  heads_first.shared_sectors[1] = heads * kv, heads_first.shared_reads[1] = heads * kv * tiles;
+  tiles_first.grid_x = tiles, tiles_first.grid_y = heads, tiles_first.grid_z = 1;
+  tiles_first.shared_sectors[0] = heads * kv, tiles_first.shared_reads[0] = heads * kv * tiles;
+  // Tiles in x: a head's 32 readers are resident together: K/V cross DRAM once.
+  CHECK(dram_rereads(tiles_first, g, resident) == 0);
+  // Heads in x: a head's readers are 64 blocks apart, about 132 / 64 resident at once; the 132
+  // blocks between two groups read 64 heads' K/V (134 MB), past L2's 50 MB: every later group
+  // reads its K/V again.
+  const double together = resident / heads;
+  CHECK(dram_rereads(heads_first, g, resident) == Approx(32 * heads * kv * (tiles / together - 1)));
+  // The same with the heads' K/V fitting L2 together (64 x 128 KB): no re-read.
+  simt::Counters small = heads_first;
+  small.shared_sectors[1] /= 16, small.shared_reads[1] /= 16, small.dram_read_sectors = heads * (kv / 16 + tiles * q);
+  CHECK(dram_rereads(small, g, resident) == 0);
+  // More heads than blocks resident: each reader alone, tiles - 1 re-reads of every sector.
+  simt::Counters many = heads_first;
+  many.grid_x = 4 * heads, many.blocks *= 4, many.dram_read_sectors *= 4;
+  many.shared_sectors[1] *= 4, many.shared_reads[1] *= 4;
+  CHECK(dram_rereads(many, g, resident) == Approx(32 * 4 * heads * kv * (tiles - 1)));
+  // The model reads them in its DRAM term, and in how often a load waits for DRAM.
+  const Modelled m = model(heads_first, g);
+  CHECK(m.dram_rereads == dram_rereads(heads_first, g, g.sms * m.blocks_per_sm));
+  CHECK(m.dram == Approx((32 * c.dram_read_sectors + m.dram_rereads) / (g.dram_tb_s * 1e12 * m.share) * 1e6));
+}
+
 TEST_CASE("the tensor term: wgmma at the tensor cores' whole peak, mma.sync at its fraction of it", "[profile]") {
   using namespace attn;
   const gpus::Gpu& g = gpus::kGpus[0];

@@ -226,9 +226,10 @@ void print_stage(const StageProfile& s, const gpus::Gpu& g, int sample) {
             fmt("%.2f sectors/req", per(o.sectors, o.requests)) + fmt(" (%.1f lanes)", per(o.lanes, o.requests));
   }
   std::printf("    global    %s\n", line.empty() ? "none" : line.c_str());
-  std::printf("    memory    DRAM %s read + %s written (each sector once%s); L2 %s\n", mb(32 * c.dram_read_sectors).c_str(),
-              mb(32 * c.dram_write_sectors).c_str(), s.terms.beyond_l2 ? ", a lower bound: more than L2 holds" : "",
-              mb(l2_bytes(c)).c_str());
+  const std::string again = s.terms.dram_rereads > 0 ? " + " + mb(s.terms.dram_rereads) + " read again (the grid's order, modelled)" : "";
+  std::printf("    memory    DRAM %s read (each sector once)%s + %s written%s; L2 %s\n", mb(32 * c.dram_read_sectors).c_str(),
+              again.c_str(), mb(32 * c.dram_write_sectors).c_str(),
+              s.terms.beyond_l2 ? " (a lower bound: more than L2 holds)" : "", mb(l2_bytes(c)).c_str());
   line.clear();
   for (int k = 0; k < simt::kSharedKinds; ++k) {
     const simt::SharedOps& o = c.shared[k];
@@ -489,6 +490,7 @@ const Profile& Profiler::run(const Variant& v, const Problem& p, const SamplePla
         c.blocks = dry[s][l].counters.blocks;
         c.threads_per_block = dry[s][l].counters.threads_per_block, c.smem_bytes = dry[s][l].counters.smem_bytes;
         c.smem_static_bytes = dry[s][l].counters.smem_static_bytes;
+        c.grid_x = dry[s][l].counters.grid_x, c.grid_y = dry[s][l].counters.grid_y, c.grid_z = dry[s][l].counters.grid_z;
       }
   }
   return finish(std::move(prof), stages, as_mask, launches, kernels, details);
@@ -544,7 +546,7 @@ const Profile& Profiler::finish(Profile prof, const std::vector<std::string>& st
       s.terms.latency += m.latency, s.terms.fill_drain += m.fill_drain, s.terms.groups = std::max(s.terms.groups, m.groups);
       if (!m.sass_known) s.unknown_kernel = kernels[i][l];
       s.terms.launch += m.launch, s.terms.share = std::max(s.terms.share, m.share);
-      s.terms.beyond_l2 |= m.beyond_l2;
+      s.terms.beyond_l2 |= m.beyond_l2, s.terms.dram_rereads += m.dram_rereads;
       s.us += m.total();
       if (m.total() > launch_longest)
         launch_longest = m.total(), s.bound = m.bound(), s.terms.blocks_per_sm = m.blocks_per_sm, s.terms.waves = m.waves;
@@ -611,7 +613,7 @@ Remodelled remodel(const StageProfile& s, const gpus::Gpu& g, bool latency, bool
   for (size_t l = 0; l < s.launches.size(); ++l) {
     Modelled m = model(s.launches[l], g, find_sass(s.kernels[l], s.path, g.cc()), fill_drain);
     if (!latency) m.latency = 0;
-    r.us += m.total();
+    r.us += m.total(), r.dram_read_bytes += 32 * s.launches[l].dram_read_sectors + m.dram_rereads;
     if (m.total() > r.longest_us) r.longest_us = m.total(), r.bound = m.bound();
   }
   return r;
@@ -621,7 +623,7 @@ Remodelled remodel(const Profile& pr, const gpus::Gpu& g, bool latency, bool fil
   Remodelled r;
   for (const StageProfile& s : pr.stages) {
     const Remodelled t = remodel(s, g, latency, fill_drain);
-    r.us += t.us;
+    r.us += t.us, r.dram_read_bytes += t.dram_read_bytes;
     if (t.longest_us > r.longest_us) r.longest_us = t.longest_us, r.bound = t.bound;
   }
   return r;

@@ -77,8 +77,9 @@
 // consumer groups on a scheduler wait for its fill and drain at once (no other block on the SM has
 // work for them): a wait of each group, not one they share.
 //
-// The model is still a max of floors, each unit at its peak. It does not count DRAM traffic beyond
-// one read of each sector per launch (a footprint larger than L2 is flagged), and it stands for
+// The model is still a max of floors, each unit at its peak. Its DRAM traffic is one read of each
+// sector per launch and the re-reads the grid's order forces (dram_rereads, below), not a block's
+// re-reads of its own data past L1 (a footprint larger than L2 is flagged), and it stands for
 // sm_90's SASS on every GPU. So it says which kernel should be faster and why, within a factor, not
 // the time to 10% (tests/counters/test_published.cpp scores it against published measurements).
 #pragma once
@@ -98,6 +99,7 @@ struct Modelled {
   double dram = 0, l2 = 0, l1 = 0, issue = 0, fma = 0, mufu = 0, tensor = 0;  // each at the share of the GPU the grid keeps busy
   double latency = 0;        // the warps' own chains over the groups that hide each other's, and fill and drain (above)
   double fill_drain = 0;     // in it: the blocks' fill and drain traffic (above), before hiding
+  double dram_rereads = 0;   // bytes read from DRAM again, by the grid's order (dram_rereads), in the DRAM term
   double launch = 0;
   double share = 0;          // busy: blocks / (SMs x ceil(blocks / SMs))
   double blocks_per_sm = 0;  // occupancy, from threads, registers (when known) and dynamic shared memory
@@ -150,6 +152,50 @@ inline std::string launch_refusal(const simt::Counters& c, const SassKernel* k, 
       .why;
 }
 
+// DRAM re-reads by the grid's order. A sector several blocks read crosses from DRAM once only if
+// L2 still holds it when the next of them asks. The GPU starts blocks in the order of their linear
+// index (x fastest), `resident` at a time (SMs x blocks per SM), the next as one ends; blocks of
+// equal work started together stay in step. So the readers of a sector shared along x (stride 1),
+// y (stride grid_x) or z (grid_x x grid_y) come in groups: the readers resident at once, about
+// resident / stride of them (at least 1, at most all k), ask for it together and cross DRAM once
+// (a hit on a miss in flight waits for that miss); the next group starts max(resident, stride)
+// blocks later. Meanwhile the blocks in between read their own data, and a block shares each
+// sector it reads with the readers of it in the window: the window's distinct bytes are its blocks
+// x what each reads of each kind (unshared; shared along x, y, z) over its sharers in the window,
+// at most the launch's footprint. Past L2's capacity the sector is gone (least recently used
+// first: a sweep longer than the cache hits nothing), and each later group reads it again.
+// A heads-first grid (chapter 09's step g: x = batch x head) puts a head's Q tiles grid_x blocks
+// apart: at B = 4, H = 16, N = 4096, d = 128 its 2048 blocks read each head's K/V in groups of
+// about 2, and the 64 heads between (134 MB of K/V) pass L2's 50 MB, so K/V cross DRAM about 16
+// times: 2.15 GB, where Nsight Compute read 2.22 GB on an H200 (results/nvidia-h200/ncu). A grid
+// with the Q tiles in x (chapter 05) keeps every reader of a head's K/V resident at once: once.
+// Not counted: a block's own re-reads of what its L1 no longer holds (chapter 04's block per head
+// reads its K/V once per Q tile: 4.4 GB from DRAM measured where each sector once is 0.2 GB).
+inline double dram_rereads(const simt::Counters& c, const gpus::Gpu& g, double resident) {
+  const double blocks = std::max(1.0, c.blocks), stride[3] = {1, c.grid_x, c.grid_x * c.grid_y};
+  double shared = 0;
+  for (double s : c.shared_sectors) shared += s;
+  const double unshared = std::max(0.0, c.dram_read_sectors - shared) / blocks;  // sectors per block, read by it alone
+  const auto sharers = [&](int d, double window) {  // of a sector shared along d, its readers in a window of blocks
+    const double k = c.shared_reads[d] / c.shared_sectors[d];
+    return std::clamp(window / std::max(1.0, stride[d]), 1.0, std::max(1.0, k));
+  };
+  const auto distinct = [&](double window) {  // the sectors a window of blocks in launch order reads
+    double per_block = unshared;
+    for (int d = 0; d < 3; ++d)
+      if (c.shared_sectors[d] > 0) per_block += c.shared_reads[d] / blocks / sharers(d, window);
+    return std::min(c.dram_read_sectors, window * per_block);
+  };
+  const double l2_sectors = g.l2_mb * 1e6 / 32;
+  double again = 0;
+  for (int d = 0; d < 3; ++d) {
+    if (c.shared_sectors[d] <= 0) continue;
+    const double k = c.shared_reads[d] / c.shared_sectors[d], together = sharers(d, resident);
+    if (k > together && distinct(std::max(resident, stride[d])) > l2_sectors) again += c.shared_sectors[d] * (k / together - 1);
+  }
+  return 32 * again;
+}
+
 // c: the counters of one launch; k: its kernel's SASS data (sass.h), or nullptr.
 // fill_drain = false: without fill and drain (to show what they add).
 inline Modelled model(const simt::Counters& c, const gpus::Gpu& g, const SassKernel* k = nullptr, bool fill_drain = true) {
@@ -162,7 +208,8 @@ inline Modelled model(const simt::Counters& c, const gpus::Gpu& g, const SassKer
   const double warps = std::min(per_sm, m.blocks_per_sm) * std::ceil(c.threads_per_block / 32);
   const double schedulers = std::min(1.0, warps / g.warp_schedulers);  // of each SM's issue slots, tensor cores and MUFUs
   const double clock = g.clock_ghz * 1e9 * g.sms * m.share;  // SM-clocks per second of the busy SMs
-  m.dram = dram_bytes(c) / (g.dram_tb_s * 1e12 * m.share) * 1e6;
+  m.dram_rereads = dram_rereads(c, g, g.sms * m.blocks_per_sm);
+  m.dram = (dram_bytes(c) + m.dram_rereads) / (g.dram_tb_s * 1e12 * m.share) * 1e6;
   m.l2 = l2_bytes(c) / (g.l2_tb_s * 1e12 * m.share) * 1e6;
   m.l1 = l1_wavefronts(c) / (g.l1_wavefronts_per_clk * clock) * 1e6;
   m.instructions = k ? issued_instructions(c, *k) : 0;
@@ -190,7 +237,7 @@ inline Modelled model(const simt::Counters& c, const gpus::Gpu& g, const SassKer
     // its load requests ask for say how often (its writes keep no load waiting).
     const double loaded = 32 * (c.global[simt::kGlobalLoad].sectors + c.global[simt::kCpAsyncSource].sectors +
                                 c.global[simt::kTmaLoad].sectors);
-    const double from_dram = loaded > 0 ? std::min(1.0, 32 * c.dram_read_sectors / loaded) : 0;
+    const double from_dram = loaded > 0 ? std::min(1.0, (32 * c.dram_read_sectors + m.dram_rereads) / loaded) : 0;
     const double wait = (1 - from_dram) * g.l2_latency_clk + from_dram * g.dram_latency_clk;  // g's own [lat]
     const double chains = warp_cycles(c, *k, wait) / (clock * schedulers_used) * 1e6;  // one group per scheduler
     // The issue slots (or, where busier, the FMA pipes: an A100's take 2 clocks per FP32 warp

@@ -96,6 +96,15 @@ __global__ void read_twice_kernel(const float* in, float* out, int n, int shift)
   if (i < n) out[i] = in[i] + in[(i + shift) % n];
 }
 
+__global__ void shared_rows_kernel(const float* kv, float* out, int len, int skip, bool heads_first) {
+  const int t = static_cast<int>(heads_first ? blockIdx.y : blockIdx.x), h = static_cast<int>(heads_first ? blockIdx.x : blockIdx.y);
+  const int tiles = static_cast<int>(heads_first ? gridDim.y : gridDim.x);
+  float sum = 0;
+  for (int i = t * skip + static_cast<int>(threadIdx.x); i < len; i += 32) sum += kv[h * len + i];
+  for (int o = 16; o > 0; o /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  if (threadIdx.x == 0) out[h * tiles + t] = sum;
+}
+
 constexpr int kBc = 64, kD = 64;
 
 __global__ void unswizzled_k_tile_kernel(const uint16_t* K, float* out) {
@@ -181,6 +190,10 @@ cudaError_t cas_atomics(float* sum, int* most, int blocks) {
 }
 cudaError_t read_twice(const float* in, float* out, int n, int shift) {
   return simt::launch(read_twice_kernel, dim3((n + 127) / 128), dim3(128), 0, in, out, n, shift);
+}
+cudaError_t shared_rows(const float* kv, float* out, int tiles, int heads, int len, int skip, bool heads_first) {
+  const dim3 grid = heads_first ? dim3(heads, tiles) : dim3(tiles, heads);
+  return simt::launch(shared_rows_kernel, grid, dim3(32), 0, kv, out, len, skip, heads_first);
 }
 cudaError_t unswizzled_k_tile(const uint16_t* K, float* out) {
   return simt::launch(unswizzled_k_tile_kernel, dim3(1), dim3(128), kBc * kD * sizeof(uint16_t), K, out);

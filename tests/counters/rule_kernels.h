@@ -34,6 +34,11 @@ cudaError_t atomics(int* counter, int blocks);
 cudaError_t cas_atomics(float* sum, int* most, int blocks);
 // out[i] = in[i] + in[(i + shift) % n] for i < n: every element read twice.
 cudaError_t read_twice(const float* in, float* out, int n, int shift);
+// A grid of `tiles` x `heads` blocks of 32 threads (heads_first: the heads in x, as chapter 09's
+// step g; else the tiles in x, as chapter 05), block (tile t, head h) summing row h of kv (`len`
+// floats) from element t * skip on (skip 0: all of it; > 0: fewer from each later tile, as a
+// causal block's K/V) into out[h * tiles + t].
+cudaError_t shared_rows(const float* kv, float* out, int tiles, int heads, int len, int skip, bool heads_first);
 
 // A K tile of Bc = 64 rows of D = 64 halves, copied by cp.async into shared memory stored row
 // after row (no swizzle, no padding), then read as B fragments with ldmatrix.x4 as chapter 05's

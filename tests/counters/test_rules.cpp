@@ -1,6 +1,7 @@
 // test_rules.cpp: each counting rule of simt/counters.h on a kernel made to show it
 // (rule_kernels.cu), against the count worked out by hand.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <functional>
 #include <numeric>
 #include <vector>
@@ -158,6 +159,35 @@ TEST_CASE("DRAM sectors count each sector once however often it is read", "[coun
   CHECK(c.global[simt::kGlobalLoad].sectors == 2 * (n / 32) * 4);  // 1000 floats: a whole number of sectors
   CHECK(c.dram_read_sectors == n * 4 / 32);
   CHECK(c.dram_write_sectors == n * 4 / 32);
+}
+
+TEST_CASE("sectors several blocks read: by the grid dimension their readers differ along, and how many", "[counters]") {
+  const int tiles = 6, heads = 5, len = 256;  // a row: 32 sectors
+  Device<float> kv(heads * len), out(heads * tiles);
+  for (bool heads_first : {false, true})
+    for (int skip : {0, 32}) {
+      INFO((heads_first ? "heads in x" : "tiles in x") << ", skip " << skip);
+      const simt::Counters c = count([&] { return rules::shared_rows(kv.get(), out.get(), tiles, heads, len, skip, heads_first); });
+      const int along = heads_first ? 1 : 0;  // the tiles' dimension
+      CHECK(c.grid_x == (heads_first ? heads : tiles));
+      CHECK(c.grid_y == (heads_first ? tiles : heads));
+      CHECK(c.grid_z == 1);
+      CHECK(c.dram_read_sectors == heads * len / 8);
+      CHECK(c.shared_sectors[1 - along] == 0);
+      CHECK(c.shared_sectors[2] == 0);
+      if (skip == 0) {  // every tile reads the whole row
+        CHECK(c.shared_sectors[along] == heads * len / 8);
+        CHECK(c.shared_reads[along] == heads * len / 8 * tiles);
+      } else {  // tile t from element 32 t on: sector s (4 per tile) is read by tiles 0 .. s / 4
+        double sectors = 0, reads = 0;
+        for (int s = 0; s < len / 8; ++s) {
+          const int readers = std::min(tiles, s / 4 + 1);
+          if (readers > 1) sectors += 1, reads += readers;
+        }
+        CHECK(c.shared_sectors[along] == heads * sectors);
+        CHECK(c.shared_reads[along] == heads * reads);
+      }
+    }
 }
 
 TEST_CASE("sampling every k-th block scales the requests; DRAM counts stay exact", "[counters]") {

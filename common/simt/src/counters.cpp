@@ -429,6 +429,23 @@ void freed(const void* p) {
   g_allocs.erase(reinterpret_cast<uintptr_t>(p));
 }
 
+// The sectors of al that more than one block read (Counters::shared_sectors): by the highest grid
+// dimension along which the lowest and highest reader differ, the readers counted as the blocks
+// between them along it (every K/V tile is read by a run of Q tiles' blocks: all of them, or under
+// is_causal those from the diagonal on).
+void shared_reads(const Alloc& al, Counters& c) {
+  const uint64_t gx = g_grid.x, gy = g_grid.y;
+  for (size_t s = 0; s < al.words * 64; ++s) {
+    const uint32_t lo = al.first_reader[s].load(std::memory_order_relaxed), hi = al.last_reader[s].load(std::memory_order_relaxed);
+    if (lo == hi) continue;  // read by one block, or by none
+    const uint64_t a = lo - 1, b = hi - 1;
+    const uint64_t ax = a % gx, ay = a / gx % gy, az = a / (gx * gy), bx = b % gx, by = b / gx % gy, bz = b / (gx * gy);
+    const int dim = az != bz ? 2 : ay != by ? 1 : 0;
+    const uint64_t along = dim == 2 ? bz - az : dim == 1 ? (by > ay ? by - ay : ay - by) : (bx > ax ? bx - ax : ax - bx);
+    c.shared_sectors[dim] += 1, c.shared_reads[dim] += static_cast<double>(along + 1);
+  }
+}
+
 bool launch_begin(const void* kernel, dim3 grid, dim3 block, size_t smem) {
   std::lock_guard<std::mutex> g(g_mu);
   g_counting = g_enabled;
@@ -446,8 +463,12 @@ bool launch_begin(const void* kernel, dim3 grid, dim3 block, size_t smem) {
       al->words = words;
       al->read.reset(new std::atomic<uint64_t>[words]);
       al->written.reset(new std::atomic<uint64_t>[words]);
+      al->first_reader.reset(new std::atomic<uint32_t>[words * 64]);
+      al->last_reader.reset(new std::atomic<uint32_t>[words * 64]);
     }
     for (size_t i = 0; i < words; ++i) al->read[i].store(0, std::memory_order_relaxed), al->written[i].store(0, std::memory_order_relaxed);
+    for (size_t i = 0; i < words * 64; ++i)
+      al->first_reader[i].store(0, std::memory_order_relaxed), al->last_reader[i].store(0, std::memory_order_relaxed);
     g_launch_allocs.push_back(al.get());
   }
   for (Worker* w : g_workers) w->raw = Raw{};
@@ -492,12 +513,14 @@ void launch_end(bool ok) {
     c.shared[k] = {scale * r.s[k][0], scale * r.s[k][1], scale * r.s[k][2]};
   c.block_load_sectors = scale * r.block_load_sectors;
   c.fill_sectors = scale * r.fill_sectors, c.drain_sectors = scale * r.drain_sectors;
+  c.grid_x = g_grid.x, c.grid_y = g_grid.y, c.grid_z = g_grid.z;
   std::vector<AllocationSectors> touched;
   for (const Alloc* al : g_launch_allocs) {
     const double rd = static_cast<double>(popcount(al->read.get(), al->words));
     const double wr = static_cast<double>(popcount(al->written.get(), al->words));
     c.dram_read_sectors += rd, c.dram_write_sectors += wr;
     if (rd > 0 || wr > 0) touched.push_back({reinterpret_cast<const void*>(al->lo), static_cast<double>(al->hi - al->lo), rd, wr});
+    if (rd > 0) shared_reads(*al, c);
   }
   c.mma = static_cast<double>(r.mma), c.mma_flop = static_cast<double>(r.mma_flop);
   c.mufu = static_cast<double>(r.mufu), c.barriers = static_cast<double>(r.barriers);
@@ -514,6 +537,7 @@ void block_begin(uint3 idx, int threads, const void* smem, size_t smem_bytes) {
   if (!h.counting) return;
   Worker& w = worker();
   const unsigned long long linear = idx.x + static_cast<unsigned long long>(g_grid.x) * (idx.y + static_cast<unsigned long long>(g_grid.y) * idx.z);
+  h.block = static_cast<uint32_t>(linear + 1);
   h.sampled = linear % static_cast<unsigned>(g_sample) == 0;
   h.smem_lo = reinterpret_cast<uintptr_t>(smem), h.smem_len = smem_bytes;
   for (int i = 0; i < 2; ++i) h.last_lo[i] = h.last_len[i] = 0, h.last[i] = nullptr;

@@ -37,11 +37,14 @@ inline unsigned size_of(uint64_t w) { return (w >> 48) & 0xff; }
 inline Kind kind_of(uint64_t w) { return static_cast<Kind>((w >> 56) & 0xf); }
 inline Space space_of(uint64_t w) { return static_cast<Space>((w >> 60) & 1); }
 
-// A cudaMalloc allocation: which of its 32-byte sectors the launch read and wrote.
+// A cudaMalloc allocation: which of its 32-byte sectors the launch read and wrote, and of each
+// sector read, the first and last block (linear index + 1; 0: none) that read it: whether other
+// blocks read it too, and along which of the grid's dimensions (Counters::shared_sectors).
 struct Alloc {
   uintptr_t lo = 0, hi = 0;
   size_t words = 0;  // 64-bit words per bitmap
   std::unique_ptr<std::atomic<uint64_t>[]> read, written;
+  std::unique_ptr<std::atomic<uint32_t>[]> first_reader, last_reader;  // one per sector (words x 64)
 };
 
 struct Worker;
@@ -60,6 +63,7 @@ struct Hot {
   int few;
   uintptr_t few_lo[kFew], few_len[kFew];
   Alloc* few_alloc[kFew];
+  uint32_t block;  // the running block's linear index + 1
   Worker* worker;
   std::vector<Rec>* streams;  // the worker's, one per thread of the block (by linear index)
 };
@@ -75,6 +79,14 @@ __attribute__((always_inline)) inline void mark(Alloc* al, uintptr_t a, unsigned
     if (k != kSt) {
       std::atomic<uint64_t>& word = al->read[s >> 6];
       if (!(word.load(std::memory_order_relaxed) & bit)) word.fetch_or(bit, std::memory_order_relaxed);
+      // The lowest and highest block to read it: a min and a max, whatever order the blocks ran in.
+      const uint32_t b = t_hot.block;
+      std::atomic<uint32_t>& lo = al->first_reader[s];
+      for (uint32_t x = lo.load(std::memory_order_relaxed); (x == 0 || b < x) && !lo.compare_exchange_weak(x, b, std::memory_order_relaxed);) {
+      }
+      std::atomic<uint32_t>& hi = al->last_reader[s];
+      for (uint32_t x = hi.load(std::memory_order_relaxed); b > x && !hi.compare_exchange_weak(x, b, std::memory_order_relaxed);) {
+      }
     }
     if (k == kSt || k == kAtom) {
       std::atomic<uint64_t>& word = al->written[s >> 6];

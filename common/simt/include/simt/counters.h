@@ -90,6 +90,13 @@ struct Counters {
   // a block that issues no wgmma, everything it waited for). The model takes such a block's drain
   // from its stores, not from drain_sectors (which counts its loads after the barrier too).
   double fill_sectors = 0, drain_sectors = 0;
+  // Of the last launch summed in: its grid.
+  double grid_x = 0, grid_y = 0, grid_z = 0;
+  // Sectors read by more than one block, by the highest dimension of the grid (x, y, z) along which
+  // their readers differ, and those reads: per sector, the blocks from its lowest reader to its
+  // highest along that dimension. Where the readers of a sector stand in the order the GPU starts
+  // blocks says whether L2 still holds it for the next one (model.h's dram_rereads).
+  double shared_sectors[3] = {}, shared_reads[3] = {};
   double mma = 0, mma_flop = 0;  // mma.sync executions (warp-level) and their floating-point operations
   // wgmma: each warp's part of a warpgroup's instruction (a warp issues it: 4 per wgmma), and the
   // floating-point operations of those parts (2 x 16 rows x N x 16 each).
@@ -115,19 +122,22 @@ struct Counters {
     dram_read_sectors += o.dram_read_sectors, dram_write_sectors += o.dram_write_sectors;
     block_load_sectors += o.block_load_sectors;
     fill_sectors += o.fill_sectors, drain_sectors += o.drain_sectors;
+    grid_x = o.grid_x, grid_y = o.grid_y, grid_z = o.grid_z;
+    for (int d = 0; d < 3; ++d) shared_sectors[d] += o.shared_sectors[d], shared_reads[d] += o.shared_reads[d];
     mma += o.mma, mma_flop += o.mma_flop, mufu += o.mufu, barriers += o.barriers;
     wgmma += o.wgmma, wgmma_flop += o.wgmma_flop, producer_warps += o.producer_warps;
     shuffles += o.shuffles, votes += o.votes, syncwarps += o.syncwarps;
     return *this;
   }
   // Every count of work times f (the emulated part of a problem standing for all of it): not the
-  // launches, the block's shape, nor blocks_counted, which say what the emulator ran.
+  // launches, the block's shape, the grid, nor blocks_counted, which say what the emulator ran.
   Counters& operator*=(double f) {
     blocks *= f;
     for (GlobalOps& g : global) g.requests *= f, g.lanes *= f, g.bytes *= f, g.sectors *= f, g.lines *= f;
     for (SharedOps& s : shared) s.requests *= f, s.wavefronts *= f, s.ideal *= f;
     dram_read_sectors *= f, dram_write_sectors *= f, block_load_sectors *= f;
     fill_sectors *= f, drain_sectors *= f;
+    for (int d = 0; d < 3; ++d) shared_sectors[d] *= f, shared_reads[d] *= f;
     mma *= f, mma_flop *= f, mufu *= f, barriers *= f, shuffles *= f, votes *= f, syncwarps *= f;
     wgmma *= f, wgmma_flop *= f, producer_warps *= f;
     return *this;
@@ -154,7 +164,7 @@ struct Counters {
 };
 
 // A field added to Counters must be added to += and *= too.
-static_assert(sizeof(Counters) == 94 * sizeof(double), "Counters changed: update operator+= and operator*=");
+static_assert(sizeof(Counters) == 103 * sizeof(double), "Counters changed: update operator+= and operator*=");
 
 // The DRAM sectors of one cudaMalloc allocation that a launch touched.
 struct AllocationSectors {
