@@ -21,6 +21,7 @@
 // What sampling leaves out: the heads and rows not emulated are not checked against the reference.
 #pragma once
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "simt/counters.h"
@@ -53,8 +54,11 @@ inline simt::Counters scaled(const simt::LaunchCounters& l, const HeadSample& s,
 
 // The counts at x of the polynomial through (xs[i], at[i]) (Lagrange's form): every count of work
 // alike; the launch's shape (launches, threads, shared memory, blocks counted) from the first.
+// The grid's dimensions too, each a polynomial in x where the counts are (a lab's grid grows with
+// its problem; profile.cpp takes a sampled problem's from a dry run instead).
 inline simt::Counters extrapolate(const std::vector<simt::Counters>& at, const std::vector<double>& xs, double x) {
   simt::Counters sum;
+  double grid[3] = {};
   for (size_t i = 0; i < at.size(); ++i) {
     double w = 1;
     for (size_t j = 0; j < at.size(); ++j)
@@ -62,7 +66,9 @@ inline simt::Counters extrapolate(const std::vector<simt::Counters>& at, const s
     simt::Counters term = at[i];
     term *= w;
     sum += term;
+    grid[0] += w * at[i].grid_x, grid[1] += w * at[i].grid_y, grid[2] += w * at[i].grid_z;
   }
+  sum.grid_x = std::round(grid[0]), sum.grid_y = std::round(grid[1]), sum.grid_z = std::round(grid[2]);
   sum.launches = at.front().launches, sum.blocks_counted = at.front().blocks_counted;
   sum.threads_per_block = at.front().threads_per_block, sum.smem_bytes = at.front().smem_bytes;
   sum.smem_static_bytes = at.front().smem_static_bytes;
