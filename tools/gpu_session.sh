@@ -229,7 +229,7 @@ profile() {
   ncu "${why[@]}" --log-file "$out/ncu_ch09_steps.csv" "$build/bin/flashsteps" run -v tma_ring -v warp_specialized \
     -v ping_pong -v intra_overlap -v causal_skip --reps 0 -b 1 -H 16 -n 4096 -d 128 --dtype fp16 || failed "chapter 09"
   # Step g where a block's start and end weigh most (the Figure 5 shape at N = 512): the model's
-  # tile loop held within 10 %, what its blocks do once 0.45 to 0.57 of the H200's (model_vs_published);
+  # tile loop held within 10 %, what its blocks do once 0.44 to 0.57 of the H200's (model_vs_published);
   # its DRAM bytes check the model's re-reads by the grid's order (0.60 GB read there, model.h).
   echo "== ncu: chapter 09, step g at B = 32, H = 16, N = 512, d = 128"
   ncu "${why[@]}" --log-file "$out/ncu_ch09_n512.csv" "$build/bin/flashsteps" run -v causal_skip --reps 0 -b 32 -H 16 \

@@ -227,9 +227,9 @@ void print_stage(const StageProfile& s, const gpus::Gpu& g, int sample) {
   }
   std::printf("    global    %s\n", line.empty() ? "none" : line.c_str());
   const std::string again = s.terms.dram_rereads > 0 ? " + " + mb(s.terms.dram_rereads) + " read again (the grid's order, modelled)" : "";
-  std::printf("    memory    DRAM %s read (each sector once)%s + %s written%s; L2 %s\n", mb(32 * c.dram_read_sectors).c_str(),
-              again.c_str(), mb(32 * c.dram_write_sectors).c_str(),
-              s.terms.beyond_l2 ? " (a lower bound: more than L2 holds)" : "", mb(l2_bytes(c)).c_str());
+  std::printf("    memory    DRAM %s read (each sector once%s)%s + %s written; L2 %s\n", mb(32 * c.dram_read_sectors).c_str(),
+              s.terms.beyond_l2 ? "; more than L2 holds: a block's own re-reads not counted" : "", again.c_str(),
+              mb(32 * c.dram_write_sectors).c_str(), mb(l2_bytes(c)).c_str());
   line.clear();
   for (int k = 0; k < simt::kSharedKinds; ++k) {
     const simt::SharedOps& o = c.shared[k];

@@ -153,22 +153,26 @@ inline std::string launch_refusal(const simt::Counters& c, const SassKernel* k, 
 }
 
 // DRAM re-reads by the grid's order. A sector several blocks read crosses from DRAM once only if
-// L2 still holds it when the next of them asks. The GPU starts blocks in the order of their linear
-// index (x fastest), `resident` at a time (SMs x blocks per SM), the next as one ends; blocks of
-// equal work started together stay in step. So the readers of a sector shared along x (stride 1),
+// L2 still holds it when the next of them asks. The model assumes the GPU starts blocks in the order
+// of their linear index (x fastest: what GPUs do in practice, which CUDA does not promise),
+// `resident` at a time (SMs x blocks per SM), the next as one ends, and that blocks of equal work
+// started together stay in step. So the readers of a sector shared along x (stride 1),
 // y (stride grid_x) or z (grid_x x grid_y) come in groups: the readers resident at once, about
 // resident / stride of them (at least 1, at most all k), ask for it together and cross DRAM once
 // (a hit on a miss in flight waits for that miss); the next group starts max(resident, stride)
 // blocks later. Meanwhile the blocks in between read their own data, and a block shares each
 // sector it reads with the readers of it in the window: the window's distinct bytes are its blocks
 // x what each reads of each kind (unshared; shared along x, y, z) over its sharers in the window,
-// at most the launch's footprint. Past L2's capacity the sector is gone (least recently used
-// first: a sweep longer than the cache hits nothing), and each later group reads it again.
+// at most the launch's footprint. Past L2's capacity the sector is gone (L2 taken as least recently
+// used: a sweep longer than the cache hits nothing, a shorter one everything), and each later group
+// reads it again. The readers are taken as every block from the lowest to the highest along the
+// highest dimension they differ in (Counters::shared_reads), k their mean over the sectors.
 // A heads-first grid (chapter 09's step g: x = batch x head) puts a head's Q tiles grid_x blocks
 // apart: at B = 4, H = 16, N = 4096, d = 128 its 2048 blocks read each head's K/V in groups of
 // about 2, and the 64 heads between (134 MB of K/V) pass L2's 50 MB, so K/V cross DRAM about 16
 // times: 2.15 GB, where Nsight Compute read 2.22 GB on an H200 (results/nvidia-h200/ncu). A grid
 // with the Q tiles in x (chapter 05) keeps every reader of a head's K/V resident at once: once.
+// The L2 capacity is gpus.h's (an assumption for the H100 and H200: 50 MB).
 // Not counted: a block's own re-reads of what its L1 no longer holds (chapter 04's block per head
 // reads its K/V once per Q tile: 4.4 GB from DRAM measured where each sector once is 0.2 GB).
 inline double dram_rereads(const simt::Counters& c, const gpus::Gpu& g, double resident) {

@@ -28,7 +28,9 @@ inline simt::Counters count(const std::function<cudaError_t()>& run, int sample_
 inline std::vector<double> fields(const simt::Counters& c) {
   std::vector<double> f = {c.launches, c.blocks, c.blocks_counted, c.dram_read_sectors, c.dram_write_sectors,
                            c.block_load_sectors, c.fill_sectors, c.drain_sectors, c.mma, c.mma_flop, c.mufu, c.barriers, c.shuffles, c.votes,
-                           c.syncwarps, c.wgmma, c.wgmma_flop, c.producer_warps};
+                           c.syncwarps, c.wgmma, c.wgmma_flop, c.producer_warps, c.grid_x, c.grid_y, c.grid_z};
+  f.insert(f.end(), std::begin(c.shared_sectors), std::end(c.shared_sectors));
+  f.insert(f.end(), std::begin(c.shared_reads), std::end(c.shared_reads));
   for (const simt::GlobalOps& g : c.global) f.insert(f.end(), {g.requests, g.lanes, g.bytes, g.sectors, g.lines});
   for (const simt::SharedOps& s : c.shared) f.insert(f.end(), {s.requests, s.wavefronts, s.ideal});
   return f;

@@ -318,7 +318,7 @@ TEST_CASE("the model's DRAM reads beside what Nsight Compute read on the H200", 
     REQUIRE(in);
     double measured = 0;
     for (std::string line; std::getline(in, line) && measured == 0;) {
-      if (line.find("\"dram__bytes_read.sum\"") == std::string::npos) continue;
+      if (line.find("\"dram__bytes_read.sum\",\"byte\"") == std::string::npos) continue;  // in bytes
       std::string value = line.substr(line.rfind(",\"") + 2);
       value.erase(std::remove_if(value.begin(), value.end(), [](char ch) { return ch == ',' || ch == '"'; }), value.end());
       measured = std::stod(value);

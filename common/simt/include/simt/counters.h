@@ -95,7 +95,11 @@ struct Counters {
   // Sectors read by more than one block, by the highest dimension of the grid (x, y, z) along which
   // their readers differ, and those reads: per sector, the blocks from its lowest reader to its
   // highest along that dimension. Where the readers of a sector stand in the order the GPU starts
-  // blocks says whether L2 still holds it for the next one (model.h's dram_rereads).
+  // blocks says whether L2 still holds it for the next one (model.h's dram_rereads). Approximate
+  // where readers skip blocks in between (a block mask) or differ along two dimensions (only the
+  // highest counts); and not a polynomial in a sampled problem's row groups where its smallest run
+  // has one block along the sharing dimension (chapter 05's Q tiles in x at Br = 256, m = 1), which
+  // costs nothing there: readers side by side in x are resident together and read nothing again.
   double shared_sectors[3] = {}, shared_reads[3] = {};
   double mma = 0, mma_flop = 0;  // mma.sync executions (warp-level) and their floating-point operations
   // wgmma: each warp's part of a warpgroup's instruction (a warp issues it: 4 per wgmma), and the
