@@ -45,7 +45,7 @@ constexpr int kBlocksCounted = offsetof(simt::Counters, blocks_counted) / sizeof
 // in n where a lab's small sizes run one block along a dimension (at n = 32 nothing is shared), so
 // a lab leaves them out and models each sector read from DRAM once.
 constexpr int kSharedFirst = offsetof(simt::Counters, shared_sectors) / sizeof(double),
-              kSharedEnd = offsetof(simt::Counters, shared_reads) / sizeof(double) + 3;
+              kSharedEnd = (offsetof(simt::Counters, shared_reads) + sizeof(simt::Counters::shared_reads)) / sizeof(double);
 bool grid_order(int field) { return field >= kSharedFirst && field < kSharedEnd; }
 
 }  // namespace

@@ -429,21 +429,30 @@ void freed(const void* p) {
   g_allocs.erase(reinterpret_cast<uintptr_t>(p));
 }
 
+// Calls f(sector) for each sector of al the launch read (its bit set in al.read).
+template <class F>
+void each_read(const Alloc& al, F&& f) {
+  for (size_t w = 0; w < al.words; ++w)
+    for (uint64_t bits = al.read[w].load(std::memory_order_relaxed); bits; bits &= bits - 1)
+      f(w * 64 + static_cast<size_t>(__builtin_ctzll(bits)));
+}
+
 // The sectors of al that more than one block read (Counters::shared_sectors): by the highest grid
 // dimension along which the lowest and highest reader differ, the readers counted as the blocks
 // between them along it (every K/V tile is read by a run of Q tiles' blocks: all of them, or under
-// is_causal those from the diagonal on).
+// is_causal those from the diagonal on). The highest reader's index is the larger, so along the
+// dimension where the two first differ (z, then y, then x) its coordinate is the larger too.
 void shared_reads(const Alloc& al, Counters& c) {
   const uint64_t gx = g_grid.x, gy = g_grid.y;
-  for (size_t s = 0; s < al.words * 64; ++s) {
+  each_read(al, [&](size_t s) {
     const uint32_t lo = al.first_reader[s].load(std::memory_order_relaxed), hi = al.last_reader[s].load(std::memory_order_relaxed);
-    if (lo == hi) continue;  // read by one block, or by none
+    if (lo == hi) return;  // read by one block
     const uint64_t a = lo - 1, b = hi - 1;
     const uint64_t ax = a % gx, ay = a / gx % gy, az = a / (gx * gy), bx = b % gx, by = b / gx % gy, bz = b / (gx * gy);
     const int dim = az != bz ? 2 : ay != by ? 1 : 0;
-    const uint64_t along = dim == 2 ? bz - az : dim == 1 ? (by > ay ? by - ay : ay - by) : (bx > ax ? bx - ax : ax - bx);
+    const uint64_t along = dim == 2 ? bz - az : dim == 1 ? by - ay : bx - ax;
     c.shared_sectors[dim] += 1, c.shared_reads[dim] += static_cast<double>(along + 1);
-  }
+  });
 }
 
 bool launch_begin(const void* kernel, dim3 grid, dim3 block, size_t smem) {
@@ -463,12 +472,14 @@ bool launch_begin(const void* kernel, dim3 grid, dim3 block, size_t smem) {
       al->words = words;
       al->read.reset(new std::atomic<uint64_t>[words]);
       al->written.reset(new std::atomic<uint64_t>[words]);
-      al->first_reader.reset(new std::atomic<uint32_t>[words * 64]);
-      al->last_reader.reset(new std::atomic<uint32_t>[words * 64]);
+      al->first_reader.reset(new std::atomic<uint32_t>[words * 64]());
+      al->last_reader.reset(new std::atomic<uint32_t>[words * 64]());
+    } else {  // the readers of what the last launch read (a new array is zero already)
+      each_read(*al, [&](size_t s) {
+        al->first_reader[s].store(0, std::memory_order_relaxed), al->last_reader[s].store(0, std::memory_order_relaxed);
+      });
     }
     for (size_t i = 0; i < words; ++i) al->read[i].store(0, std::memory_order_relaxed), al->written[i].store(0, std::memory_order_relaxed);
-    for (size_t i = 0; i < words * 64; ++i)
-      al->first_reader[i].store(0, std::memory_order_relaxed), al->last_reader[i].store(0, std::memory_order_relaxed);
     g_launch_allocs.push_back(al.get());
   }
   for (Worker* w : g_workers) w->raw = Raw{};
