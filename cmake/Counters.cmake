@@ -22,8 +22,9 @@ if(FLASHSTEPS_COUNTERS)
   # Only the instrumentation: every load and store of a kernel calls __tsan_readN/__tsan_writeN,
   # which the emulator defines (common/simt/src/tsan_callbacks.cpp); no sanitizer runtime is
   # linked. Function entry/exit is not needed; -fno-tree-sra keeps a float4 access one 16-byte
-  # access instead of four scalar ones.
-  set(FLASHSTEPS_COUNTER_FLAGS "-fsanitize=thread;--param=tsan-instrument-func-entry-exit=0;-fno-tree-sra")
+  # access instead of four scalar ones. FLASHSTEPS_COUNTED_TU gives the helpers a kernel shares with
+  # the harness names of their own in the kernels' files (ATTN_HOST_DEVICE, common/kernels/params.h).
+  set(FLASHSTEPS_COUNTER_FLAGS "-fsanitize=thread;--param=tsan-instrument-func-entry-exit=0;-fno-tree-sra;-DFLASHSTEPS_COUNTED_TU")
   message(STATUS "flashsteps: counters on (kernels instrumented; flashsteps profile)")
 endif()
 

@@ -10,6 +10,13 @@
 
 #if defined(__CUDACC__)
 #define ATTN_HOST_DEVICE __host__ __device__
+#elif defined(FLASHSTEPS_COUNTED_TU)
+// The counters build instruments the kernels' files and not the harness's (cmake/Counters.cmake). A
+// helper both call would be one weak symbol, of which the linker keeps one copy for all files,
+// perhaps the harness's, uncounted (it once hid chapter 10's classifier loads). The tag gives the
+// kernels' copies names of their own; tools/check_counted_copies.py (CTest counted_copies) checks
+// that no other function is left shared.
+#define ATTN_HOST_DEVICE __attribute__((abi_tag("counted")))
 #else
 #define ATTN_HOST_DEVICE
 #endif

@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""check_counted_copies.py: in a counters build, no kernel code may lose its counts to the linker.
+
+The counters build instruments the kernels' translation units (-fsanitize=thread's calls, which the
+emulator counts: cmake/Counters.cmake) and not the harness's. An inline function or a template
+instantiation that both kinds of file emit is one weak symbol, and the linker keeps one copy of it
+for both: if it keeps the harness's, the kernels run an uncounted copy and their loads and stores
+vanish from every count and every modelled time, silently. This lists every weak function symbol
+defined both in an instrumented object (it calls __tsan_*) and in an uninstrumented one whose
+instrumented copy does count something (its code calls __tsan_*), and exits 1 if there is any.
+
+    tools/check_counted_copies.py BUILD_DIR      (exit 2: not a counters build, or no objects)
+"""
+import pathlib
+import re
+import subprocess
+import sys
+
+
+def symbols(obj):
+    """(weak defined function symbols, whether the object is instrumented)."""
+    out = subprocess.run(["nm", "--defined-only", str(obj)], capture_output=True, text=True, check=True).stdout
+    weak = {line.split()[2] for line in out.splitlines() if len(line.split()) == 3 and line.split()[1] == "W"}
+    und = subprocess.run(["nm", "-u", str(obj)], capture_output=True, text=True, check=True).stdout
+    return weak, "__tsan_" in und
+
+
+def counts(obj, symbol):
+    """Whether the object's copy of the function calls the instrumentation."""
+    out = subprocess.run(["objdump", "-dr", "--no-show-raw-insn", f"--disassemble={symbol}", str(obj)],
+                         capture_output=True, text=True, check=True).stdout
+    return re.search(r"R_X86_64_\w+\s+__tsan_", out) is not None or "<__tsan_" in out
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__.strip().splitlines()[-1].strip(), file=sys.stderr)
+        return 2
+    build = pathlib.Path(sys.argv[1])
+    cache = build / "CMakeCache.txt"
+    if not cache.is_file() or "FLASHSTEPS_COUNTERS:BOOL=ON" not in cache.read_text():
+        print(f"check_counted_copies: {build} is not a counters build (-DFLASHSTEPS_COUNTERS=ON)", file=sys.stderr)
+        return 2
+    objects = sorted(build.rglob("*.o"))
+    if not objects:
+        print(f"check_counted_copies: no object files under {build}: build it first", file=sys.stderr)
+        return 2
+    counted, uncounted = {}, {}
+    for obj in objects:
+        weak, instrumented = symbols(obj)
+        for s in weak:
+            (counted if instrumented else uncounted).setdefault(s, obj)
+    lost = [(s, counted[s], uncounted[s]) for s in sorted(set(counted) & set(uncounted)) if counts(counted[s], s)]
+    for s, c, u in lost:
+        name = subprocess.run(["c++filt", s], capture_output=True, text=True).stdout.strip()
+        print(f"{name}\n  counted in {c.relative_to(build)}, uncounted in {u.relative_to(build)}")
+    print(f"check_counted_copies: {len(objects)} objects, {len(counted)} weak functions in instrumented ones, "
+          f"{len(lost)} also emitted uninstrumented with counts to lose")
+    return 1 if lost else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
