@@ -5,8 +5,9 @@
 
 An inline function that loads, emitted out of line both by an instrumented file (-fsanitize=thread,
 as the counters build compiles a kernel) and by an uninstrumented one (the harness), must be
-reported; the same pair with the uninstrumented file calling a function of its own must not; a
-folder that is not a counters build is refused with exit 2.
+reported; the same pair with the uninstrumented file calling a function of its own must not, nor
+a shared function that counts nothing; a folder that is not a counters build, or has no objects,
+is refused with exit 2.
 """
 import shutil
 import subprocess
@@ -24,11 +25,15 @@ KERNEL = SHARED + "int kernel(const int* p) { return load(p) + 1; }\n"
 HARNESS = SHARED + "int harness(const int* p) { return load(p) + 2; }\n"
 OWN = "inline __attribute__((noipa)) int own_load(const int* p) { return *p; }\n" \
       "int harness(const int* p) { return own_load(p) + 2; }\n"
+# Shared by both, but touching no memory: nothing to count, nothing lost.
+NOTHING = "inline __attribute__((noipa)) int twice(int a) { return 2 * a; }\n"
+KERNEL_NOTHING = NOTHING + "int kernel(const int* p) { return twice(*p) + 1; }\n"
+HARNESS_NOTHING = NOTHING + "int harness(int a) { return twice(a) + 2; }\n"
 
 
-def build(folder, harness_source):
+def build(folder, harness_source, kernel_source=KERNEL):
     (folder / "CMakeCache.txt").write_text("FLASHSTEPS_COUNTERS:BOOL=ON\n")
-    (folder / "kernel.cpp").write_text(KERNEL)
+    (folder / "kernel.cpp").write_text(kernel_source)
     (folder / "harness.cpp").write_text(harness_source)
     subprocess.run(["g++", "-O2", "-fsanitize=thread", "--param=tsan-instrument-func-entry-exit=0", "-c",
                     str(folder / "kernel.cpp"), "-o", str(folder / "kernel.o")], check=True)
@@ -45,8 +50,8 @@ def main():
         return 77
     c = Checks("check_counted_copies")
     with tempfile.TemporaryDirectory() as tmp:
-        shared, own, plain = Path(tmp, "shared"), Path(tmp, "own"), Path(tmp, "plain")
-        for d in (shared, own, plain):
+        shared, own, nothing, plain, empty = (Path(tmp, n) for n in ("shared", "own", "nothing", "plain", "empty"))
+        for d in (shared, own, nothing, plain, empty):
             d.mkdir()
         build(shared, HARNESS)
         r = run(shared)
@@ -56,6 +61,13 @@ def main():
         build(own, OWN)
         r = run(own)
         c(r.returncode == 0, f"the harness with its own copy: exit 0 (got {r.returncode}: {r.stdout}{r.stderr})")
+        build(nothing, HARNESS_NOTHING, KERNEL_NOTHING)
+        r = run(nothing)
+        c(r.returncode == 0 and "1 weak functions in instrumented ones" in r.stdout,
+          f"a shared function that counts nothing: exit 0 (got {r.returncode}: {r.stdout}{r.stderr})")
+        (empty / "CMakeCache.txt").write_text("FLASHSTEPS_COUNTERS:BOOL=on\n")
+        r = run(empty)
+        c(r.returncode == 2 and "no object files" in r.stderr, f"a counters build without objects: exit 2 ({r.returncode}: {r.stderr})")
         r = run(plain)
         c(r.returncode == 2 and "not a counters build" in r.stderr, f"no CMakeCache.txt: exit 2 ({r.returncode}: {r.stderr})")
     return c.exit_code()

@@ -7,14 +7,21 @@ instantiation that both kinds of file emit is one weak symbol, and the linker ke
 for both: if it keeps the harness's, the kernels run an uncounted copy and their loads and stores
 vanish from every count and every modelled time, silently. This lists every weak function symbol
 defined both in an instrumented object (it calls __tsan_*) and in an uninstrumented one whose
-instrumented copy does count something (its code calls __tsan_*), and exits 1 if there is any.
+instrumented copy counts something: its code calls __tsan_*, or a function tagged for the kernels
+(abi_tag "counted", common/kernels/params.h), which the harness's copy would call untagged. Exits 1
+if there is any.
 
-    tools/check_counted_copies.py BUILD_DIR      (exit 2: not a counters build, or no objects)
+    tools/check_counted_copies.py BUILD_DIR      (exit 2: not a counters build, no objects, or no
+                                                  nm/objdump that reads them)
 """
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
+
+# A call into the instrumentation or into a kernels' tagged copy, by relocation (any ELF machine).
+COUNTS = re.compile(r"R_\w+\s+(__tsan_\w+|\S*B7counted\S*)")
 
 
 def symbols(obj):
@@ -29,7 +36,7 @@ def counts(obj, symbol):
     """Whether the object's copy of the function calls the instrumentation."""
     out = subprocess.run(["objdump", "-dr", "--no-show-raw-insn", f"--disassemble={symbol}", str(obj)],
                          capture_output=True, text=True, check=True).stdout
-    return re.search(r"R_X86_64_\w+\s+__tsan_", out) is not None or "<__tsan_" in out
+    return COUNTS.search(out) is not None
 
 
 def main():
@@ -38,19 +45,28 @@ def main():
         return 2
     build = pathlib.Path(sys.argv[1])
     cache = build / "CMakeCache.txt"
-    if not cache.is_file() or "FLASHSTEPS_COUNTERS:BOOL=ON" not in cache.read_text():
+    on = re.search(r"^FLASHSTEPS_COUNTERS:\w+=(ON|1|TRUE|YES|Y)$", cache.read_text(), re.M | re.I) if cache.is_file() else None
+    if not on:
         print(f"check_counted_copies: {build} is not a counters build (-DFLASHSTEPS_COUNTERS=ON)", file=sys.stderr)
         return 2
     objects = sorted(build.rglob("*.o"))
     if not objects:
         print(f"check_counted_copies: no object files under {build}: build it first", file=sys.stderr)
         return 2
+    missing = [t for t in ("nm", "objdump", "c++filt") if not shutil.which(t)]
+    if missing:
+        print(f"check_counted_copies: {', '.join(missing)} not found (binutils)", file=sys.stderr)
+        return 2
     counted, uncounted = {}, {}
-    for obj in objects:
-        weak, instrumented = symbols(obj)
-        for s in weak:
-            (counted if instrumented else uncounted).setdefault(s, obj)
-    lost = [(s, counted[s], uncounted[s]) for s in sorted(set(counted) & set(uncounted)) if counts(counted[s], s)]
+    try:
+        for obj in objects:
+            weak, instrumented = symbols(obj)
+            for s in weak:
+                (counted if instrumented else uncounted).setdefault(s, obj)
+        lost = [(s, counted[s], uncounted[s]) for s in sorted(set(counted) & set(uncounted)) if counts(counted[s], s)]
+    except subprocess.CalledProcessError as e:
+        print(f"check_counted_copies: {' '.join(e.cmd)} failed: {e.stderr.strip()}", file=sys.stderr)
+        return 2
     for s, c, u in lost:
         name = subprocess.run(["c++filt", s], capture_output=True, text=True).stdout.strip()
         print(f"{name}\n  counted in {c.relative_to(build)}, uncounted in {u.relative_to(build)}")
