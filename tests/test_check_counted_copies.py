@@ -57,7 +57,7 @@ def main():
         r = run(shared)
         c(r.returncode == 1, f"a load emitted counted and uncounted: exit 1 (got {r.returncode}: {r.stdout}{r.stderr})")
         c("load(int const*)" in r.stdout and "kernel.o" in r.stdout and "harness.o" in r.stdout,
-                f"it names the function and both objects:\n{r.stdout}")
+          f"it names the function and both objects:\n{r.stdout}")
         build(own, OWN)
         r = run(own)
         c(r.returncode == 0, f"the harness with its own copy: exit 0 (got {r.returncode}: {r.stdout}{r.stderr})")

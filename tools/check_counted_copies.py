@@ -25,15 +25,19 @@ COUNTS = re.compile(r"R_\w+\s+(__tsan_\w+|\S*B7counted\S*)")
 
 
 def symbols(obj):
-    """(weak defined function symbols, whether the object is instrumented)."""
-    out = subprocess.run(["nm", "--defined-only", str(obj)], capture_output=True, text=True, check=True).stdout
-    weak = {line.split()[2] for line in out.splitlines() if len(line.split()) == 3 and line.split()[1] == "W"}
-    und = subprocess.run(["nm", "-u", str(obj)], capture_output=True, text=True, check=True).stdout
-    return weak, "__tsan_" in und
+    """(weak defined function symbols, whether the object is instrumented), from one nm."""
+    weak, instrumented = set(), False
+    for line in subprocess.run(["nm", str(obj)], capture_output=True, text=True, check=True).stdout.splitlines():
+        fields = line.split()
+        if len(fields) == 3 and fields[1] == "W":
+            weak.add(fields[2])
+        elif len(fields) == 2 and fields[0] == "U" and fields[1].startswith("__tsan_"):
+            instrumented = True
+    return weak, instrumented
 
 
 def counts(obj, symbol):
-    """Whether the object's copy of the function calls the instrumentation."""
+    """Whether the object's copy of the function calls the instrumentation or a tagged function."""
     out = subprocess.run(["objdump", "-dr", "--no-show-raw-insn", f"--disassemble={symbol}", str(obj)],
                          capture_output=True, text=True, check=True).stdout
     return COUNTS.search(out) is not None
