@@ -427,6 +427,40 @@ TEST_CASE("DRAM re-reads: a sector's readers far apart in the grid's order read 
   CHECK(m.dram == Approx((32 * c.dram_read_sectors + m.dram_rereads) / (g.dram_tb_s * 1e12 * m.share) * 1e6));
 }
 
+TEST_CASE("DRAM re-reads: a block's own, once the blocks resident beside it have swept L2", "[profile]") {
+  using namespace attn;
+  const gpus::Gpu& g = *gpus::find_gpu("h100");
+  // Chapter 04's block per head at N = 4096, d = 128: each of its 32 Q tiles reads the head's 2 MB
+  // of K/V (65536 sectors), the 65535 others touched between two reads of one.
+  const double kv = 65536, tiles = 32;
+  const auto heads = [&](double n) {
+    simt::Counters c;
+    c.launches = 1, c.blocks = n, c.threads_per_block = 256, c.grid_x = n, c.grid_y = c.grid_z = 1;
+    c.dram_read_sectors = n * kv, c.block_load_sectors = n * kv;
+    c.reread_l1[simt::reuse_bucket(static_cast<unsigned long long>(kv - 1))] = n * kv * (tiles - 1);
+    return c;
+  };
+  // 64 blocks resident together sweep 64 x 2 MB = 134 MB between two reads: past L2's 50 MB,
+  // every re-read crosses DRAM again, and L2 (it missed L1 too).
+  const simt::Counters many = heads(64);
+  CHECK(dram_rereads(many, g, 132) == Approx(32 * 64 * kv * (tiles - 1)));
+  CHECK(dram_rereads(many, g, 132) == Approx(4.161e9).epsilon(1e-3));  // by hand: 64 x 2.097 MB x 31
+  const Modelled m = model(many, g);
+  CHECK(m.dram_rereads == Approx(32 * 64 * kv * (tiles - 1)));
+  CHECK(m.l2_rereads == Approx(32 * 64 * kv * (tiles - 1)));
+  CHECK(m.l2 == Approx((l2_bytes(many) + m.l2_rereads) / (g.l2_tb_s * 1e12 * m.share) * 1e6));
+  // 16 of them (34 MB) fit L2: no re-read crosses DRAM, and the L2 term counts each sector once.
+  const simt::Counters few = heads(16);
+  CHECK(dram_rereads(few, g, 132) == 0);
+  CHECK(model(few, g).l2_rereads == 0);
+  // The same re-reads by cp.async or TMA (reread_l2): DRAM again, and no more through L2 than
+  // their requests already counted.
+  simt::Counters copies = heads(64);
+  std::swap(copies.reread_l1, copies.reread_l2);
+  CHECK(dram_rereads(copies, g, 132) == Approx(32 * 64 * kv * (tiles - 1)));
+  CHECK(model(copies, g).l2_rereads == 0);
+}
+
 TEST_CASE("the tensor term: wgmma at the tensor cores' whole peak, mma.sync at its fraction of it", "[profile]") {
   using namespace attn;
   const gpus::Gpu& g = gpus::kGpus[0];

@@ -226,10 +226,12 @@ void print_stage(const StageProfile& s, const gpus::Gpu& g, int sample) {
             fmt("%.2f sectors/req", per(o.sectors, o.requests)) + fmt(" (%.1f lanes)", per(o.lanes, o.requests));
   }
   std::printf("    global    %s\n", line.empty() ? "none" : line.c_str());
-  const std::string again = s.terms.dram_rereads > 0 ? " + " + mb(s.terms.dram_rereads) + " read again (the grid's order, modelled)" : "";
-  std::printf("    memory    DRAM %s read (each sector once%s)%s + %s written; L2 %s\n", mb(32 * c.dram_read_sectors).c_str(),
-              s.terms.beyond_l2 ? "; more than L2 holds: a block's own re-reads not counted" : "", again.c_str(),
-              mb(32 * c.dram_write_sectors).c_str(), mb(l2_bytes(c)).c_str());
+  const std::string again =
+      s.terms.dram_rereads > 0 ? " + " + mb(s.terms.dram_rereads) + " read again (modelled: the grid's order, the blocks' own re-reads)" : "";
+  const std::string l2_again = s.terms.l2_rereads > 0 ? " + " + mb(s.terms.l2_rereads) + " again (modelled)" : "";
+  std::printf("    memory    DRAM %s read (each sector once%s)%s + %s written; L2 %s%s\n", mb(32 * c.dram_read_sectors).c_str(),
+              s.terms.beyond_l2 ? "; more than L2 holds" : "", again.c_str(), mb(32 * c.dram_write_sectors).c_str(),
+              mb(l2_bytes(c)).c_str(), l2_again.c_str());
   line.clear();
   for (int k = 0; k < simt::kSharedKinds; ++k) {
     const simt::SharedOps& o = c.shared[k];
@@ -546,7 +548,7 @@ const Profile& Profiler::finish(Profile prof, const std::vector<std::string>& st
       s.terms.latency += m.latency, s.terms.fill_drain += m.fill_drain, s.terms.groups = std::max(s.terms.groups, m.groups);
       if (!m.sass_known) s.unknown_kernel = kernels[i][l];
       s.terms.launch += m.launch, s.terms.share = std::max(s.terms.share, m.share);
-      s.terms.beyond_l2 |= m.beyond_l2, s.terms.dram_rereads += m.dram_rereads;
+      s.terms.beyond_l2 |= m.beyond_l2, s.terms.dram_rereads += m.dram_rereads, s.terms.l2_rereads += m.l2_rereads;
       s.us += m.total();
       if (m.total() > launch_longest)
         launch_longest = m.total(), s.bound = m.bound(), s.terms.blocks_per_sm = m.blocks_per_sm, s.terms.waves = m.waves;

@@ -42,10 +42,14 @@ const double* fields(const simt::Counters& c) { return reinterpret_cast<const do
 // The blocks whose requests were grouped: the extrapolation takes them from its first size.
 constexpr int kBlocksCounted = offsetof(simt::Counters, blocks_counted) / sizeof(double);
 // The sectors several blocks read (the model's DRAM re-reads by the grid's order): not a polynomial
-// in n where a lab's small sizes run one block along a dimension (at n = 32 nothing is shared), so
-// a lab leaves them out and models each sector read from DRAM once.
+// in n where a lab's small sizes run one block along a dimension (at n = 32 nothing is shared); and
+// a block's own re-reads by their reuse distance, whose buckets move with n. A lab leaves both out
+// and models each sector read from DRAM once.
 constexpr int kSharedFirst = offsetof(simt::Counters, shared_sectors) / sizeof(double),
-              kSharedEnd = (offsetof(simt::Counters, shared_reads) + sizeof(simt::Counters::shared_reads)) / sizeof(double);
+              kSharedEnd = (offsetof(simt::Counters, reread_l2) + sizeof(simt::Counters::reread_l2)) / sizeof(double);
+static_assert(offsetof(simt::Counters, reread_l1) == offsetof(simt::Counters, shared_reads) + sizeof(simt::Counters::shared_reads) &&
+                  offsetof(simt::Counters, reread_l2) == offsetof(simt::Counters, reread_l1) + sizeof(simt::Counters::reread_l1),
+              "the fields a lab leaves out are side by side");
 bool grid_order(int field) { return field >= kSharedFirst && field < kSharedEnd; }
 
 }  // namespace
@@ -170,7 +174,7 @@ void Lab::profile(const std::string& name, const std::function<bool(long long n)
       }
     }
     simt::Counters c = attn::extrapolate(fit, xs, static_cast<double>(o_.n));
-    for (int d = 0; d < 3; ++d) c.shared_sectors[d] = c.shared_reads[d] = 0;  // grid_order, above
+    for (int f = kSharedFirst; f < kSharedEnd; ++f) reinterpret_cast<double*>(&c)[f] = 0;  // grid_order, above
     std::printf("  %s: %.0f blocks of %.0f threads, %.0f B of dynamic and %.0f B of static shared memory\n", kernel.c_str(),
                 c.blocks, c.threads_per_block, c.smem_bytes, c.smem_static_bytes);
     const double shared_req = c.shared_requests(), shared_wf = c.shared_wavefronts();

@@ -78,8 +78,8 @@
 // work for them): a wait of each group, not one they share.
 //
 // The model is still a max of floors, each unit at its peak. Its DRAM traffic is one read of each
-// sector per launch and the re-reads the grid's order forces (dram_rereads, below), not a block's
-// re-reads of its own data past L1 (a footprint larger than L2 is flagged), and it stands for
+// sector per launch, the re-reads the grid's order forces and a block's re-reads of its own data
+// that L2 no longer holds (dram_rereads, below), and it stands for
 // sm_90's SASS on every GPU. So it says which kernel should be faster and why, within a factor, not
 // the time to 10% (tests/counters/test_published.cpp scores it against published measurements).
 #pragma once
@@ -99,14 +99,15 @@ struct Modelled {
   double dram = 0, l2 = 0, l1 = 0, issue = 0, fma = 0, mufu = 0, tensor = 0;  // each at the share of the GPU the grid keeps busy
   double latency = 0;        // the warps' own chains over the groups that hide each other's, and fill and drain (above)
   double fill_drain = 0;     // in it: the blocks' fill and drain traffic (above), before hiding
-  double dram_rereads = 0;   // bytes read from DRAM again, by the grid's order (dram_rereads), in the DRAM term
+  double dram_rereads = 0;   // bytes read from DRAM again, by the grid's order and the blocks' own re-reads (dram_rereads), in the DRAM term
+  double l2_rereads = 0;     // bytes loaded through L1 again that L2 no longer held either, in the L2 term
   double launch = 0;
   double share = 0;          // busy: blocks / (SMs x ceil(blocks / SMs))
   double blocks_per_sm = 0;  // occupancy, from threads, registers (when known) and dynamic shared memory
   double waves = 0;          // ceil(blocks / (SMs x blocks_per_sm))
   double instructions = 0;   // warp instructions issued (0 when the SASS data does not know the kernel)
   bool sass_known = false;   // the issue term and the registers come from the SASS data
-  bool beyond_l2 = false;    // the launch touches more than L2 holds: DRAM bytes are a lower bound
+  bool beyond_l2 = false;    // the launch touches more than L2 holds: its re-reads are modelled (dram_rereads), not counted
   double groups = 0;         // per SM: groups of warps that hide each other's waits (above)
   double total() const { return std::max({dram, l2, l1, issue, fma, mufu, tensor, latency}) + launch; }
   // "DRAM", "L2", "L1", "issue", "FMA", "MUFU", "tensor", "latency", or "launch" when the launch costs more than all of them.
@@ -173,8 +174,23 @@ inline std::string launch_refusal(const simt::Counters& c, const SassKernel* k, 
 // times: 2.15 GB, where Nsight Compute read 2.22 GB on an H200 (results/nvidia-h200/ncu). A grid
 // with the Q tiles in x (chapter 05) keeps every reader of a head's K/V resident at once: once.
 // The L2 capacity is gpus.h's (an assumption for the H100 and H200: 50 MB).
-// Not counted: a block's own re-reads of what its L1 no longer holds (chapter 04's block per head
-// reads its K/V once per Q tile: 4.4 GB from DRAM measured where each sector once is 0.2 GB).
+// And a block's own re-reads (rereads_beyond, above): chapter 04's block per head reads its K/V
+// once per Q tile, at B = 4, H = 16, N = 4096, d = 128 2 MB between two reads of a sector, 128 MB
+// for the 64 blocks resident together: past L2, every read again from DRAM (Nsight Compute: 4.4
+// GB where each sector once is 0.2 GB). Not counted: re-reads that L2 holds but L1 does not (the
+// L2 term takes a block's loads through L1 once each, and those re-reads past L2 again).
+// A block's own re-reads (Counters::reread_l1, reread_l2), of those whose reuse distance D (the
+// distinct sectors the block touched in between) times the blocks resident beside it passes `held`
+// sectors: each of those blocks touches as many of its own meanwhile (chapter 04's blocks per head
+// share nothing), and a cache taken as least recently used has lost the sector. A bucket counts
+// from its smallest distance (a quarter octave: counters.h's reuse_bucket).
+inline double rereads_beyond(const double (&reread)[simt::kReuseBuckets], double held, double resident) {
+  double n = 0;
+  for (int b = 0; b < simt::kReuseBuckets; ++b)
+    if (reread[b] > 0 && resident * simt::reuse_distance(b) > held) n += reread[b];
+  return n;
+}
+
 inline double dram_rereads(const simt::Counters& c, const gpus::Gpu& g, double resident) {
   const double blocks = std::max(1.0, c.blocks), stride[3] = {1, c.grid_x, c.grid_x * c.grid_y};
   double shared = 0;
@@ -197,6 +213,8 @@ inline double dram_rereads(const simt::Counters& c, const gpus::Gpu& g, double r
     const double k = c.shared_reads[d] / c.shared_sectors[d], together = sharers(d, resident);
     if (k > together && distinct(std::max(resident, stride[d])) > l2_sectors) again += c.shared_sectors[d] * (k / together - 1);
   }
+  const double beside = std::min(blocks, resident);
+  again += rereads_beyond(c.reread_l1, l2_sectors, beside) + rereads_beyond(c.reread_l2, l2_sectors, beside);
   return 32 * again;
 }
 
@@ -214,7 +232,9 @@ inline Modelled model(const simt::Counters& c, const gpus::Gpu& g, const SassKer
   const double clock = g.clock_ghz * 1e9 * g.sms * m.share;  // SM-clocks per second of the busy SMs
   m.dram_rereads = dram_rereads(c, g, g.sms * m.blocks_per_sm);
   m.dram = (dram_bytes(c) + m.dram_rereads) / (g.dram_tb_s * 1e12 * m.share) * 1e6;
-  m.l2 = l2_bytes(c) / (g.l2_tb_s * 1e12 * m.share) * 1e6;
+  // The loads through L1 that L2 no longer holds (above) surely missed L1 too: through L2 again.
+  m.l2_rereads = 32 * rereads_beyond(c.reread_l1, g.l2_mb * 1e6 / 32, std::min(blocks, g.sms * m.blocks_per_sm));
+  m.l2 = (l2_bytes(c) + m.l2_rereads) / (g.l2_tb_s * 1e12 * m.share) * 1e6;
   m.l1 = l1_wavefronts(c) / (g.l1_wavefronts_per_clk * clock) * 1e6;
   m.instructions = k ? issued_instructions(c, *k) : 0;
   m.issue = m.instructions / (g.warp_schedulers * clock * schedulers) * 1e6;

@@ -31,6 +31,8 @@ inline std::vector<double> fields(const simt::Counters& c) {
                            c.syncwarps, c.wgmma, c.wgmma_flop, c.producer_warps, c.grid_x, c.grid_y, c.grid_z};
   f.insert(f.end(), std::begin(c.shared_sectors), std::end(c.shared_sectors));
   f.insert(f.end(), std::begin(c.shared_reads), std::end(c.shared_reads));
+  f.insert(f.end(), std::begin(c.reread_l1), std::end(c.reread_l1));
+  f.insert(f.end(), std::begin(c.reread_l2), std::end(c.reread_l2));
   for (const simt::GlobalOps& g : c.global) f.insert(f.end(), {g.requests, g.lanes, g.bytes, g.sectors, g.lines});
   for (const simt::SharedOps& s : c.shared) f.insert(f.end(), {s.requests, s.wavefronts, s.ideal});
   return f;

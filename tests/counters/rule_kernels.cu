@@ -96,6 +96,20 @@ __global__ void read_twice_kernel(const float* in, float* out, int n, int shift)
   if (i < n) out[i] = in[i] + in[(i + shift) % n];
 }
 
+__global__ void sweeps_kernel(const float* rows, float* scratch, float* out, int len, int passes, bool store_first) {
+  const int b = static_cast<int>(blockIdx.x), l = static_cast<int>(threadIdx.x);
+  const float* row = rows + static_cast<long long>(b) * len;
+  if (store_first) {
+    for (int i = l; i < len; i += 32) scratch[static_cast<long long>(b) * len + i] = row[i];
+    row = scratch + static_cast<long long>(b) * len;
+  }
+  float sum = 0;
+  for (int pass = 0; pass < passes; ++pass)
+    for (int i = l; i < len; i += 32) sum += row[i];
+  for (int o = 16; o > 0; o /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  if (l == 0) out[b] = sum;
+}
+
 __global__ void shared_rows_kernel(const float* kv, float* out, int len, int skip, bool heads_first) {
   const int t = static_cast<int>(heads_first ? blockIdx.y : blockIdx.x), h = static_cast<int>(heads_first ? blockIdx.x : blockIdx.y);
   const int tiles = static_cast<int>(heads_first ? gridDim.y : gridDim.x);
@@ -190,6 +204,9 @@ cudaError_t cas_atomics(float* sum, int* most, int blocks) {
 }
 cudaError_t read_twice(const float* in, float* out, int n, int shift) {
   return simt::launch(read_twice_kernel, dim3((n + 127) / 128), dim3(128), 0, in, out, n, shift);
+}
+cudaError_t sweeps(const float* rows, float* scratch, float* out, int blocks, int len, int passes, bool store_first) {
+  return simt::launch(sweeps_kernel, dim3(blocks), dim3(32), 0, rows, scratch, out, len, passes, store_first);
 }
 cudaError_t shared_rows(const float* kv, float* out, int tiles, int heads, int len, int skip, bool heads_first) {
   const dim3 grid = heads_first ? dim3(heads, tiles) : dim3(tiles, heads);

@@ -34,6 +34,10 @@ cudaError_t atomics(int* counter, int blocks);
 cudaError_t cas_atomics(float* sum, int* most, int blocks);
 // out[i] = in[i] + in[(i + shift) % n] for i < n: every element read twice.
 cudaError_t read_twice(const float* in, float* out, int n, int shift);
+// Each of `blocks` blocks of one warp sums its own row of `len` floats (row b of rows), `passes`
+// times over, into out[b]; with store_first, it first writes the row (out-of-place copies from
+// rows into the row b of `scratch`) and sums that instead.
+cudaError_t sweeps(const float* rows, float* scratch, float* out, int blocks, int len, int passes, bool store_first);
 // A grid of `tiles` x `heads` blocks of 32 threads (heads_first: the heads in x, as chapter 09's
 // step g; else the tiles in x, as chapter 05), block (tile t, head h) summing row h of kv (`len`
 // floats) from element t * skip on (skip 0: all of it; > 0: fewer from each later tile, as a

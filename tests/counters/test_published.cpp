@@ -299,12 +299,14 @@ TEST_CASE("the model beside chapter 09 measured and FlashAttention-3 published",
 }
 
 // The model's DRAM reads beside what Nsight Compute read on the H200 (results/nvidia-h200/ncu,
-// dram__bytes_read.sum, B = 4, H = 16, N = 4096, d = 128): each sector once, and again where the
-// grid's order makes L2 lose it before its next reader (model.h's dram_rereads). Held within 10 %:
-// chapter 05's lean_loop and chapter 06's balanced (Q tiles in x: each K/V sector once) and chapter
-// 09's step g (heads in x: K/V read again by each group of blocks, ten times the footprint). Printed
-// with its reason: chapter 04's o_in_registers, whose block per head reads its own K/V again for
-// every Q tile, past what L1 holds, a re-read the model does not count.
+// dram__bytes_read.sum of every launch of the variant, B = 4, H = 16, N = 4096, d = 128): each
+// sector once, and again where L2 has lost it before its next read (model.h's dram_rereads): by the
+// grid's order (chapter 09's step g: heads in x, K/V read again by each group of blocks, ten times
+// the footprint) and by a block's own re-reads (chapter 04's block per head reads its K/V once per
+// Q tile; chapter 01's softmax, a thread per row, reads S three times). Held within 10 %, but
+// chapter 01's register_blocked: its softmax read S 4.2 times on the H200 where the model counts
+// the three passes its code makes (0.77 of the whole); what the fourth is, the model does not know
+// (the thread-per-row loads touch 32 rows' sectors per request): held between 0.7 and 1.
 TEST_CASE("the model's DRAM reads beside what Nsight Compute read on the H200", "[published]") {
   OneHead one;
   const gpus::Gpu& h200 = *gpus::find_gpu("h200");
@@ -312,16 +314,16 @@ TEST_CASE("the model's DRAM reads beside what Nsight Compute read on the H200", 
   Problem p;
   p.B = 4, p.H = 16, p.Lq = p.Lk = 4096, p.d = 128, p.dtype = DType::fp16;
   std::ostringstream t;
-  t << "DRAM read, B=4 H=16 N=4096 d=128: Nsight Compute on the H200 (dram__bytes_read.sum), the model (each sector once + again by the grid's order)\n";
-  for (const char* name : {"lean_loop", "balanced", "causal_skip", "o_in_registers"}) {
+  t << "DRAM read, B=4 H=16 N=4096 d=128: Nsight Compute on the H200 (dram__bytes_read.sum), the model (each sector once + again)\n";
+  for (const char* name : {"register_blocked", "exp2", "blocked_softmax_pv", "o_in_registers", "lean_loop", "balanced", "causal_skip"}) {
     std::ifstream in(dir + "ncu_" + name + ".csv");
     REQUIRE(in);
-    double measured = 0;
-    for (std::string line; std::getline(in, line) && measured == 0;) {
+    double measured = 0;  // every launch of the variant
+    for (std::string line; std::getline(in, line);) {
       if (line.find("\"dram__bytes_read.sum\",\"byte\"") == std::string::npos) continue;  // in bytes
       std::string value = line.substr(line.rfind(",\"") + 2);
       value.erase(std::remove_if(value.begin(), value.end(), [](char ch) { return ch == ',' || ch == '"'; }), value.end());
-      measured = std::stod(value);
+      measured += std::stod(value);
     }
     REQUIRE(measured > 0);
     const Variant* v = find_variant(name);
@@ -332,11 +334,16 @@ TEST_CASE("the model's DRAM reads beside what Nsight Compute read on the H200", 
     double once = 0;
     for (const StageProfile& s : pr.stages) once += 32 * s.counters.dram_read_sectors;
     char line[256];
-    std::snprintf(line, sizeof line, "%-15s %8.0f MB  %8.0f MB (%.0f + %.0f)  %5.2f\n", name, measured / 1e6, m.dram_read_bytes / 1e6,
+    std::snprintf(line, sizeof line, "%-18s %8.0f MB  %8.0f MB (%.0f + %.0f)  %5.2f\n", name, measured / 1e6, m.dram_read_bytes / 1e6,
                   once / 1e6, (m.dram_read_bytes - once) / 1e6, m.dram_read_bytes / measured);
     t << line;
     INFO(line);
-    if (std::string(name) != "o_in_registers") CHECK(std::fabs(m.dram_read_bytes / measured - 1) <= 0.10);
+    if (std::string(name) == "register_blocked") {
+      CHECK(m.dram_read_bytes / measured > 0.7);
+      CHECK(m.dram_read_bytes / measured < 1.0);
+    } else {
+      CHECK(std::fabs(m.dram_read_bytes / measured - 1) <= 0.10);
+    }
   }
   std::printf("%s", t.str().c_str());
 }

@@ -161,6 +161,42 @@ TEST_CASE("DRAM sectors count each sector once however often it is read", "[coun
   CHECK(c.dram_write_sectors == n * 4 / 32);
 }
 
+TEST_CASE("a block's re-reads of its own sectors, by the distinct sectors it touched in between", "[counters]") {
+  const int blocks = 3, len = 4096, passes = 3;  // a row: 512 sectors
+  Device<float> rows(blocks * len), scratch(blocks * len), out(blocks);
+  const double sectors = len / 8.0;
+  // Every pass after the first reads each sector again, the row's 511 others touched in between.
+  const simt::Counters c = count([&] { return rules::sweeps(rows.get(), scratch.get(), out.get(), blocks, len, passes, false); });
+  CHECK(c.block_load_sectors == blocks * sectors);
+  const int b = simt::reuse_bucket(static_cast<unsigned long long>(sectors - 1));
+  CHECK(c.reread_l1[b] == blocks * sectors * (passes - 1));
+  double all = 0;
+  for (int i = 0; i < simt::kReuseBuckets; ++i) all += c.reread_l1[i] + c.reread_l2[i];
+  CHECK(all == c.reread_l1[b]);
+  CHECK(simt::reuse_distance(b) <= sectors - 1);
+  CHECK(simt::reuse_distance(b + 1) > sectors - 1);
+  // A row the block wrote first: its first load is no re-read, the later passes are.
+  const simt::Counters w = count([&] { return rules::sweeps(rows.get(), scratch.get(), out.get(), blocks, len, passes, true); });
+  const int after_store = simt::reuse_bucket(static_cast<unsigned long long>(sectors - 1));
+  CHECK(w.reread_l1[after_store] == blocks * sectors * (passes - 1));
+  // One pass: nothing read again.
+  const simt::Counters once = count([&] { return rules::sweeps(rows.get(), scratch.get(), out.get(), blocks, len, 1, false); });
+  double none = 0;
+  for (int i = 0; i < simt::kReuseBuckets; ++i) none += once.reread_l1[i] + once.reread_l2[i];
+  CHECK(none == 0);
+}
+
+TEST_CASE("reuse buckets: a quarter octave each, every distance in the one whose range holds it", "[counters]") {
+  for (unsigned long long d : {0ull, 1ull, 2ull, 3ull, 4ull, 7ull, 100ull, 511ull, 65535ull, 1ull << 30, (1ull << 39) + 12345})
+    for (unsigned long long x : {d, d + 1}) {
+      const int b = simt::reuse_bucket(x);
+      INFO("distance " << x << ", bucket " << b);
+      CHECK(simt::reuse_distance(b) <= static_cast<double>(x));
+      CHECK(simt::reuse_distance(b + 1) > static_cast<double>(x));
+    }
+  CHECK(simt::reuse_bucket(1ull << 50) == simt::kReuseBuckets - 1);
+}
+
 TEST_CASE("sectors several blocks read: by the grid dimension their readers differ along, and how many", "[counters]") {
   const int tiles = 6, heads = 5, len = 256;  // a row: 32 sectors
   Device<float> kv(heads * len), out(heads * tiles);

@@ -39,6 +39,7 @@ struct Raw {
   uint64_t mma, mma_flop, mufu, barriers, shuffles, votes, syncwarps;
   uint64_t wgmma, wgmma_flop;
   uint64_t producer_warps;
+  uint64_t reread_l1[kReuseBuckets], reread_l2[kReuseBuckets];
 };
 
 // The distinct sectors a block loads: open addressing, emptied after each block.
@@ -75,6 +76,73 @@ class SectorSet {
   std::vector<size_t> used_;
 };
 
+// The block's reuse distances (Counters::reread_l1, reread_l2): for each global sector it touched,
+// when it last did (its accesses so far count the time) and whether it ever loaded it; and a
+// Fenwick tree over the times that marks each sector's latest, so that the distinct sectors
+// touched since a time are a difference of two prefix sums.
+class ReuseStack {
+ public:
+  // Touches s (a load when load): the distinct other sectors touched since s last was, or -1 when
+  // this is not a load of a sector loaded before.
+  long long touch(uint64_t s, bool load) {
+    if (now_ + 1 >= tree_.size()) grow();
+    const uint64_t key = s + 1;  // 0 marks an empty slot
+    if (2 * (slots_.size() + 1) > keys_.size()) rehash(std::max<size_t>(1024, 2 * keys_.size()));
+    size_t i = slot(key);
+    long long distance = -1;
+    if (keys_[i] == key) {
+      const uint64_t then = when_[i] >> 1;
+      if (load && (when_[i] & 1)) distance = static_cast<long long>(prefix(now_) - prefix(then));
+      add(then, -1);
+      load |= (when_[i] & 1) != 0;
+    } else {
+      keys_[i] = key, slots_.push_back(i);
+    }
+    when_[i] = (++now_) << 1 | (load ? 1 : 0);
+    add(now_, 1);
+    return distance;
+  }
+  void clear() {  // the slots and marks used, not the whole tables: most blocks touch few sectors
+    for (size_t i : slots_) add(when_[i] >> 1, -1), keys_[i] = 0;
+    slots_.clear();
+    now_ = 0;
+  }
+
+ private:
+  size_t slot(uint64_t key) const {
+    size_t i = static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> 20) & (keys_.size() - 1);
+    while (keys_[i] != 0 && keys_[i] != key) i = (i + 1) & (keys_.size() - 1);
+    return i;
+  }
+  void rehash(size_t n) {
+    std::vector<uint64_t> keys(n, 0), when(n, 0);
+    keys.swap(keys_), when.swap(when_);
+    std::vector<size_t> used;
+    used.swap(slots_);
+    for (size_t j : used) {
+      const size_t i = slot(keys[j]);
+      keys_[i] = keys[j], when_[i] = when[j], slots_.push_back(i);
+    }
+  }
+  void add(uint64_t t, int v) {
+    for (; t < tree_.size(); t += t & (~t + 1)) tree_[t] += static_cast<uint32_t>(v);
+  }
+  uint64_t prefix(uint64_t t) const {
+    uint64_t n = 0;
+    for (; t > 0; t &= t - 1) n += tree_[t];
+    return n;
+  }
+  // Twice the times, the tree built again from each sector's latest.
+  void grow() {
+    tree_.assign(std::max<size_t>(1 << 16, 2 * tree_.size()), 0);
+    for (size_t i : slots_) add(when_[i] >> 1, 1);
+  }
+  std::vector<uint64_t> keys_, when_;  // open addressing: sector + 1, and (time << 1 | loaded)
+  std::vector<size_t> slots_;          // the slots in use
+  std::vector<uint32_t> tree_;         // 1-based
+  uint64_t now_ = 0;
+};
+
 // One warp-level request being assembled: the record of each lane taking part.
 struct Group {
   uint32_t mask = 0;
@@ -89,6 +157,20 @@ struct Worker {
   int threads = 0;
   Raw raw{};
   SectorSet block_sectors;
+  // The block's global sector touches, kept to its end and then put in an order no schedule
+  // changes (by epoch, warp, and the warp's own order) before they go through `reuse`: a warp's
+  // accesses are grouped when it meets the others or exits, in the order the emulator ran them.
+  struct Touch {
+    uint64_t epoch;
+    uint32_t warp, seq;
+    uint64_t sector;
+    Kind kind;
+  };
+  std::vector<Touch> touches;
+  std::vector<uint32_t> warp_seq;     // per warp: its touches so far
+  uint64_t group_epoch = 0;           // the request being grouped: its epoch and warp
+  uint32_t group_warp = 0;
+  ReuseStack reuse;
   // The block's fill and drain (Counters::fill_sectors): the barriers passed by the epoch being
   // grouped, the most any grouped access had passed, and the sectors at none and at that most.
   uint64_t barriers_now = 0, barriers_last = 0, fill = 0, drain = 0;
@@ -179,6 +261,7 @@ void global_cost(Worker& w, const Group& g, Kind k) {
   c[0] += 1, c[1] += lanes, c[2] += bytes, c[3] += static_cast<uint64_t>(ns), c[4] += static_cast<uint64_t>(nl);
   if (k == kLd)
     for (int i = 0; i < ns; ++i) w.block_sectors.insert(sectors[i]);
+  for (int i = 0; i < ns; ++i) w.touches.push_back({w.group_epoch, w.group_warp, w.warp_seq[w.group_warp]++, sectors[i], k});
   if (w.barriers_now == 0) w.fill += static_cast<uint64_t>(ns);
   if (w.barriers_now > w.barriers_last) w.barriers_last = w.barriers_now, w.drain = 0;  // an earlier epoch was not the last
   if (w.barriers_now == w.barriers_last) w.drain += static_cast<uint64_t>(ns);
@@ -306,6 +389,7 @@ void flush_warp(Worker& w, int first, int lanes) {
     for (int l = 0; l < lanes; ++l)
       if (c[l].p != c[l].end && c[l].epoch == e) in[n++] = l;
     w.barriers_now = e >> 16;
+    w.group_epoch = e, w.group_warp = static_cast<uint32_t>(first / 32);
     // In step while every lane runs the same instruction: the j-th accesses form one request.
     ptrdiff_t j = 0;
     bool same = true;
@@ -455,6 +539,20 @@ void shared_reads(const Alloc& al, Counters& c) {
   });
 }
 
+// The block's re-reads by reuse distance (Counters::reread_l1, reread_l2), from its touches in an
+// order no schedule changes. A TMA row counts as a cp.async: both go to L2.
+void count_rereads(Worker& w) {
+  std::sort(w.touches.begin(), w.touches.end(), [](const Worker::Touch& a, const Worker::Touch& b) {
+    return a.epoch != b.epoch ? a.epoch < b.epoch : a.warp != b.warp ? a.warp < b.warp : a.seq < b.seq;
+  });
+  for (const Worker::Touch& t : w.touches) {
+    const long long distance = w.reuse.touch(t.sector, t.kind == kLd || t.kind == kCpSrc);
+    if (distance >= 0) ++(t.kind == kLd ? w.raw.reread_l1 : w.raw.reread_l2)[reuse_bucket(static_cast<unsigned long long>(distance))];
+  }
+  w.touches.clear();
+  w.reuse.clear();
+}
+
 bool launch_begin(const void* kernel, dim3 grid, dim3 block, size_t smem) {
   std::lock_guard<std::mutex> g(g_mu);
   g_counting = g_enabled;
@@ -506,6 +604,7 @@ void launch_end(bool ok) {
     r.shuffles += x.shuffles, r.votes += x.votes, r.syncwarps += x.syncwarps;
     r.wgmma += x.wgmma, r.wgmma_flop += x.wgmma_flop;
     r.producer_warps += x.producer_warps;
+    for (int b = 0; b < kReuseBuckets; ++b) r.reread_l1[b] += x.reread_l1[b], r.reread_l2[b] += x.reread_l2[b];
   }
   Counters c;
   c.launches = 1;
@@ -523,6 +622,8 @@ void launch_end(bool ok) {
   for (int k = 0; k < kSharedKinds; ++k)
     c.shared[k] = {scale * r.s[k][0], scale * r.s[k][1], scale * r.s[k][2]};
   c.block_load_sectors = scale * r.block_load_sectors;
+  for (int b = 0; b < kReuseBuckets; ++b)
+    c.reread_l1[b] = scale * static_cast<double>(r.reread_l1[b]), c.reread_l2[b] = scale * static_cast<double>(r.reread_l2[b]);
   c.fill_sectors = scale * r.fill_sectors, c.drain_sectors = scale * r.drain_sectors;
   c.grid_x = g_grid.x, c.grid_y = g_grid.y, c.grid_z = g_grid.z;
   std::vector<AllocationSectors> touched;
@@ -565,6 +666,8 @@ void block_begin(uint3 idx, int threads, const void* smem, size_t smem_bytes) {
   w.epoch.assign(static_cast<size_t>(threads), 0);
   w.barriers_now = w.barriers_last = w.fill = w.drain = w.tma_fill = w.tma_sectors = 0;
   w.computed = false;
+  w.touches.clear();
+  w.warp_seq.assign(static_cast<size_t>((threads + 31) / 32), 0);
   w.completed_at.clear();
   h.streams = w.streams.data();
 }
@@ -577,6 +680,7 @@ void block_end() {
     flush_block(w);
     w.raw.block_load_sectors += w.block_sectors.size();
     w.block_sectors.clear();
+    count_rereads(w);
     if (w.barriers_last > 0) w.raw.fill_sectors += w.fill, w.raw.drain_sectors += w.drain;
     w.raw.fill_sectors += w.tma_fill;
   }
@@ -685,6 +789,10 @@ void tma_row(const void* src, unsigned bytes) {
   const uint64_t sectors = ((s + bytes - 1) >> 5) - (s >> 5) + 1;
   c[2] += bytes, c[3] += sectors;
   h.worker->tma_sectors += sectors;
+  Worker& w = *h.worker;
+  const unsigned linear = t_thread->linear, warp = linear / 32;
+  for (uint64_t sector = s >> 5; sector <= (s + bytes - 1) >> 5; ++sector)
+    w.touches.push_back({w.epoch[linear], warp, w.warp_seq[warp]++, sector, kCpSrc});
 }
 void tma_box(unsigned bytes) {
   Hot& h = t_hot;

@@ -13,6 +13,7 @@
 //
 // Counting is off until start() is called, and then applies to the launches that follow.
 #pragma once
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,19 @@ inline const char* shared_kind_name(int kind) {
   return names[kind];
 }
 
+// Reuse distances (Counters::reread_l1, reread_l2) in buckets of a quarter octave: distance D
+// (sectors) falls in bucket 4e + q where D + 1 = 2^e (1 + f), q = floor(4f). The last bucket holds
+// every distance from 2^40 sectors (32 TB) on.
+inline constexpr int kReuseBuckets = 4 * 40 + 1;
+inline int reuse_bucket(unsigned long long distance) {
+  const unsigned long long x = distance + 1;
+  const int e = 63 - __builtin_clzll(x);
+  const int q = e >= 2 ? static_cast<int>((x >> (e - 2)) & 3) : static_cast<int>((x << (2 - e)) & 3);
+  return e >= 40 ? kReuseBuckets - 1 : 4 * e + q;
+}
+// The smallest distance bucket b holds, in sectors.
+inline double reuse_distance(int b) { return std::ldexp(1.0 + (b % 4) / 4.0, b / 4) - 1; }
+
 // The counters of one kernel launch, or a sum of launches. Counts that sampling leaves out are
 // scaled up by blocks / blocks_counted; the DRAM counts and the operation counts are never
 // sampled.
@@ -101,6 +115,13 @@ struct Counters {
   // has one block along the sharing dimension (chapter 05's Q tiles in x at Br = 256, m = 1), which
   // costs nothing there: readers side by side in x are resident together and read nothing again.
   double shared_sectors[3] = {}, shared_reads[3] = {};
+  // A block's loads of a sector it had loaded before, by their reuse distance: the distinct global
+  // sectors the block touched (loaded, stored, copied) in between (Mattson et al.'s stack
+  // distance), in reuse_bucket's buckets (above). Whether the GPU's caches still hold the sector
+  // depends on what the blocks resident beside it touch meanwhile: model.h decides. reread_l1: by
+  // ld (through L1); reread_l2: by cp.async and TMA (to L2). Chapter 04's block per head reads its
+  // K/V once per Q tile: a re-read at a distance of the head's K/V.
+  double reread_l1[kReuseBuckets] = {}, reread_l2[kReuseBuckets] = {};
   double mma = 0, mma_flop = 0;  // mma.sync executions (warp-level) and their floating-point operations
   // wgmma: each warp's part of a warpgroup's instruction (a warp issues it: 4 per wgmma), and the
   // floating-point operations of those parts (2 x 16 rows x N x 16 each).
@@ -128,6 +149,7 @@ struct Counters {
     fill_sectors += o.fill_sectors, drain_sectors += o.drain_sectors;
     grid_x = o.grid_x, grid_y = o.grid_y, grid_z = o.grid_z;
     for (int d = 0; d < 3; ++d) shared_sectors[d] += o.shared_sectors[d], shared_reads[d] += o.shared_reads[d];
+    for (int b = 0; b < kReuseBuckets; ++b) reread_l1[b] += o.reread_l1[b], reread_l2[b] += o.reread_l2[b];
     mma += o.mma, mma_flop += o.mma_flop, mufu += o.mufu, barriers += o.barriers;
     wgmma += o.wgmma, wgmma_flop += o.wgmma_flop, producer_warps += o.producer_warps;
     shuffles += o.shuffles, votes += o.votes, syncwarps += o.syncwarps;
@@ -142,6 +164,7 @@ struct Counters {
     dram_read_sectors *= f, dram_write_sectors *= f, block_load_sectors *= f;
     fill_sectors *= f, drain_sectors *= f;
     for (int d = 0; d < 3; ++d) shared_sectors[d] *= f, shared_reads[d] *= f;
+    for (int b = 0; b < kReuseBuckets; ++b) reread_l1[b] *= f, reread_l2[b] *= f;
     mma *= f, mma_flop *= f, mufu *= f, barriers *= f, shuffles *= f, votes *= f, syncwarps *= f;
     wgmma *= f, wgmma_flop *= f, producer_warps *= f;
     return *this;
@@ -168,7 +191,7 @@ struct Counters {
 };
 
 // A field added to Counters must be added to += and *= too.
-static_assert(sizeof(Counters) == 103 * sizeof(double), "Counters changed: update operator+= and operator*=");
+static_assert(sizeof(Counters) == (103 + 2 * kReuseBuckets) * sizeof(double), "Counters changed: update operator+= and operator*=");
 
 // The DRAM sectors of one cudaMalloc allocation that a launch touched.
 struct AllocationSectors {
