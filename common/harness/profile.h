@@ -144,7 +144,7 @@ double recorded_ms(const std::string& path, const std::string& kind, const Probl
 struct Remodelled {
   double us = 0, longest_us = 0;
   std::string bound;
-  double dram_read_bytes = 0;  // each sector once, and again where the grid's order makes L2 lose it
+  double dram_read_bytes = 0;  // each sector once, and again where L2 lost it (the grid's order, a block's own re-reads)
 };
 Remodelled remodel(const StageProfile& s, const gpus::Gpu& g, bool latency = true, bool fill_drain = true);
 Remodelled remodel(const Profile& pr, const gpus::Gpu& g, bool latency = true, bool fill_drain = true);
