@@ -158,8 +158,8 @@ struct Worker {
   Raw raw{};
   SectorSet block_sectors;
   // The block's global sector touches, kept to its end and then put in an order no schedule
-  // changes (by epoch, warp, and the warp's own order) before they go through `reuse`: a warp's
-  // accesses are grouped when it meets the others or exits, in the order the emulator ran them.
+  // changes (count_rereads) before they go through `reuse`: a warp's accesses are grouped when it
+  // meets the others or exits, in the order the emulator ran them.
   struct Touch {
     uint64_t epoch;
     uint32_t warp, seq;
@@ -167,7 +167,8 @@ struct Worker {
     Kind kind;
   };
   std::vector<Touch> touches;
-  std::vector<uint32_t> warp_seq;     // per warp: its touches so far
+  std::vector<uint32_t> warp_seq;     // per warp: its touches so far in warp_epoch (TMA's: warps + its warp)
+  std::vector<uint64_t> warp_epoch;
   uint64_t group_epoch = 0;           // the request being grouped: its epoch and warp
   uint32_t group_warp = 0;
   ReuseStack reuse;
@@ -238,6 +239,12 @@ class Distinct {
   uint32_t now_ = 1;
 };
 
+// The position of a touch among those of sequence q (a warp's, or its TMA rows') in this epoch.
+uint32_t next_seq(Worker& w, uint32_t q, uint64_t epoch) {
+  if (w.warp_epoch[q] != epoch) w.warp_epoch[q] = epoch, w.warp_seq[q] = 0;
+  return w.warp_seq[q]++;
+}
+
 void global_cost(Worker& w, const Group& g, Kind k) {
   thread_local Distinct sectors_seen, lines_seen;
   sectors_seen.clear(), lines_seen.clear();
@@ -261,7 +268,7 @@ void global_cost(Worker& w, const Group& g, Kind k) {
   c[0] += 1, c[1] += lanes, c[2] += bytes, c[3] += static_cast<uint64_t>(ns), c[4] += static_cast<uint64_t>(nl);
   if (k == kLd)
     for (int i = 0; i < ns; ++i) w.block_sectors.insert(sectors[i]);
-  for (int i = 0; i < ns; ++i) w.touches.push_back({w.group_epoch, w.group_warp, w.warp_seq[w.group_warp]++, sectors[i], k});
+  for (int i = 0; i < ns; ++i) w.touches.push_back({w.group_epoch, w.group_warp, next_seq(w, w.group_warp, w.group_epoch), sectors[i], k});
   if (w.barriers_now == 0) w.fill += static_cast<uint64_t>(ns);
   if (w.barriers_now > w.barriers_last) w.barriers_last = w.barriers_now, w.drain = 0;  // an earlier epoch was not the last
   if (w.barriers_now == w.barriers_last) w.drain += static_cast<uint64_t>(ns);
@@ -540,10 +547,13 @@ void shared_reads(const Alloc& al, Counters& c) {
 }
 
 // The block's re-reads by reuse distance (Counters::reread_l1, reread_l2), from its touches in an
-// order no schedule changes. A TMA row counts as a cp.async: both go to L2.
+// order no schedule changes: by epoch, and within one the warps side by side, the k-th sector each
+// touched next to the others' k-th (warps running the same code keep pace, as a GPU's schedulers
+// interleave them; one warp's whole epoch before the next's would put the sectors they share a
+// warp's footprint apart). A TMA row counts as a cp.async: both go to L2.
 void count_rereads(Worker& w) {
   std::sort(w.touches.begin(), w.touches.end(), [](const Worker::Touch& a, const Worker::Touch& b) {
-    return a.epoch != b.epoch ? a.epoch < b.epoch : a.warp != b.warp ? a.warp < b.warp : a.seq < b.seq;
+    return a.epoch != b.epoch ? a.epoch < b.epoch : a.seq != b.seq ? a.seq < b.seq : a.warp < b.warp;
   });
   for (const Worker::Touch& t : w.touches) {
     const long long distance = w.reuse.touch(t.sector, t.kind == kLd || t.kind == kCpSrc);
@@ -667,7 +677,8 @@ void block_begin(uint3 idx, int threads, const void* smem, size_t smem_bytes) {
   w.barriers_now = w.barriers_last = w.fill = w.drain = w.tma_fill = w.tma_sectors = 0;
   w.computed = false;
   w.touches.clear();
-  w.warp_seq.assign(static_cast<size_t>((threads + 31) / 32), 0);
+  w.warp_seq.assign(static_cast<size_t>(2 * ((threads + 31) / 32)), 0);
+  w.warp_epoch.assign(w.warp_seq.size(), 0);
   w.completed_at.clear();
   h.streams = w.streams.data();
 }
@@ -791,8 +802,9 @@ void tma_row(const void* src, unsigned bytes) {
   h.worker->tma_sectors += sectors;
   Worker& w = *h.worker;
   const unsigned linear = t_thread->linear, warp = linear / 32;
+  const uint32_t copies = static_cast<uint32_t>(w.warp_seq.size() / 2 + warp);  // the warp's TMA rows: a sequence of their own
   for (uint64_t sector = s >> 5; sector <= (s + bytes - 1) >> 5; ++sector)
-    w.touches.push_back({w.epoch[linear], warp, w.warp_seq[warp]++, sector, kCpSrc});
+    w.touches.push_back({w.epoch[linear], warp, next_seq(w, copies, w.epoch[linear]), sector, kCpSrc});
 }
 void tma_box(unsigned bytes) {
   Hot& h = t_hot;
