@@ -162,7 +162,7 @@ struct Worker {
   // meets the others or exits, in the order the emulator ran them.
   struct Touch {
     uint64_t epoch;
-    uint32_t warp, seq;
+    uint32_t warp, seq;  // the sequence (a warp, or its TMA rows: next_seq) and the position in it
     uint64_t sector;
     Kind kind;
   };
@@ -801,10 +801,12 @@ void tma_row(const void* src, unsigned bytes) {
   c[2] += bytes, c[3] += sectors;
   h.worker->tma_sectors += sectors;
   Worker& w = *h.worker;
-  const unsigned linear = t_thread->linear, warp = linear / 32;
-  const uint32_t copies = static_cast<uint32_t>(w.warp_seq.size() / 2 + warp);  // the warp's TMA rows: a sequence of their own
+  const unsigned linear = t_thread->linear;
+  // The warp's TMA rows: a sequence of their own, ordered as one more warp's (no two touches of a
+  // block share epoch, sequence and position, so the order does not depend on the sort's).
+  const uint32_t copies = static_cast<uint32_t>(w.warp_seq.size() / 2 + linear / 32);
   for (uint64_t sector = s >> 5; sector <= (s + bytes - 1) >> 5; ++sector)
-    w.touches.push_back({w.epoch[linear], warp, next_seq(w, copies, w.epoch[linear]), sector, kCpSrc});
+    w.touches.push_back({w.epoch[linear], copies, next_seq(w, copies, w.epoch[linear]), sector, kCpSrc});
 }
 void tma_box(unsigned bytes) {
   Hot& h = t_hot;
