@@ -153,6 +153,19 @@ inline std::string launch_refusal(const simt::Counters& c, const SassKernel* k, 
       .why;
 }
 
+// How many of a block's own re-reads (Counters::reread_l1 or reread_l2) a cache of `held` sectors
+// has lost: those whose reuse distance D (the distinct sectors the block touched in between) times
+// the blocks resident beside it passes `held`. Each of those blocks touches as many of its own
+// meanwhile (chapter 04's blocks per head share nothing), and a cache taken as least recently used
+// has lost the sector. A bucket counts from its smallest distance (a quarter octave: counters.h's
+// reuse_bucket).
+inline double rereads_beyond(const double (&reread)[simt::kReuseBuckets], double held, double resident) {
+  double n = 0;
+  for (int b = 0; b < simt::kReuseBuckets; ++b)
+    if (reread[b] > 0 && resident * simt::reuse_distance(b) > held) n += reread[b];
+  return n;
+}
+
 // DRAM re-reads by the grid's order. A sector several blocks read crosses from DRAM once only if
 // L2 still holds it when the next of them asks. The model assumes the GPU starts blocks in the order
 // of their linear index (x fastest: what GPUs do in practice, which CUDA does not promise),
@@ -179,18 +192,6 @@ inline std::string launch_refusal(const simt::Counters& c, const SassKernel* k, 
 // for the 64 blocks resident together: past L2, every read again from DRAM (Nsight Compute: 4.4
 // GB where each sector once is 0.2 GB). Not counted: re-reads that L2 holds but L1 does not (the
 // L2 term takes a block's loads through L1 once each, and those re-reads past L2 again).
-// A block's own re-reads (Counters::reread_l1, reread_l2), of those whose reuse distance D (the
-// distinct sectors the block touched in between) times the blocks resident beside it passes `held`
-// sectors: each of those blocks touches as many of its own meanwhile (chapter 04's blocks per head
-// share nothing), and a cache taken as least recently used has lost the sector. A bucket counts
-// from its smallest distance (a quarter octave: counters.h's reuse_bucket).
-inline double rereads_beyond(const double (&reread)[simt::kReuseBuckets], double held, double resident) {
-  double n = 0;
-  for (int b = 0; b < simt::kReuseBuckets; ++b)
-    if (reread[b] > 0 && resident * simt::reuse_distance(b) > held) n += reread[b];
-  return n;
-}
-
 inline double dram_rereads(const simt::Counters& c, const gpus::Gpu& g, double resident) {
   const double blocks = std::max(1.0, c.blocks), stride[3] = {1, c.grid_x, c.grid_x * c.grid_y};
   double shared = 0;
