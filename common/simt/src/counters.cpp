@@ -42,68 +42,44 @@ struct Raw {
   uint64_t reread_l1[kReuseBuckets], reread_l2[kReuseBuckets];
 };
 
-// The distinct sectors a block loads: open addressing, emptied after each block.
-class SectorSet {
- public:
-  void insert(uint64_t s) {
-    if (2 * (used_.size() + 1) > keys_.size()) grow();
-    const uint64_t key = s + 1;  // 0 marks an empty slot
-    size_t i = hash(key) & (keys_.size() - 1);
-    while (keys_[i] != 0) {
-      if (keys_[i] == key) return;
-      i = (i + 1) & (keys_.size() - 1);
-    }
-    keys_[i] = key;
-    used_.push_back(i);
-  }
-  size_t size() const { return used_.size(); }
-  void clear() {
-    for (size_t i : used_) keys_[i] = 0;
-    used_.clear();
-  }
-
- private:
-  static size_t hash(uint64_t k) { return static_cast<size_t>((k * 0x9E3779B97F4A7C15ull) >> 20); }
-  void grow() {
-    std::vector<uint64_t> old;
-    old.swap(keys_);
-    keys_.assign(std::max<size_t>(1024, 2 * old.size()), 0);
-    used_.clear();
-    for (uint64_t k : old)
-      if (k) insert(k - 1);
-  }
-  std::vector<uint64_t> keys_;
-  std::vector<size_t> used_;
-};
-
-// The block's reuse distances (Counters::reread_l1, reread_l2): for each global sector it touched,
-// when it last did (its accesses so far count the time) and whether it ever loaded it; and a
-// Fenwick tree over the times that marks each sector's latest, so that the distinct sectors
-// touched since a time are a difference of two prefix sums.
+// The block's global sectors (Counters::block_load_sectors) and reuse distances (reread_l1,
+// reread_l2): for each sector it touched, when it last did (its accesses so far count the time)
+// and whether it loaded it, by ld or at all; and a Fenwick tree over the times that marks each
+// sector's latest, so that the distinct sectors touched since a time are a difference of two
+// prefix sums.
 class ReuseStack {
  public:
-  // Touches s (a load when load): the distinct other sectors touched since s last was, or -1 when
-  // this is not a load of a sector loaded before.
-  long long touch(uint64_t s, bool load) {
+  static constexpr uint64_t kLoaded = 1, kByLd = 2;  // the flags, below the time in when_
+  static constexpr int kFlags = 2;
+  // Touches s (a load when load, by ld when by_ld): the distinct other sectors touched since s
+  // last was, or -1 when this is not a load of a sector loaded before.
+  long long touch(uint64_t s, bool load, bool by_ld) {
     if (now_ + 1 >= tree_.size()) grow();
     const uint64_t key = s + 1;  // 0 marks an empty slot
     if (2 * (slots_.size() + 1) > keys_.size()) rehash(std::max<size_t>(1024, 2 * keys_.size()));
     size_t i = slot(key);
     long long distance = -1;
+    uint64_t flags = (load ? kLoaded : 0) | (by_ld ? kByLd : 0);
     if (keys_[i] == key) {
-      const uint64_t then = when_[i] >> 1;
-      if (load && (when_[i] & 1)) distance = static_cast<long long>(prefix(now_) - prefix(then));
+      const uint64_t then = when_[i] >> kFlags;
+      if (load && (when_[i] & kLoaded)) distance = static_cast<long long>(prefix(now_) - prefix(then));
       add(then, -1);
-      load |= (when_[i] & 1) != 0;
+      flags |= when_[i] & ((1 << kFlags) - 1);
     } else {
       keys_[i] = key, slots_.push_back(i);
     }
-    when_[i] = (++now_) << 1 | (load ? 1 : 0);
+    when_[i] = (++now_) << kFlags | flags;
     add(now_, 1);
     return distance;
   }
+  // The distinct sectors the block loaded by ld: what its SM's L1 asks L2 for.
+  uint64_t loaded_by_ld() const {
+    uint64_t n = 0;
+    for (size_t i : slots_) n += (when_[i] & kByLd) != 0;
+    return n;
+  }
   void clear() {  // the slots and marks used, not the whole tables: most blocks touch few sectors
-    for (size_t i : slots_) add(when_[i] >> 1, -1), keys_[i] = 0;
+    for (size_t i : slots_) add(when_[i] >> kFlags, -1), keys_[i] = 0;
     slots_.clear();
     now_ = 0;
   }
@@ -135,9 +111,9 @@ class ReuseStack {
   // Twice the times, the tree built again from each sector's latest.
   void grow() {
     tree_.assign(std::max<size_t>(1 << 16, 2 * tree_.size()), 0);
-    for (size_t i : slots_) add(when_[i] >> 1, 1);
+    for (size_t i : slots_) add(when_[i] >> kFlags, 1);
   }
-  std::vector<uint64_t> keys_, when_;  // open addressing: sector + 1, and (time << 1 | loaded)
+  std::vector<uint64_t> keys_, when_;  // open addressing: sector + 1, and (time << kFlags | flags)
   std::vector<size_t> slots_;          // the slots in use
   std::vector<uint32_t> tree_;         // 1-based
   uint64_t now_ = 0;
@@ -156,7 +132,6 @@ struct Worker {
   std::vector<uint32_t> epoch;  // per thread of the block
   int threads = 0;
   Raw raw{};
-  SectorSet block_sectors;
   // The block's global sector touches, kept to its end and then put in an order no schedule
   // changes (count_rereads) before they go through `reuse`: a warp's accesses are grouped when it
   // meets the others or exits, in the order the emulator ran them.
@@ -266,8 +241,6 @@ void global_cost(Worker& w, const Group& g, Kind k) {
   const int kind = k == kLd ? kGlobalLoad : k == kSt ? kGlobalStore : k == kAtom ? kGlobalAtomic : kCpAsyncSource;
   uint64_t* c = w.raw.g[kind];
   c[0] += 1, c[1] += lanes, c[2] += bytes, c[3] += static_cast<uint64_t>(ns), c[4] += static_cast<uint64_t>(nl);
-  if (k == kLd)
-    for (int i = 0; i < ns; ++i) w.block_sectors.insert(sectors[i]);
   for (int i = 0; i < ns; ++i) w.touches.push_back({w.group_epoch, w.group_warp, next_seq(w, w.group_warp, w.group_epoch), sectors[i], k});
   if (w.barriers_now == 0) w.fill += static_cast<uint64_t>(ns);
   if (w.barriers_now > w.barriers_last) w.barriers_last = w.barriers_now, w.drain = 0;  // an earlier epoch was not the last
@@ -546,19 +519,21 @@ void shared_reads(const Alloc& al, Counters& c) {
   });
 }
 
-// The block's re-reads by reuse distance (Counters::reread_l1, reread_l2), from its touches in an
-// order no schedule changes: by epoch, and within one the warps side by side, the k-th sector each
-// touched next to the others' k-th (warps running the same code keep pace, as a GPU's schedulers
-// interleave them; one warp's whole epoch before the next's would put the sectors they share a
-// warp's footprint apart). A TMA row counts as a cp.async: both go to L2.
+// The block's re-reads by reuse distance (Counters::reread_l1, reread_l2) and its distinct ld
+// sectors (block_load_sectors), from its touches in an order no schedule changes: by epoch, and
+// within one the warps side by side, the k-th sector each touched next to the others' k-th (warps
+// running the same code keep pace, as a GPU's schedulers interleave them; one warp's whole epoch
+// before the next's would put the sectors they share a warp's footprint apart). A TMA row counts
+// as a cp.async: both go to L2.
 void count_rereads(Worker& w) {
   std::sort(w.touches.begin(), w.touches.end(), [](const Worker::Touch& a, const Worker::Touch& b) {
     return a.epoch != b.epoch ? a.epoch < b.epoch : a.seq != b.seq ? a.seq < b.seq : a.warp < b.warp;
   });
   for (const Worker::Touch& t : w.touches) {
-    const long long distance = w.reuse.touch(t.sector, t.kind == kLd || t.kind == kCpSrc);
+    const long long distance = w.reuse.touch(t.sector, t.kind == kLd || t.kind == kCpSrc, t.kind == kLd);
     if (distance >= 0) ++(t.kind == kLd ? w.raw.reread_l1 : w.raw.reread_l2)[reuse_bucket(static_cast<unsigned long long>(distance))];
   }
+  w.raw.block_load_sectors += w.reuse.loaded_by_ld();
   w.touches.clear();
   w.reuse.clear();
 }
@@ -689,9 +664,7 @@ void block_end() {
   Worker& w = *h.worker;
   if (h.sampled) {
     flush_block(w);
-    w.raw.block_load_sectors += w.block_sectors.size();
-    w.block_sectors.clear();
-    count_rereads(w);
+    count_rereads(w);  // and the block's load sectors
     if (w.barriers_last > 0) w.raw.fill_sectors += w.fill, w.raw.drain_sectors += w.drain;
     w.raw.fill_sectors += w.tma_fill;
   }
