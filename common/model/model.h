@@ -153,6 +153,9 @@ inline std::string launch_refusal(const simt::Counters& c, const SassKernel* k, 
       .why;
 }
 
+// L2's capacity in sectors (gpus.h's l2_mb: an assumption for the H100 and H200).
+inline double l2_sectors(const gpus::Gpu& g) { return g.l2_mb * 1e6 / 32; }
+
 // How many of a block's own re-reads (Counters::reread_l1 or reread_l2) a cache of `held` sectors
 // has lost: those whose reuse distance D (the distinct sectors the block touched in between) times
 // the blocks resident beside it passes `held`. Each of those blocks touches as many of its own
@@ -207,15 +210,15 @@ inline double dram_rereads(const simt::Counters& c, const gpus::Gpu& g, double r
       if (c.shared_sectors[d] > 0) per_block += c.shared_reads[d] / blocks / sharers(d, window);
     return std::min(c.dram_read_sectors, window * per_block);
   };
-  const double l2_sectors = g.l2_mb * 1e6 / 32;
+  const double capacity = l2_sectors(g);
   double again = 0;
   for (int d = 0; d < 3; ++d) {
     if (c.shared_sectors[d] <= 0) continue;
     const double k = c.shared_reads[d] / c.shared_sectors[d], together = sharers(d, resident);
-    if (k > together && distinct(std::max(resident, stride[d])) > l2_sectors) again += c.shared_sectors[d] * (k / together - 1);
+    if (k > together && distinct(std::max(resident, stride[d])) > capacity) again += c.shared_sectors[d] * (k / together - 1);
   }
   const double beside = std::min(blocks, resident);
-  again += rereads_beyond(c.reread_l1, l2_sectors, beside) + rereads_beyond(c.reread_l2, l2_sectors, beside);
+  again += rereads_beyond(c.reread_l1, capacity, beside) + rereads_beyond(c.reread_l2, capacity, beside);
   return 32 * again;
 }
 
@@ -231,10 +234,11 @@ inline Modelled model(const simt::Counters& c, const gpus::Gpu& g, const SassKer
   const double warps = std::min(per_sm, m.blocks_per_sm) * std::ceil(c.threads_per_block / 32);
   const double schedulers = std::min(1.0, warps / g.warp_schedulers);  // of each SM's issue slots, tensor cores and MUFUs
   const double clock = g.clock_ghz * 1e9 * g.sms * m.share;  // SM-clocks per second of the busy SMs
-  m.dram_rereads = dram_rereads(c, g, g.sms * m.blocks_per_sm);
+  const double resident = g.sms * m.blocks_per_sm;
+  m.dram_rereads = dram_rereads(c, g, resident);
   m.dram = (dram_bytes(c) + m.dram_rereads) / (g.dram_tb_s * 1e12 * m.share) * 1e6;
   // The loads through L1 that L2 no longer holds (above) surely missed L1 too: through L2 again.
-  m.l2_rereads = 32 * rereads_beyond(c.reread_l1, g.l2_mb * 1e6 / 32, std::min(blocks, g.sms * m.blocks_per_sm));
+  m.l2_rereads = 32 * rereads_beyond(c.reread_l1, l2_sectors(g), std::min(blocks, resident));
   m.l2 = (l2_bytes(c) + m.l2_rereads) / (g.l2_tb_s * 1e12 * m.share) * 1e6;
   m.l1 = l1_wavefronts(c) / (g.l1_wavefronts_per_clk * clock) * 1e6;
   m.instructions = k ? issued_instructions(c, *k) : 0;
