@@ -56,28 +56,35 @@ void tour_decoding(const Problem& f, const RunOptions& o, Profiler* profiler) {
     }
   }
   if (!runs[0] && !runs[1]) return;
-  const DecodeInputs in = DecodeInputs::generate(p);
-  const DecodeChecker checker(p, in, o);
-  DecodeDevice dev(p, in);
   double t[2] = {0, 0};
   bool pass[2] = {false, false};
-  for (int i = 0; i < 2; ++i) {
-    if (!runs[i]) continue;
-    if (profiler) {
-      const Profile& pr = profiler->run(
-          [&] {
-            RunOptions once = o;
-            once.reps = 1, once.warmup = 0;
-            return run_decode(*vs[i], p, dev, in, checker, once);
-          },
-          false);
-      t[i] = pr.us, pass[i] = pr.result.verdict.pass;
-    } else {
-      const Result r = run_decode(*vs[i], p, dev, in, checker, o);
-      t[i] = r.timing.median_ms, pass[i] = r.verdict.pass;
-    }
+  const auto report = [&](int i) {
     std::printf("  %-16s %s %12.4f %s\n", vs[i]->info.name.c_str(), pass[i] ? "pass" : "FAIL", t[i],
                 profiler ? "us modelled" : "ms");
+  };
+  if (profiler) {
+    // As `flashsteps decode --profile`: sequences of one length, one emulated for all (profile_decode).
+    const bool sampled = decode_profile_sampled(p);
+    if (sampled)
+      std::printf("  emulated: sequence 0 of the %d, all of one length; its counts x %d stand for the whole problem; "
+                  "the other sequences go unchecked\n",
+                  p.B, p.B);
+    for (int i = 0; i < 2; ++i) {
+      if (!runs[i]) continue;
+      const Profile& pr = profile_decode(*profiler, *vs[i], p, sampled, o, false);
+      t[i] = pr.us, pass[i] = pr.result.verdict.pass;
+      report(i);
+    }
+  } else {
+    const DecodeInputs in = DecodeInputs::generate(p);
+    const DecodeChecker checker(p, in, o);
+    DecodeDevice dev(p, in);
+    for (int i = 0; i < 2; ++i) {
+      if (!runs[i]) continue;
+      const Result r = run_decode(*vs[i], p, dev, in, checker, o);
+      t[i] = r.timing.median_ms, pass[i] = r.verdict.pass;
+      report(i);
+    }
   }
   if (t[0] > 0 && t[1] > 0)
     std::printf("  %s is %.2fx faster than chapter 05's best run on it (%s)\n", best->info.name.c_str(), t[0] / t[1],
@@ -150,7 +157,7 @@ int decode_main(int argc, char** argv, const std::string& chapter) {
     const auto chosen = select_named(decode_registry(), find_decode, names, "decoding variant");
     // A profile of sequences of one length emulates the first (profile_decode), when the cache is
     // large enough for the emulation to take a while.
-    const bool sampled = profiler && !all_sequences && decode_sampled(p) && p.cache_bytes() > 16e6;
+    const bool sampled = profiler && !all_sequences && decode_profile_sampled(p);
     const DecodeProblem e = decode_emulated(p, sampled);
     std::vector<const DecodeVariant*> runnable;
     for (const DecodeVariant* v : chosen) {

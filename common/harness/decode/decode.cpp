@@ -464,6 +464,8 @@ bool decode_sampled(const DecodeProblem& p) {
   return p.B > 1;
 }
 
+bool decode_profile_sampled(const DecodeProblem& p) { return decode_sampled(p) && p.cache_bytes() > 16e6; }
+
 DecodeProblem decode_emulated(const DecodeProblem& p, bool sample) {
   DecodeProblem e = p;
   if (sample && decode_sampled(p)) e.B = 1, e.cache_lens = {p.cache_len(0)};

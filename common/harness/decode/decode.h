@@ -167,6 +167,9 @@ class Profiler;
 struct Profile;
 bool decode_sampled(const DecodeProblem& p);  // what `sample` does to p: whether it emulates one sequence
 DecodeProblem decode_emulated(const DecodeProblem& p, bool sample);  // what is emulated: p, or its first sequence
+// Whether a profile samples by default (`flashsteps decode --profile`, the tour's decoding line): sequences
+// of one length, and a cache of more than 16 MB, whose whole emulation would take a while.
+bool decode_profile_sampled(const DecodeProblem& p);
 const Profile& profile_decode(Profiler& profiler, const DecodeVariant& v, const DecodeProblem& p, bool sample,
                               const RunOptions& o, bool details = true);
 
