@@ -228,6 +228,14 @@ profile() {
   echo "== ncu: chapter 09, steps c to g at P3"
   ncu "${why[@]}" --log-file "$out/ncu_ch09_steps.csv" "$build/bin/flashsteps" run -v tma_ring -v warp_specialized \
     -v ping_pong -v intra_overlap -v causal_skip --reps 0 -b 1 -H 16 -n 4096 -d 128 --dtype fp16 || failed "chapter 09"
+  # Steps c and g at P1 (d = 64), where each scheduler holds three of step c's blocks: counted by
+  # its wgmma rather than by the TMA boxes one thread asks for, step c models 1.19 of the H200's
+  # time there and after step g, where the H200 ran it in 0.75 of step g's time
+  # (notes/performance_model.md, "Chapter 09's SASS"). Their issue-active share and stalls say how
+  # much of three blocks' chains the schedulers hide.
+  echo "== ncu: chapter 09, steps c and g at P1"
+  ncu "${why[@]}" --log-file "$out/ncu_ch09_p1.csv" "$build/bin/flashsteps" run -v tma_ring -v causal_skip --reps 0 \
+    -b 16 -H 32 -n 1024 -d 64 --dtype fp16 || failed "chapter 09 at P1"
   # Step g where a block's start and end weigh most (the Figure 5 shape at N = 512): the model's
   # tile loop held within 10 %, what its blocks do once 0.44 to 0.57 of the H200's (model_vs_published);
   # its DRAM bytes check the model's re-reads by the grid's order (0.60 GB read there, model.h).
