@@ -28,6 +28,14 @@ void print_list() {
   }
 }
 
+// What a sampled profile emulated (decode_profile_sampled): said once for the tour's line and the
+// command's header; `hint` names how to emulate every sequence, where there is a way.
+void print_sampled(const DecodeProblem& p, const char* indent, const char* hint) {
+  std::printf("%semulated: sequence 0 of the %d, all of one length; its counts x %d stand for the whole problem%s; "
+              "the other sequences go unchecked\n",
+              indent, p.B, p.B, hint);
+}
+
 }  // namespace
 
 void tour_decoding(const Problem& f, const RunOptions& o, Profiler* profiler) {
@@ -65,10 +73,7 @@ void tour_decoding(const Problem& f, const RunOptions& o, Profiler* profiler) {
   if (profiler) {
     // As `flashsteps decode --profile`: sequences of one length, one emulated for all (profile_decode).
     const bool sampled = decode_profile_sampled(p);
-    if (sampled)
-      std::printf("  emulated: sequence 0 of the %d, all of one length; its counts x %d stand for the whole problem; "
-                  "the other sequences go unchecked\n",
-                  p.B, p.B);
+    if (sampled) print_sampled(p, "  ", "");
     for (int i = 0; i < 2; ++i) {
       if (!runs[i]) continue;
       const Profile& pr = profile_decode(*profiler, *vs[i], p, sampled, o, false);
@@ -179,10 +184,7 @@ int decode_main(int argc, char** argv, const std::string& chapter) {
                 p.scale(), static_cast<unsigned long long>(p.seed));
     std::printf("         the cache read once is %s (K and V of %d keys at most per sequence); %d query heads per KV head\n",
                 human_bytes(p.cache_bytes()).c_str(), p.max_keys(), p.group());
-    if (sampled)
-      std::printf("emulated: sequence 0 of the %d, all of one length; its counts x %d stand for the whole problem "
-                  "(--all-sequences: every one); the other sequences go unchecked\n",
-                  p.B, p.B);
+    if (sampled) print_sampled(p, "", " (--all-sequences: every one)");
     if (!chapter.empty()) std::printf("chapter: %s\n", chapter.c_str());
     bool pass = true;
     if (profiler) {
