@@ -174,9 +174,11 @@ backward_bench() {
 # at B = 1 with a 32k context: the measured side of the model's check (tools/model_vs_gpu.py).
 # 5 timed runs after 1: chapter 04's algorithm1 and row_per_thread take 0.15 to 2 s a run at these shapes
 # on an H200, and every variant runs reps + warmup times (at 10 + 2 the step ran out of 80 s at P2).
+# The promise's shapes (below), one home for every step that runs them; split into words where used.
+p1="-b 16 -H 32 -n 1024 -d 64" p2="-b 32 -H 16 -n 1024 -d 128" p3="-b 1 -H 16 -n 4096 -d 128"
 promise_shapes() {
   local shape status=0
-  for shape in "-b 16 -H 32 -n 1024 -d 64" "-b 32 -H 16 -n 1024 -d 128" "-b 1 -H 16 -n 4096 -d 128"; do
+  for shape in "$p1" "$p2" "$p3"; do
     # shellcheck disable=SC2086
     "$build/bin/flashsteps" run $shape --dtype fp16 --reps 5 --warmup 1 --csv "$out/promise.csv" || status=1
   done
@@ -226,16 +228,18 @@ profile() {
   local why_list=("${use[@]}" "${extra[@]}")
   local why=(--clock-control none --csv --section WarpStateStats --metrics "$(IFS=,; echo "${why_list[*]}")")
   echo "== ncu: chapter 09, steps c to g at P3"
+  # shellcheck disable=SC2086
   ncu "${why[@]}" --log-file "$out/ncu_ch09_steps.csv" "$build/bin/flashsteps" run -v tma_ring -v warp_specialized \
-    -v ping_pong -v intra_overlap -v causal_skip --reps 0 -b 1 -H 16 -n 4096 -d 128 --dtype fp16 || failed "chapter 09"
+    -v ping_pong -v intra_overlap -v causal_skip --reps 0 $p3 --dtype fp16 || failed "chapter 09"
   # Steps c and g at P1 (d = 64), where each scheduler holds three of step c's blocks: counted by
   # its wgmma rather than by the TMA boxes one thread asks for, step c models 1.19 of the H200's
   # time there and after step g, where the H200 ran it in 0.75 of step g's time
   # (notes/performance_model.md, "Chapter 09's SASS"). Their issue-active share and stalls say how
   # much of three blocks' chains the schedulers hide.
   echo "== ncu: chapter 09, steps c and g at P1"
+  # shellcheck disable=SC2086
   ncu "${why[@]}" --log-file "$out/ncu_ch09_p1.csv" "$build/bin/flashsteps" run -v tma_ring -v causal_skip --reps 0 \
-    -b 16 -H 32 -n 1024 -d 64 --dtype fp16 || failed "chapter 09 at P1"
+    $p1 --dtype fp16 || failed "chapter 09 at P1"
   # Step g where a block's start and end weigh most (the Figure 5 shape at N = 512): the model's
   # tile loop held within 10 %, what its blocks do once 0.44 to 0.57 of the H200's (model_vs_published);
   # its DRAM bytes check the model's re-reads by the grid's order (0.60 GB read there, model.h).
@@ -247,9 +251,10 @@ profile() {
     decode -b 1 --cache-len 32768 \
     --reps 0 -v decode_kernel -v split_kv -v gqa_packed -v paged -v kv_together || failed "chapter 08"
   echo "== ncu: chapter 09, steps f and g, stalls by SASS instruction"
+  # shellcheck disable=SC2086
   ncu --clock-control none --csv --section SourceCounters --page source --print-source sass \
     --log-file "$out/ncu_ch09_sass.csv" "$build/bin/flashsteps" run -v intra_overlap -v causal_skip --reps 0 \
-    -b 1 -H 16 -n 4096 -d 128 --dtype fp16 || failed "chapter 09's SASS"
+    $p3 --dtype fp16 || failed "chapter 09's SASS"
   # --list: a variant's line is "  name  description (best)"; its "supports" line and the closing
   # legend "(best): ..." are not variants.
   for v in $("$build/bin/flashsteps" run --list | awk '/^  [^ ]/ && / \(best\)$/ {print $1}'); do
