@@ -240,9 +240,10 @@ profile() {
   # shellcheck disable=SC2086
   ncu "${why[@]}" --log-file "$out/ncu_ch09_p1.csv" "$build/bin/flashsteps" run -v tma_ring -v causal_skip --reps 0 \
     $p1 --dtype fp16 || failed "chapter 09 at P1"
-  # Step g where a block's start and end weigh most (the Figure 5 shape at N = 512): the model's
-  # tile loop held within 10 %, what its blocks do once 0.44 to 0.57 of the H200's (model_vs_published);
-  # its DRAM bytes check the model's re-reads by the grid's order (0.60 GB read there, model.h).
+  # Step g at the Figure 5 shape at N = 512, where every K/V tile comes from DRAM: between N = 512
+  # and 2048 the model's tile loop is 0.73 of the H200's, and what its blocks do once 0.95
+  # (model_vs_published's second line); its DRAM bytes check the model's re-reads by the grid's
+  # order (0.60 GB read there, model.h), and its stalls say what those tiles wait for.
   echo "== ncu: chapter 09, step g at B = 32, H = 16, N = 512, d = 128"
   ncu "${why[@]}" --log-file "$out/ncu_ch09_n512.csv" "$build/bin/flashsteps" run -v causal_skip --reps 0 -b 32 -H 16 \
     -n 512 -d 128 --dtype fp16 || failed "chapter 09 at N = 512"

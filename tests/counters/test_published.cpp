@@ -242,7 +242,7 @@ TEST_CASE("the model beside measured and published FlashAttention-2 structures",
 // tile's K and V come from DRAM (the heads-first grid) and the H200 took 14 to 33 % longer per key
 // than from 2048 to 8192 while the model's tile costs the same: the miss is in those tiles, not in
 // what a block does once (notes/performance_model.md, "Chapter 09's SASS").
-TEST_CASE("the model beside chapter 09 measured and FlashAttention-3 published", "[published]") {
+TEST_CASE("the model beside chapter 09 measured and FlashAttention-3 published", "[published][hopper]") {
   OneHead one;
   const gpus::Gpu &h100 = *gpus::find_gpu("h100"), &h200 = *gpus::find_gpu("h200");
   const std::string dir = std::string(FLASHSTEPS_SOURCE_DIR) + "/results/nvidia-h200/";
