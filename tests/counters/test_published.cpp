@@ -74,31 +74,39 @@ using Times = std::map<std::tuple<int, bool, int>, std::array<double, 3>>;
 // at every N, both lines would give one loop and one intercept. Where a tile costs more at the
 // shorter lengths (step g's, whose K and V come from DRAM there: notes/performance_model.md,
 // "Chapter 09's SASS"), the longer line's intercept takes in the difference. `short_held`: hold
-// that line's loop within 10 % too (chapters 05 and 06, whose K/V cross DRAM once at every N).
+// that line's loop within 10 % too (chapters 05 and 06, whose tiles cost the same at every N).
 void split_loop(const Times& at, std::ostringstream& t, bool short_held) {
   t << "per 1k keys (the loop) and once per launch (the intercept), ms: measured, model (model without fill and "
        "drain); from N = 2048 and 8192 | from N = 512 and 2048\n";
   // The line through (n0, a) and (n1, b), n in 1k keys: its slope and its value at N = 0.
   const auto line_through = [](double n0, const std::array<double, 3>& a, double n1, const std::array<double, 3>& b,
-                               double (&slope)[3], double (&once)[3]) {
+                               double(&slope)[3], double(&once)[3]) {
     for (int i = 0; i < 3; ++i) slope[i] = (b[i] - a[i]) / (n1 - n0), once[i] = a[i] - n0 * slope[i];
   };
   for (int d : {64, 128})
     for (bool causal : {false, true}) {
-      if (!at.count({d, causal, 512}) || !at.count({d, causal, 2048}) || !at.count({d, causal, 8192})) continue;
-      double slope[3], once[3], short_slope[3], short_once[3];
+      if (!at.count({d, causal, 2048}) || !at.count({d, causal, 8192})) continue;
+      double slope[3], once[3];
       line_through(2.048, at.at({d, causal, 2048}), 8.192, at.at({d, causal, 8192}), slope, once);
-      line_through(0.512, at.at({d, causal, 512}), 2.048, at.at({d, causal, 2048}), short_slope, short_once);
       char line[320];
-      std::snprintf(line, sizeof line,
-                    "%-4d %-7s per 1k keys %.3f, %.3f (%.3f); once %.3f, %.3f (%.3f) | per 1k keys %.3f, %.3f (%.3f); once "
-                    "%.3f, %.3f (%.3f)\n",
-                    d, causal ? "yes" : "no", slope[0], slope[1], slope[2], once[0], once[1], once[2], short_slope[0],
-                    short_slope[1], short_slope[2], short_once[0], short_once[1], short_once[2]);
-      t << line;
+      const int n =
+          std::clamp(std::snprintf(line, sizeof line, "%-4d %-7s per 1k keys %.3f, %.3f (%.3f); once %.3f, %.3f (%.3f)",
+                                   d, causal ? "yes" : "no", slope[0], slope[1], slope[2], once[0], once[1], once[2]),
+                     0, static_cast<int>(sizeof line) - 1);
+      const bool short_line = at.count({d, causal, 512}) > 0;
+      double short_slope[3] = {}, short_once[3] = {};
+      if (short_line) {
+        line_through(0.512, at.at({d, causal, 512}), 2.048, at.at({d, causal, 2048}), short_slope, short_once);
+        std::snprintf(line + n, sizeof line - n, " | per 1k keys %.3f, %.3f (%.3f); once %.3f, %.3f (%.3f)",
+                      short_slope[0], short_slope[1], short_slope[2], short_once[0], short_once[1], short_once[2]);
+      }
+      t << line << "\n";
       INFO(line);
       CHECK(std::fabs(slope[1] / slope[0] - 1) <= 0.10);
-      if (short_held) CHECK(std::fabs(short_slope[1] / short_slope[0] - 1) <= 0.10);
+      if (short_held) {
+        REQUIRE(short_line);
+        CHECK(std::fabs(short_slope[1] / short_slope[0] - 1) <= 0.10);
+      }
     }
 }
 
@@ -239,9 +247,9 @@ TEST_CASE("the model beside measured and published FlashAttention-2 structures",
 // H200's, split from what its blocks do once as chapter 05's is (split_loop). Printed, not held:
 // the target of 15 % (25 % at N = 512) and a geometric mean of |ln(model / measured)| of
 // 0.10, which step g misses, under at every point; and its loop from N = 512 to 2048, where every
-// tile's K and V come from DRAM (the heads-first grid) and the H200 took 14 to 33 % longer per key
-// than from 2048 to 8192 while the model's tile costs the same: the miss is in those tiles, not in
-// what a block does once (notes/performance_model.md, "Chapter 09's SASS").
+// tile's K and V come from DRAM (the heads-first grid) and the H200 took 14 to 34 % longer per key
+// than from 2048 to 8192 while the model's tile costs the same: the miss points to those tiles more
+// than to what a block does once (notes/performance_model.md, "Chapter 09's SASS").
 TEST_CASE("the model beside chapter 09 measured and FlashAttention-3 published", "[published][hopper]") {
   OneHead one;
   const gpus::Gpu &h100 = *gpus::find_gpu("h100"), &h200 = *gpus::find_gpu("h200");
