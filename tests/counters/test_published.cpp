@@ -78,28 +78,29 @@ using Times = std::map<std::tuple<int, bool, int>, std::array<double, 3>>;
 void split_loop(const Times& at, std::ostringstream& t, bool short_held) {
   t << "per 1k keys (the loop) and once per launch (the intercept), ms: measured, model (model without fill and "
        "drain); from N = 2048 and 8192 | from N = 512 and 2048\n";
-  // The line through (n0, a) and (n1, b), n in 1k keys: its slope and its value at N = 0.
+  // The line through (n0, a) and (n1, b), n in 1k keys: its slope and its value at N = 0, and both
+  // as printed (measured, model, model without fill and drain).
   const auto line_through = [](double n0, const std::array<double, 3>& a, double n1, const std::array<double, 3>& b,
                                double(&slope)[3], double(&once)[3]) {
     for (int i = 0; i < 3; ++i) slope[i] = (b[i] - a[i]) / (n1 - n0), once[i] = a[i] - n0 * slope[i];
+    char text[128];
+    std::snprintf(text, sizeof text, "per 1k keys %.3f, %.3f (%.3f); once %.3f, %.3f (%.3f)", slope[0], slope[1],
+                  slope[2], once[0], once[1], once[2]);
+    return std::string(text);
   };
   for (int d : {64, 128})
     for (bool causal : {false, true}) {
       if (!at.count({d, causal, 2048}) || !at.count({d, causal, 8192})) continue;
+      char head[32];
+      std::snprintf(head, sizeof head, "%-4d %-7s ", d, causal ? "yes" : "no");
       double slope[3], once[3];
-      line_through(2.048, at.at({d, causal, 2048}), 8.192, at.at({d, causal, 8192}), slope, once);
-      char line[320];
-      const int n =
-          std::clamp(std::snprintf(line, sizeof line, "%-4d %-7s per 1k keys %.3f, %.3f (%.3f); once %.3f, %.3f (%.3f)",
-                                   d, causal ? "yes" : "no", slope[0], slope[1], slope[2], once[0], once[1], once[2]),
-                     0, static_cast<int>(sizeof line) - 1);
+      std::string line =
+          head + line_through(2.048, at.at({d, causal, 2048}), 8.192, at.at({d, causal, 8192}), slope, once);
       const bool short_line = at.count({d, causal, 512}) > 0;
       double short_slope[3] = {}, short_once[3] = {};
-      if (short_line) {
-        line_through(0.512, at.at({d, causal, 512}), 2.048, at.at({d, causal, 2048}), short_slope, short_once);
-        std::snprintf(line + n, sizeof line - n, " | per 1k keys %.3f, %.3f (%.3f); once %.3f, %.3f (%.3f)",
-                      short_slope[0], short_slope[1], short_slope[2], short_once[0], short_once[1], short_once[2]);
-      }
+      if (short_line)
+        line += " | " +
+                line_through(0.512, at.at({d, causal, 512}), 2.048, at.at({d, causal, 2048}), short_slope, short_once);
       t << line << "\n";
       INFO(line);
       CHECK(std::fabs(slope[1] / slope[0] - 1) <= 0.10);
