@@ -13,6 +13,7 @@ a block takes, what fails and what is only reported. And bench_torch_sdpa.py, be
 bench_torch_masks.py import torch before they load the book's library (a stand-in torch and ctypes.CDLL log the order):
 `import torch` after the library segfaults on a GPU machine. And cmake/WriteCommit.cmake records
 "unknown", not another repository's commit, for a tree that lies in a repository without being its top.
+And tools/record_runs.sh --again with tools/stale_quotes.py, in a repository of their own.
 """
 import os
 import shutil
@@ -65,7 +66,56 @@ def main():
     measured_rows(check)
     torch_before_library(check)
     commit_recording(check)
+    recording_again(check)
     return check.exit_code()
+
+
+def recording_again(check):
+    """tools/record_runs.sh --again records a file again with its own commands, and
+    tools/stale_quotes.py then names the lines of the notes that quote a number the file no longer
+    holds; in a repository of their own (a copy of the two tools), with a stand-in command whose
+    output a file decides."""
+    git = shutil.which("git")
+    if not git:
+        print("skip record_runs.sh --again: needs git")
+        return
+    with tempfile.TemporaryDirectory(prefix="flashsteps-again-") as tmp:
+        work = Path(tmp).resolve()
+        env = dict(os.environ, GIT_CEILING_DIRECTORIES=str(work), GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t",
+                   GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t", FLASHSTEPS_BUILD=str(work / "build"))
+        for d in ("tools", "results", "notes", "build"):
+            (work / d).mkdir()
+        for tool in ("record_runs.sh", "stale_quotes.py"):
+            shutil.copy(ROOT / "tools" / tool, work / "tools" / tool)
+        (work / ".gitignore").write_text("build/\nbin/\nvalue\n")
+        fake_cmake = work / "bin"  # the build folder's update: a cmake that succeeds
+        fake_cmake.mkdir()
+        (fake_cmake / "cmake").write_text("#!/bin/sh\nexit 0\n")
+        (fake_cmake / "cmake").chmod(0o755)
+        env["PATH"] = f"{fake_cmake}:{env['PATH']}"
+        (work / "value").write_text("1234.56\n")
+        recorded = work / "results" / "model.txt"
+        recorded.write_text("# old header\n\n## $ cat value   (load average before: 0.00 0.01 0.05)\n1234.56\n\n")
+        (work / "notes" / "n.md").write_text("The model says 1234.56 us (model.txt), and 0.93 of it.\n")
+        (work / "notes" / "other.md").write_text("1234.56 here cites nothing.\n")
+        run = lambda *a: subprocess.run(list(a), cwd=work, env=env, capture_output=True, text=True, timeout=120)
+        run(git, "init", "-q")
+        run(git, "add", "-A")
+        run(git, "commit", "-q", "-m", "recorded")
+        (work / "value").write_text("2345.67\n")  # what the command prints now: the model changed
+        r = run("tools/record_runs.sh", "--again", "results/model.txt")
+        text = recorded.read_text()
+        check(r.returncode == 0 and "## $ cat value   (load average before:" in text and "2345.67" in text
+              and "1234.56" not in text, f"record_runs.sh --again reruns the file's command (got {r.returncode}: {r.stderr.strip()[-200:]})")
+        r = run(sys.executable, "tools/stale_quotes.py", "--check")
+        check(r.returncode == 1 and r.stdout == "notes/n.md:1: 1234.56 (results/model.txt)\n",
+              f"stale_quotes.py names the quote of the number gone, in the note that cites the file (got {r.returncode}: {r.stdout!r})")
+        r = run(sys.executable, "tools/stale_quotes.py", "--since", "no-such-rev")
+        check(r.returncode == 2 and "no revision" in r.stderr, "stale_quotes.py refuses an unknown revision with exit 2")
+        r = run("tools/record_runs.sh", "--again", "notes/n.md")
+        check(r.returncode == 2 and "records no command" in r.stderr, "record_runs.sh --again refuses a file it did not write")
+        r = run("tools/record_runs.sh", "--again", "results/model.txt")  # the tree is dirty now
+        check(r.returncode == 2 and "uncommitted changes" in r.stderr, "record_runs.sh --again refuses a dirty tree")
 
 
 def commit_recording(check):

@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""stale_quotes.py: the lines of the notes that quote a number a results file no longer holds.
+
+    python3 tools/stale_quotes.py [--since REV] [--check] [RESULTS_FILE ...]
+
+A change to the model moves the numbers in the files it wrote (tools/record_runs.sh --again rewrites
+them), and every note that quotes one of the old numbers is then wrong. For each results file (by
+default every file under results/ whose working-tree text differs from REV's, HEAD unless named),
+the numbers of REV's version that the new one no longer holds are looked for in every tracked
+Markdown file that names the results file (its name, anywhere in the document): each line quoting one
+is printed as `path:line: number (results file)`. Numbers are decimals of at least four digits
+(24399.54, 0.579), as the notes quote them verbatim; a rounded or converted quote (24.4 ms for
+24399.54 us) is not found. Nothing is changed. Exit 0 (1 with --check when a line was found); exit 2 on
+bad use: not a git tree, an unknown REV, a file REV does not have.
+"""
+import argparse
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+NUMBER = re.compile(r"(?<![\w.])\d+\.\d+(?![\w.]*\d)")
+
+
+def numbers(text):
+    return {n for n in NUMBER.findall(text) if sum(ch.isdigit() for ch in n) >= 4}
+
+
+def git(*args):
+    return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("files", nargs="*", help="results files (default: those under results/ that differ from REV)")
+    ap.add_argument("--since", default="HEAD", metavar="REV", help="the revision whose numbers were quoted (default HEAD)")
+    ap.add_argument("--check", action="store_true", help="exit 1 when a stale quote was found")
+    a = ap.parse_args()
+
+    def refuse(why):
+        print(f"stale_quotes.py: {why}", file=sys.stderr)
+        return 2
+
+    if git("rev-parse", "--is-inside-work-tree").returncode != 0:
+        return refuse(f"{ROOT} is not a git working tree")
+    if git("rev-parse", "--verify", "--quiet", a.since + "^{commit}").returncode != 0:
+        return refuse(f"no revision {a.since}")
+    files = []
+    for f in a.files:
+        p = Path(f).resolve()
+        if not p.is_file():
+            return refuse(f"no file {f}")
+        try:
+            files.append(p.relative_to(ROOT).as_posix())
+        except ValueError:
+            return refuse(f"{f} is outside the repository {ROOT}")
+    if not a.files:
+        files = git("diff", "--name-only", a.since, "--", "results/").stdout.split()
+    old_text = {}
+    for f in files:
+        r = git("show", f"{a.since}:{f}")
+        if r.returncode != 0:
+            return refuse(f"{a.since} has no {f}")
+        old_text[f] = r.stdout
+    documents = [ROOT / d for d in git("ls-files", "*.md").stdout.split()]
+    found = 0
+    for f in files:
+        gone = numbers(old_text[f]) - numbers((ROOT / f).read_text(errors="replace"))
+        if not gone:
+            continue
+        name = Path(f).name
+        for doc in documents:
+            text = doc.read_text(errors="replace")
+            if name not in text:
+                continue
+            for i, line in enumerate(text.splitlines(), 1):
+                for n in sorted(numbers(line) & gone):
+                    print(f"{doc.relative_to(ROOT).as_posix()}:{i}: {n} ({f})")
+                    found += 1
+    print(f"stale_quotes.py: {found} quote(s) of numbers that {len(files)} results file(s) no longer hold", file=sys.stderr)
+    return 1 if a.check and found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
