@@ -96,6 +96,9 @@ def recording_again(check):
         (work / "value").write_text("1234.56\n")
         recorded = work / "results" / "model.txt"
         recorded.write_text("# old header\n\n## $ cat value   (load average before: 0.00 0.01 0.05)\n1234.56\n\n")
+        second = work / "results" / "two.txt"  # two commands, one of them quoted
+        second.write_text("# old\n\n## $ echo 'a  b'   (load average before: 0.00 0.01 0.05)\na  b\n\n"
+                          "## $ cat value   (load average before: 0.00 0.01 0.05)\n1234.56\n\n")
         (work / "notes" / "n.md").write_text("The model says 1234.56 us (model.txt), and 0.93 of it.\n")
         (work / "notes" / "other.md").write_text("1234.56 here cites nothing.\n")
         run = lambda *a: subprocess.run(list(a), cwd=work, env=env, capture_output=True, text=True, timeout=120)
@@ -103,8 +106,11 @@ def recording_again(check):
         run(git, "add", "-A")
         run(git, "commit", "-q", "-m", "recorded")
         (work / "value").write_text("2345.67\n")  # what the command prints now: the model changed
-        r = run("tools/record_runs.sh", "--again", "results/model.txt")
+        r = run("tools/record_runs.sh", "--again", "results/model.txt", "results/two.txt")
         text = recorded.read_text()
+        two = second.read_text()
+        check("2345.67" in two and "1234.56" not in two and "\na  b\n" in two and two.count("## $ ") == 2,
+              "record_runs.sh --again rewrites every file named, each with all of its commands")
         check(r.returncode == 0 and "## $ cat value   (load average before:" in text and "2345.67" in text
               and "1234.56" not in text, f"record_runs.sh --again reruns the file's command (got {r.returncode}: {r.stderr.strip()[-200:]})")
         r = run(sys.executable, "tools/stale_quotes.py", "--check")
@@ -114,6 +120,12 @@ def recording_again(check):
         check(r.returncode == 2 and "no revision" in r.stderr, "stale_quotes.py refuses an unknown revision with exit 2")
         r = run("tools/record_runs.sh", "--again", "notes/n.md")
         check(r.returncode == 2 and "records no command" in r.stderr, "record_runs.sh --again refuses a file it did not write")
+        run(git, "add", "-A")
+        run(git, "commit", "-q", "-m", "again")
+        r = run("tools/record_runs.sh", "results/new.txt", "echo 'x  y'", "cat value")
+        new = (work / "results" / "new.txt").read_text() if (work / "results" / "new.txt").exists() else ""
+        check(r.returncode == 0 and "## $ echo 'x  y'   (load average before:" in new and "\nx  y\n" in new
+              and "\n2345.67\n" in new, f"record_runs.sh records its commands into a new file (got {r.returncode})")
         r = run("tools/record_runs.sh", "--again", "results/model.txt")  # the tree is dirty now
         check(r.returncode == 2 and "uncommitted changes" in r.stderr, "record_runs.sh --again refuses a dirty tree")
 

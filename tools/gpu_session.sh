@@ -226,7 +226,8 @@ profile() {
   # reason), the hit rates and the clock the SMs ran at, one process per chapter; then steps f's and
   # g's stalls instruction by instruction (the source page, SASS).
   local why_list=("${use[@]}" "${extra[@]}")
-  local why=(--clock-control none --csv --section WarpStateStats --metrics "$(IFS=,; echo "${why_list[*]}")")
+  # --print-units base: bytes and nanoseconds whatever their size (model_vs_published reads them).
+  local why=(--clock-control none --csv --print-units base --section WarpStateStats --metrics "$(IFS=,; echo "${why_list[*]}")")
   echo "== ncu: chapter 09, steps c to g at P3"
   # shellcheck disable=SC2086
   ncu "${why[@]}" --log-file "$out/ncu_ch09_steps.csv" "$build/bin/flashsteps" run -v tma_ring -v warp_specialized \
@@ -260,7 +261,7 @@ profile() {
   # legend "(best): ..." are not variants.
   for v in $("$build/bin/flashsteps" run --list | awk '/^  [^ ]/ && / \(best\)$/ {print $1}'); do
     echo "== ncu: $v"
-    ncu --clock-control none --csv --log-file "$out/ncu_$v.csv" --metrics "$metric_list" \
+    ncu --clock-control none --csv --print-units base --log-file "$out/ncu_$v.csv" --metrics "$metric_list" \
       "$build/bin/flashsteps" run -v "$v" --reps 0 -b 4 -H 16 -n 4096 -d 128 --dtype fp16 || failed "$v"
   done
   return $status

@@ -8,7 +8,7 @@ them), and every note that quotes one of the old numbers is then wrong. For each
 default every file under results/ whose working-tree text differs from REV's, HEAD unless named),
 the numbers of REV's version that the new one no longer holds are looked for in every tracked
 Markdown file that names the results file (its name, anywhere in the document): each line quoting one
-is printed as `path:line: number (results file)`. Numbers are decimals of at least four digits
+is printed as `path:line: number (results file)`. Images and README.md files (prose) are skipped. Numbers are decimals of at least four digits
 (24399.54, 0.579), as the notes quote them verbatim; a rounded or converted quote (24.4 ms for
 24399.54 us) is not found. Nothing is changed. Exit 0 (1 with --check when a line was found); exit 2 on
 bad use: not a git tree, an unknown REV, a file REV does not have.
@@ -28,7 +28,9 @@ def numbers(text):
 
 
 def git(*args):
-    return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True)
+    r = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True)
+    r.stdout = r.stdout.decode(errors="replace")
+    return r
 
 
 def main():
@@ -55,17 +57,19 @@ def main():
             files.append(p.relative_to(ROOT).as_posix())
         except ValueError:
             return refuse(f"{f} is outside the repository {ROOT}")
-    if not a.files:
-        files = git("diff", "--name-only", a.since, "--", "results/").stdout.split()
+    if not a.files:  # changed, not added or deleted: a number can only be stale where it was
+        files = [f for f in git("diff", "-z", "--name-only", "--diff-filter=M", a.since, "--", "results/").stdout.split("\0") if f]
     old_text = {}
     for f in files:
         r = git("show", f"{a.since}:{f}")
         if r.returncode != 0:
             return refuse(f"{a.since} has no {f}")
+        if "\0" in r.stdout or Path(f).name == "README.md":
+            continue  # an image, or prose that quotes the data rather than holds it
         old_text[f] = r.stdout
     documents = [ROOT / d for d in git("ls-files", "*.md").stdout.split()]
     found = 0
-    for f in files:
+    for f in old_text:
         gone = numbers(old_text[f]) - numbers((ROOT / f).read_text(errors="replace"))
         if not gone:
             continue
@@ -78,7 +82,7 @@ def main():
                 for n in sorted(numbers(line) & gone):
                     print(f"{doc.relative_to(ROOT).as_posix()}:{i}: {n} ({f})")
                     found += 1
-    print(f"stale_quotes.py: {found} quote(s) of numbers that {len(files)} results file(s) no longer hold", file=sys.stderr)
+    print(f"stale_quotes.py: {found} quote(s) of numbers that {len(old_text)} results file(s) no longer hold", file=sys.stderr)
     return 1 if a.check and found else 0
 
 
