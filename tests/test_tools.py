@@ -99,7 +99,8 @@ def recording_again(check):
         second = work / "results" / "two.txt"  # two commands, one of them quoted
         second.write_text("# old\n\n## $ echo 'a  b'   (load average before: 0.00 0.01 0.05)\na  b\n\n"
                           "## $ cat value   (load average before: 0.00 0.01 0.05)\n1234.56\n\n")
-        (work / "notes" / "n.md").write_text("The model says 1234.56 us (model.txt), and 0.93 of it.\n")
+        (work / "notes" / "n.md").write_text("The model says 1234.56 us (model.txt), and 0.93 of it.\n"
+                                             "<!-- counters-table:begin x -->\n| 1234.56 |\n<!-- counters-table:end -->\n")
         (work / "notes" / "other.md").write_text("1234.56 here cites nothing.\n")
         run = lambda *a: subprocess.run(list(a), cwd=work, env=env, capture_output=True, text=True, timeout=120)
         run(git, "init", "-q")

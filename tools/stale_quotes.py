@@ -8,7 +8,8 @@ them), and every note that quotes one of the old numbers is then wrong. For each
 default every file under results/ whose working-tree text differs from REV's, HEAD unless named),
 the numbers of REV's version that the new one no longer holds are looked for in every tracked
 Markdown file that names the results file (its name, anywhere in the document): each line quoting one
-is printed as `path:line: number (results file)`. Images and README.md files (prose) are skipped. Numbers are decimals of at least four digits
+is printed as `path:line: number (results file)`. Images and README.md files (prose) are skipped, and
+so are the blocks other tools generate in the notes (`<!-- counters-table:begin ... -->` to its end). Numbers are decimals of at least four digits
 (24399.54, 0.579), as the notes quote them verbatim; a rounded or converted quote (24.4 ms for
 24399.54 us) is not found. Nothing is changed. Exit 0 (1 with --check when a line was found); exit 2 on
 bad use: not a git tree, an unknown REV, a file REV does not have.
@@ -78,7 +79,13 @@ def main():
             text = doc.read_text(errors="replace")
             if name not in text:
                 continue
+            generated = False  # a block another tool writes from its own source (<!-- name:begin --> ... :end)
             for i, line in enumerate(text.splitlines(), 1):
+                if re.match(r"\s*<!-- [\w-]+:(begin|end)\b", line):
+                    generated = ":begin" in line
+                    continue
+                if generated:
+                    continue
                 for n in sorted(numbers(line) & gone):
                     print(f"{doc.relative_to(ROOT).as_posix()}:{i}: {n} ({f})")
                     found += 1
