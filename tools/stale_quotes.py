@@ -22,6 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 NUMBER = re.compile(r"(?<![\w.])\d+\.\d+(?![\w.]*\d)")
+GENERATED = re.compile(r"\s*<!-- [\w-]+:(begin|end)\b")  # a block another tool writes from its own source
 
 
 def numbers(text):
@@ -68,26 +69,26 @@ def main():
         if "\0" in r.stdout or Path(f).name == "README.md":
             continue  # an image, or prose that quotes the data rather than holds it
         old_text[f] = r.stdout
-    documents = [ROOT / d for d in git("ls-files", "*.md").stdout.split()]
+    documents = {d: (ROOT / d).read_text(errors="replace")
+                 for d in git("ls-files", "-z", "*.md").stdout.split("\0") if d}
     found = 0
     for f in old_text:
         gone = numbers(old_text[f]) - numbers((ROOT / f).read_text(errors="replace"))
         if not gone:
             continue
         name = Path(f).name
-        for doc in documents:
-            text = doc.read_text(errors="replace")
+        for doc, text in documents.items():
             if name not in text:
                 continue
-            generated = False  # a block another tool writes from its own source (<!-- name:begin --> ... :end)
+            generated = False  # inside <!-- name:begin --> ... <!-- name:end -->
             for i, line in enumerate(text.splitlines(), 1):
-                if re.match(r"\s*<!-- [\w-]+:(begin|end)\b", line):
+                if GENERATED.match(line):
                     generated = ":begin" in line
                     continue
                 if generated:
                     continue
                 for n in sorted(numbers(line) & gone):
-                    print(f"{doc.relative_to(ROOT).as_posix()}:{i}: {n} ({f})")
+                    print(f"{doc}:{i}: {n} ({f})")
                     found += 1
     print(f"stale_quotes.py: {found} quote(s) of numbers that {len(old_text)} results file(s) no longer hold", file=sys.stderr)
     return 1 if a.check and found else 0
