@@ -147,14 +147,20 @@ TEST_CASE("the latency term: one warp's chain from the SASS, hidden only by grou
   half.global[simt::kGlobalLoad].sectors = 1000, half.dram_read_sectors = 500;
   const double mean_wait = (kSassL2Latency + kSassDramLatency) / 2;  // half L2 hits, half DRAM's (the H100's)
   CHECK(warp_cycles(half, from_dram, mean_wait) == Approx(warps * (10 + 500 * 500)));
-  CHECK(model(half, g, &from_dram).latency == Approx(warp_cycles(half, from_dram, mean_wait) / (clock * 4) * 1e6));
+  // Of those cycles, a tile's loads wait mean_wait x (600 - 400) / 212 (the line through the two
+  // latencies, at none); the two warps of a block on a scheduler wait for them together: once.
+  const double load_waits = warps * 500 * mean_wait * 200 / 212.0;
+  CHECK(warp_cycles(half, from_dram, mean_wait) - warp_cycles(half, from_dram, 0) == Approx(load_waits));
+  CHECK(model(half, g, &from_dram).latency ==
+        Approx((warp_cycles(half, from_dram, mean_wait) - load_waits / 2) / (clock * 4) * 1e6));
   // Another GPU's latencies (gpus.h's [lat]) are taken on the line through the two the cycles were
   // counted with: 200 cycles more per load than DRAM's 484 puts 200 x (600 - 400) / 212 more on a tile.
   CHECK(warp_cycles(half, from_dram, kSassDramLatency + 200) == Approx(warps * (10 + 500 * (600 + 200 * 200 / 212.0))));
   gpus::Gpu slower = g;
   slower.l2_latency_clk += 100, slower.dram_latency_clk += 100;
+  const double slower_waits = warps * 500 * (mean_wait + 100) * 200 / 212.0;
   CHECK(model(half, slower, &from_dram).latency ==
-        Approx(warp_cycles(half, from_dram, mean_wait + 100) / (clock * 4) * 1e6));
+        Approx((warp_cycles(half, from_dram, mean_wait + 100) - slower_waits / 2) / (clock * 4) * 1e6));
   CHECK(model(half, slower, &from_dram).latency > model(half, g, &from_dram).latency);
   // Without barriers every warp is a group of its own: two per scheduler, each waiting for the
   // other only where it holds the issue slot.

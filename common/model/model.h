@@ -43,8 +43,10 @@
 // hides one warp's waits behind another's work only if the other is somewhere else in its loop.
 // Warps that meet at a __syncthreads every tile are not: they reach the same phase together (the
 // products, then the softmax) and queue behind one another for the same pipe, so one block's warps
-// on a scheduler take the sum of their chains. Blocks are independent of each other, and so are the
-// warps of a kernel whose loops have no barrier.
+// on a scheduler take the sum of their chains, but for their global loads' waits: they ask for
+// their loads together and wait for them together, so the part of a chain that grows with the load
+// latency (warp_cycles at the latency less at none) counts once among them, not once per warp.
+// Blocks are independent of each other, and so are the warps of a kernel whose loops have no barrier.
 //
 // groups: when the kernel synchronises its block inside its loops (__syncthreads, SassKernel::
 // lockstep), each block the SM holds at once is one group on each scheduler it has warps on; else
@@ -268,7 +270,14 @@ inline Modelled model(const simt::Counters& c, const gpus::Gpu& g, const SassKer
                                 c.global[simt::kTmaLoad].sectors);
     const double from_dram = loaded > 0 ? std::min(1.0, (32 * c.dram_read_sectors + m.dram_rereads) / loaded) : 0;
     const double wait = (1 - from_dram) * g.l2_latency_clk + from_dram * g.dram_latency_clk;  // g's own [lat]
-    const double chains = warp_cycles(c, *k, wait) / (clock * schedulers_used) * 1e6;  // one group per scheduler
+    double chains = warp_cycles(c, *k, wait) / (clock * schedulers_used) * 1e6;  // one group per scheduler
+    // A lockstep block's warps on a scheduler ask for their loads together and wait for them
+    // together: the part of their chains that grows with the load latency counts once among them.
+    if (lockstep) {
+      const double together = std::max(1.0, warps_per_block / g.warp_schedulers);
+      const double load_waits = chains - warp_cycles(c, *k, 0) / (clock * schedulers_used) * 1e6;
+      chains -= load_waits * (1 - 1 / together);
+    }
     // The issue slots (or, where busier, the FMA pipes: an A100's take 2 clocks per FP32 warp
     // instruction) and the tensor pipe or the MUFUs.
     const double held = std::max((m.instructions - c.mma - c.wgmma) / (g.warp_schedulers * clock * schedulers) * 1e6, m.fma) +
