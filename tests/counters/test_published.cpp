@@ -399,9 +399,10 @@ TEST_CASE("each stage of chapters 01 to 03 beside the H200's breakdown at P1 and
 // store, read nothing more (counting every such sector gave 0.97 here and 1.30 for lean_loop).
 // And each launch's time beside Nsight Compute's (gpu__time_duration.sum; the kernel's name checked
 // against the emulator's launch), held within 2x: a variant's total can hide two launches that miss
-// in opposite directions. Chapter 01's is within 5 % as a sum of its register-blocked GEMMs modelled
-// 1.34-1.62 times too slow and its softmax (a thread per row) 0.51 of its time, at the bound's edge
-// (notes/performance_model.md, "Measured on an H200").
+// in opposite directions: chapter 01's softmax (a thread per row) models 0.51 of its time, at the
+// bound's edge, which its register-blocked GEMMs hid in its total (1.05) while they modelled 1.34-1.62
+// times their time, before a lockstep block's load waits counted once per scheduler (76d784a; now
+// 0.91-1.18, the total 0.81; notes/performance_model.md, "Measured on an H200").
 TEST_CASE("the model's DRAM reads beside what Nsight Compute read on the H200", "[published]") {
   OneHead one;
   const gpus::Gpu& h200 = *gpus::find_gpu("h200");
