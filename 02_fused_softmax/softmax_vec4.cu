@@ -68,8 +68,14 @@ __device__ __forceinline__ void softmax_row(const attn::AttentionParams& p, cons
 // A block per row; rows beyond the grid's 2^31 - 1 blocks are taken in turns, a barrier between
 // two: the next row's first pass writes the cached row by its own alignment (head), so a thread may
 // overwrite an element another still reads in this row's last pass.
+// With the row on chip, at most 32 registers a thread, so that 8 blocks of 256 threads fill the
+// SM's 2048 threads (the second number, a minimum of blocks per SM; ptxas fits it in 32 without
+// spilling). Left to itself ptxas takes 40 (its choice moves with AttentionParams' layout: 32 before
+// chapter 10's window rule joined it), and the SM holds 6 blocks: a quarter fewer rows in flight
+// for a kernel that waits on its loads. The row from global memory (OnChip false) would spill in 32: 6 blocks, as
+// ptxas chose for it.
 template <bool OnChip>
-__global__ void softmax_vec4_kernel(const attn::AttentionParams p, const float* S, float* P) {
+__global__ void __launch_bounds__(kThreads, OnChip ? 8 : 6) softmax_vec4_kernel(const attn::AttentionParams p, const float* S, float* P) {
   __shared__ float scratch[kScratch];
   const long long rows = static_cast<long long>(p.B) * p.H * p.Lq;
   for (long long row = blockIdx.x; row < rows; row += gridDim.x) {
