@@ -187,8 +187,9 @@ promise_shapes() {
 }
 
 # ncu on issue 35's steps (below), then on each chapter's best variant at one shape (B = 4, H = 16,
-# N = 4096, d = 128, fp16), with the counters the emulator models; metrics this ncu does not know
-# are dropped (and named), not fatal.
+# N = 4096, d = 128, fp16), with the counters the emulator models and what the model's issue term
+# and occupancy take (warp instructions executed, registers per thread, the SMs' clock); metrics
+# this ncu does not know are dropped (and named), not fatal.
 profile() {
   local metrics=(gpu__time_duration.sum dram__bytes_read.sum dram__bytes_write.sum lts__t_bytes.sum
     l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum
@@ -202,11 +203,12 @@ profile() {
     smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio
     smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio
     smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio
-    smsp__average_warps_issue_stalled_wait_per_issue_active.ratio)
+    smsp__average_warps_issue_stalled_wait_per_issue_active.ratio
+    smsp__inst_executed.sum launch__registers_per_thread sm__cycles_elapsed.avg.per_second)
   local known
   known=$(ncu --query-metrics 2>/dev/null | awk '{print $1}') || { echo "ncu --query-metrics failed"; return 1; }
-  # For issue 35's profiles (below) besides: the hit rates, and the SMs' clock under the load.
-  local more=(lts__t_sector_hit_rate.pct l1tex__t_sector_hit_rate.pct sm__cycles_elapsed.avg.per_second)
+  # For issue 35's profiles (below) besides: the hit rates.
+  local more=(lts__t_sector_hit_rate.pct l1tex__t_sector_hit_rate.pct)
   local use=() extra=() m
   for m in "${metrics[@]}" "${more[@]}"; do
     if ! grep -qx "${m%%.*}" <<<"$known"; then
