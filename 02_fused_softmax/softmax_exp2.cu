@@ -71,7 +71,8 @@ __device__ __forceinline__ void softmax_row(const attn::AttentionParams& p, cons
 // overwrite an element another still reads in this row's last pass.
 // As in step c, 8 blocks per SM with the row on chip (32 registers; left to itself ptxas takes 39).
 template <bool OnChip>
-__global__ void __launch_bounds__(kThreads, OnChip ? 8 : 6) softmax_exp2_kernel(const attn::AttentionParams p, const float* S, float* P) {
+__global__ void __launch_bounds__(kThreads, OnChip ? 8 : 6)
+    softmax_exp2_kernel(const attn::AttentionParams p, const float* S, float* P) {
   __shared__ float scratch[kScratch];
   const long long rows = static_cast<long long>(p.B) * p.H * p.Lq;
   for (long long row = blockIdx.x; row < rows; row += gridDim.x) {

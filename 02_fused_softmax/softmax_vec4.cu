@@ -59,8 +59,9 @@ __device__ __forceinline__ void softmax_row(const attn::AttentionParams& p, cons
   const float inv_l = 1.f / attn::block_sum(l, scratch);
   for (int q = tid; q < quads; q += kThreads) {
     const int j = head + 4 * q;
-    *reinterpret_cast<float4*>(out + j) = make_float4(__expf(score(j) - m) * inv_l, __expf(score(j + 1) - m) * inv_l,
-                                                      __expf(score(j + 2) - m) * inv_l, __expf(score(j + 3) - m) * inv_l);
+    *reinterpret_cast<float4*>(out + j) =
+        make_float4(__expf(score(j) - m) * inv_l, __expf(score(j + 1) - m) * inv_l, __expf(score(j + 2) - m) * inv_l,
+                    __expf(score(j + 3) - m) * inv_l);
   }
   if (edge >= 0) out[edge] = __expf(score(edge) - m) * inv_l;
 }
@@ -70,12 +71,13 @@ __device__ __forceinline__ void softmax_row(const attn::AttentionParams& p, cons
 // overwrite an element another still reads in this row's last pass.
 // With the row on chip, at most 32 registers a thread, so that 8 blocks of 256 threads fill the
 // SM's 2048 threads (the second number, a minimum of blocks per SM; ptxas fits it in 32 without
-// spilling). Left to itself ptxas takes 40 (its choice moves with AttentionParams' layout: 32 before
-// chapter 10's window rule joined it), and the SM holds 6 blocks: a quarter fewer rows in flight
-// for a kernel that waits on its loads. The row from global memory (OnChip false) would spill in 32: 6 blocks, as
-// ptxas chose for it.
+// spilling). Left to itself ptxas takes 40 since attn_mask's loads went through the read-only path
+// (32 before), and the SM holds 6 blocks: a quarter fewer rows in flight for a kernel that waits on
+// its loads. The row from global memory keeps 6 blocks: in 32 registers it would spill, and with
+// no minimum ptxas takes 56 (4 blocks); with 6 it takes 39.
 template <bool OnChip>
-__global__ void __launch_bounds__(kThreads, OnChip ? 8 : 6) softmax_vec4_kernel(const attn::AttentionParams p, const float* S, float* P) {
+__global__ void __launch_bounds__(kThreads, OnChip ? 8 : 6)
+    softmax_vec4_kernel(const attn::AttentionParams p, const float* S, float* P) {
   __shared__ float scratch[kScratch];
   const long long rows = static_cast<long long>(p.B) * p.H * p.Lq;
   for (long long row = blockIdx.x; row < rows; row += gridDim.x) {

@@ -162,6 +162,29 @@ TEST_CASE("the latency term: one warp's chain from the SASS, hidden only by grou
   CHECK(model(half, slower, &from_dram).latency ==
         Approx((warp_cycles(half, from_dram, mean_wait + 100) - slower_waits / 2) / (clock * 4) * 1e6));
   CHECK(model(half, slower, &from_dram).latency > model(half, g, &from_dram).latency);
+  // Counted once only where a scheduler holds more than one warp of the block: a block of 2 warps
+  // (one on each of 2 schedulers) waits for every load in each chain, one of 6 (1.5 a scheduler)
+  // saves a third of them.
+  for (const double block_warps : {2.0, 6.0}) {
+    simt::Counters sized = half;
+    sized.threads_per_block = 32 * block_warps;
+    sized.barriers = block_warps * g.sms * 500;
+    const double waits = block_warps * g.sms * 500 * mean_wait * 200 / 212.0;
+    const double shared = waits * (1 - 1 / std::max(1.0, block_warps / 4));
+    CHECK(shared == Approx(block_warps == 2 ? 0 : waits / 3));
+    CHECK(model(sized, g, &from_dram).latency ==
+          Approx((warp_cycles(sized, from_dram, mean_wait) - shared) / (clock * std::min(block_warps, 4.0)) * 1e6));
+  }
+  // Warps that meet at no barrier wait for their loads each on its own.
+  SassKernel free_dram = from_dram;
+  free_dram.lockstep = false;
+  free_dram.tile.seen[kSeenBar] = 0, free_dram.tile.seen[kSeenLds] = 2;
+  simt::Counters half_free = half;
+  half_free.barriers = 0, half_free.shared[simt::kSharedLoad32].requests = warps * 500 * 2;
+  const Modelled own_waits = model(half_free, g, &free_dram);
+  CHECK(own_waits.groups == 8);
+  CHECK(own_waits.latency ==
+        Approx((warp_cycles(half_free, free_dram, mean_wait) / (clock * 4) * 1e6 + own_waits.issue) / 2));
   // Without barriers every warp is a group of its own: two per scheduler, each waiting for the
   // other only where it holds the issue slot.
   SassKernel free_running = k;

@@ -53,12 +53,13 @@
 // every warp the SM holds is one, but a producer's (a warp that gave its registers back with
 // setmaxnreg.dec: it only issues copies and hides no other warp's waits). Chapter 09's named
 // barriers pass turns between two warpgroups rather than gather the block: not lockstep. With one
-// group per scheduler, the time is the sum of the chains. With G groups on a scheduler, a group
-// waits for the others only where they hold what it needs: the issue slot (one cycle per
-// instruction but an HMMA) and the tensor pipe (or the MUFUs, the busier), `held`. While one
-// group waits out its latencies, the others use those pipes, so G groups go through G chains in
+// group per scheduler, the time is the sum of its warps' chains (a lockstep block's load waits
+// counted once among them, above). With G groups on a scheduler, a group waits for the others
+// only where they hold what it needs: the issue slot (one cycle per instruction but an HMMA) and
+// the tensor pipe (or the MUFUs, the busier), `held`. While one group waits out its latencies, the
+// others use those pipes, so G groups go through G chains in
 //
-//   latency = (chains + (G - 1) x held) / G          chains: the warps' chains over one group per scheduler
+//   latency = (chains + (G - 1) x held) / G          chains: one group's on a scheduler, as just said
 //
 // which is the chains' time at G = 1 and tends to the pipes' at large G. It is a floor like the
 // other terms, not added to them.
