@@ -102,6 +102,8 @@ def recording_again(check):
         (work / "notes" / "n.md").write_text("The model says 1234.56 us (model.txt), and 0.93 of it.\n"
                                              "<!-- counters-table:begin x -->\n| 1234.56 |\n<!-- counters-table:end -->\n")
         (work / "notes" / "other.md").write_text("1234.56 here cites nothing.\n")
+        (work / "results" / "c.csv").write_text("modelled_us\n22.67923497\n")  # a CSV quoted rounded
+        (work / "notes" / "c.md").write_text("c.csv models 22.68 us.\n")
         run = lambda *a: subprocess.run(list(a), cwd=work, env=env, capture_output=True, text=True, timeout=120)
         run(git, "init", "-q")
         run(git, "add", "-A")
@@ -117,6 +119,10 @@ def recording_again(check):
         r = run(sys.executable, "tools/stale_quotes.py", "--check")
         check(r.returncode == 1 and r.stdout == "notes/n.md:1: 1234.56 (results/model.txt)\n",
               f"stale_quotes.py names the quote of the number gone, in the note that cites the file (got {r.returncode}: {r.stdout!r})")
+        (work / "results" / "c.csv").write_text("modelled_us\n25.1\n")
+        r = run(sys.executable, "tools/stale_quotes.py", "--check", "results/c.csv")
+        check(r.returncode == 1 and r.stdout == "notes/c.md:1: 22.68 (results/c.csv)\n",
+              f"stale_quotes.py finds a CSV's value quoted to 2 decimals (got {r.returncode}: {r.stdout!r})")
         r = run(sys.executable, "tools/stale_quotes.py", "--since", "no-such-rev")
         check(r.returncode == 2 and "no revision" in r.stderr, "stale_quotes.py refuses an unknown revision with exit 2")
         r = run("tools/record_runs.sh", "--again", "notes/n.md")

@@ -10,7 +10,8 @@ the numbers of REV's version that the new one no longer holds are looked for in 
 Markdown file that names the results file (its name, anywhere in the document): each line quoting one
 is printed as `path:line: number (results file)`. Images and README.md files (prose) are skipped, and
 so are the blocks other tools generate in the notes (`<!-- counters-table:begin ... -->` to its end). Numbers are decimals of at least four digits
-(24399.54, 0.579), as the notes quote them verbatim; a rounded or converted quote (24.4 ms for
+(24399.54, 0.579), as the notes quote them verbatim, and a CSV's values also rounded to 2 and 1
+decimals (counters.csv's 34.7912 quoted as 34.79); another rounded or converted quote (24.4 ms for
 24399.54 us) is not found. Nothing is changed. Exit 0 (1 with --check when a line was found); exit 2 on
 bad use: not a git tree, an unknown REV, a file REV does not have.
 """
@@ -27,6 +28,17 @@ GENERATED = re.compile(r"\s*<!-- [\w-]+:(begin|end)\b")  # a block another tool 
 
 def numbers(text):
     return {n for n in NUMBER.findall(text) if sum(ch.isdigit() for ch in n) >= 4}
+
+
+def held_numbers(path, text):
+    """The numbers a results file holds as the notes would quote them: a CSV's full-precision values
+    (22.67923497) also rounded to 2 and 1 decimals (22.68, 22.7), the notes' usual forms, where
+    those still have four digits."""
+    held = numbers(text)
+    if path.endswith(".csv"):
+        for n in NUMBER.findall(text):
+            held |= numbers(" ".join(f"{float(n):.{places}f}" for places in (2, 1)))
+    return held
 
 
 def git(*args):
@@ -73,7 +85,7 @@ def main():
                  for d in git("ls-files", "-z", "*.md").stdout.split("\0") if d}
     found = 0
     for f in old_text:
-        gone = numbers(old_text[f]) - numbers((ROOT / f).read_text(errors="replace"))
+        gone = held_numbers(f, old_text[f]) - held_numbers(f, (ROOT / f).read_text(errors="replace"))
         if not gone:
             continue
         name = Path(f).name
