@@ -354,16 +354,15 @@ TEST_CASE("the model beside chapter 09 measured and FlashAttention-3 published",
 
 // Chapters 01 to 03 run two or three kernels each, and the H200's logs of P1 and P3
 // (results/nvidia-h200/logs/promise_P1.log, promise_P3.log) time every one of them: each stage
-// beside its model on the H200's profile, and the model of the code as it is now (the GEMM's loads
-// since batched: a prediction for the next GPU session). Printed, not held: a stage's model misses by
-// up to 2.4x either way at these shapes (notes/performance_model.md, "Measured on an H200"); what is
-// held is that every stage the model has was timed, under the same name.
+// beside its model on the H200's profile. Printed, not held: a stage's model misses by up to 2.4x
+// either way at these shapes (notes/performance_model.md, "Measured on an H200"); what is held is
+// that every stage the model has was timed, under the same name.
 TEST_CASE("each stage of chapters 01 to 03 beside the H200's breakdown at P1 and P3", "[published]") {
   OneHead one;
   REQUIRE(gpus::find_gpu("h200"));
   std::ostringstream t;
   t << "each stage on the H200 (results/nvidia-h200/logs/promise_P1.log, promise_P3.log: the breakdown lines), ms: measured, "
-       "the model on the H200's profile (of the code it ran), model/measured; and the model of today's code, not yet measured\n";
+       "the model on the H200's profile, model/measured\n";
   for (const auto& [log, B, H, N, d] : {std::tuple{"promise_P1.log", 16, 32, 1024, 64}, std::tuple{"promise_P3.log", 1, 16, 4096, 128}}) {
     std::ifstream in(std::string(FLASHSTEPS_SOURCE_DIR) + "/results/nvidia-h200/logs/" + log);
     REQUIRE(in);
@@ -389,11 +388,10 @@ TEST_CASE("each stage of chapters 01 to 03 beside the H200's breakdown at P1 and
         INFO(name << ": " << s.stage);
         REQUIRE(stage_ms.at(name).count(s.stage) == 1);
         const double ms = stage_ms.at(name).at(s.stage), model_ms = as_run_on_h200(s).us / 1e3;
-        const double today_ms = remodel(s, *gpus::find_gpu("h200")).us / 1e3;
         CHECK(ms > 0);
         char line[256];
-        std::snprintf(line, sizeof line, "B=%-2d H=%-2d N=%-5d d=%-3d %-18s %-24s %9.3f %9.3f  %5.2f   today %9.3f\n", B, H, N,
-                      d, &s == &pr.stages.front() ? name : "", s.stage.c_str(), ms, model_ms, model_ms / ms, today_ms);
+        std::snprintf(line, sizeof line, "B=%-2d H=%-2d N=%-5d d=%-3d %-18s %-24s %9.3f %9.3f  %5.2f\n", B, H, N, d,
+                      &s == &pr.stages.front() ? name : "", s.stage.c_str(), ms, model_ms, model_ms / ms);
         t << line;
       }
     }
@@ -428,8 +426,7 @@ TEST_CASE("the model's DRAM reads beside what Nsight Compute read on the H200", 
   p.B = 4, p.H = 16, p.Lq = p.Lk = 4096, p.d = 128, p.dtype = DType::fp16;
   std::ostringstream t, times;
   t << "DRAM read, B=4 H=16 N=4096 d=128: Nsight Compute on the H200 (dram__bytes_read.sum), the model (each sector once + again)\n";
-  times << "each launch's time, B=4 H=16 N=4096 d=128: Nsight Compute on the H200 (gpu__time_duration.sum), the model on the H200's profile "
-           "(of the code it ran), model/measured, bound; and the model of today's code, not yet measured\n";
+  times << "each launch's time, B=4 H=16 N=4096 d=128: Nsight Compute on the H200 (gpu__time_duration.sum), the model on the H200's profile\n";
   for (const char* name : {"register_blocked", "exp2", "blocked_softmax_pv", "o_in_registers", "lean_loop", "balanced", "causal_skip"}) {
     std::ifstream in(dir + "ncu_" + name + ".csv");
     REQUIRE(in);
@@ -506,15 +503,15 @@ TEST_CASE("the model's DRAM reads beside what Nsight Compute read on the H200", 
       const Remodelled r = as_run_on_h200(s);
       const double ms = ns.at(id) / 1e6, model_ms = r.us / 1e3;
       ncu_ms += ms;
-      std::snprintf(line, sizeof line, "%-18s %-34.34s %9.3f ms %9.3f ms  %5.2f  %-8s today %9.3f ms\n", id == 0 ? name : "",
-                    s.stage.c_str(), ms, model_ms, model_ms / ms, r.bound.c_str(), remodel(s, *gpus::find_gpu("h200")).us / 1e3);
+      std::snprintf(line, sizeof line, "%-18s %-34.34s %9.3f ms %9.3f ms  %5.2f  %s\n", id == 0 ? name : "",
+                    s.stage.c_str(), ms, model_ms, model_ms / ms, r.bound.c_str());
       times << line;
       INFO(line);
       CHECK(ms > 0);
       CHECK(std::fabs(std::log(model_ms / ms)) <= std::log(2.0));
     }
-    std::snprintf(line, sizeof line, "%-18s %-34s %9.3f ms %9.3f ms  %5.2f           today %9.3f ms\n", "", "(all its launches)",
-                  ncu_ms, m.us / 1e3, m.us / 1e3 / ncu_ms, remodel(pr, *gpus::find_gpu("h200")).us / 1e3);
+    std::snprintf(line, sizeof line, "%-18s %-34s %9.3f ms %9.3f ms  %5.2f\n", "", "(all its launches)", ncu_ms, m.us / 1e3,
+                  m.us / 1e3 / ncu_ms);
     times << line;
   }
   std::printf("%s%s", t.str().c_str(), times.str().c_str());
