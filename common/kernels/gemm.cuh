@@ -44,9 +44,7 @@ struct Shape {
 // `cols` columns into s[R][kRow] as floats: zeros past the last column (they meet the other
 // operand in the sum over k), nothing past the last row (it only feeds outputs never stored). The
 // 32 lanes of a warp take 32 consecutive elements of one row: one coalesced load, and a store to
-// 32 distinct banks. Each pass's load is predicated, not branched around: behind a branch of its
-// own (`if (row < rows) s = load(...)`), ptxas waited for one row's load before it asked for the
-// next, 8 latencies in a row per 8 passes (the H200 ran that code: tests/counters/h200_sass_as_run.inc).
+// 32 distinct banks.
 template <int R, int Threads, class T>
 __device__ __forceinline__ void load_rows(float (*s)[kRow], const T* src, int rows, int cols, int row0, int k0) {
   static_assert(Threads % BK == 0 && R % (Threads / BK) == 0, "whole passes");
@@ -55,11 +53,8 @@ __device__ __forceinline__ void load_rows(float (*s)[kRow], const T* src, int ro
   const T* from = src + static_cast<size_t>(row0 + r0) * cols + k0 + k;
   constexpr int step = Threads / BK;  // rows per pass
   #pragma unroll 8
-  for (int pass = 0; pass < R / step; ++pass) {
-    const bool in_rows = row0 + r0 + pass * step < rows;
-    const float v = in_k && in_rows ? load(from + static_cast<size_t>(pass) * step * cols) : 0.f;
-    if (in_rows) s[r0 + pass * step][k] = v;
-  }
+  for (int pass = 0; pass < R / step; ++pass)
+    if (row0 + r0 + pass * step < rows) s[r0 + pass * step][k] = in_k ? load(from + static_cast<size_t>(pass) * step * cols) : 0.f;
 }
 
 // Rows [k0, k0 + BK) and columns [n0, n0 + BN) of a row-major [K][N] matrix into s[BK][BN]: zeros
