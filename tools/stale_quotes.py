@@ -34,11 +34,9 @@ def held_numbers(path, text):
     """The numbers a results file holds as the notes would quote them: a CSV's full-precision values
     (22.67923497) also rounded to 2 and 1 decimals (22.68, 22.7), the notes' usual forms, where
     those still have four digits."""
-    held = numbers(text)
-    if path.endswith(".csv"):
-        for n in NUMBER.findall(text):
-            held |= numbers(" ".join(f"{float(n):.{places}f}" for places in (2, 1)))
-    return held
+    if not path.endswith(".csv"):
+        return numbers(text)
+    return numbers(text) | numbers(" ".join(f"{float(n):.{places}f}" for n in NUMBER.findall(text) for places in (2, 1)))
 
 
 def git(*args):
