@@ -610,10 +610,10 @@ SassPath sass_path(const Problem& p) {
   return path;
 }
 
-Remodelled remodel(const StageProfile& s, const gpus::Gpu& g, bool latency, bool fill_drain) {
+Remodelled remodel(const StageProfile& s, const gpus::Gpu& g, bool latency, bool fill_drain, const SassRows& first) {
   Remodelled r;
   for (size_t l = 0; l < s.launches.size(); ++l) {
-    Modelled m = model(s.launches[l], g, find_sass(s.kernels[l], s.path, g.cc()), fill_drain);
+    Modelled m = model(s.launches[l], g, find_sass(s.kernels[l], s.path, g.cc(), kSassArchs, first), fill_drain);
     if (!latency) m.latency = 0;
     r.us += m.total(), r.dram_read_bytes += 32 * s.launches[l].dram_read_sectors + m.dram_rereads;
     if (m.total() > r.longest_us) r.longest_us = m.total(), r.bound = m.bound();
@@ -621,10 +621,10 @@ Remodelled remodel(const StageProfile& s, const gpus::Gpu& g, bool latency, bool
   return r;
 }
 
-Remodelled remodel(const Profile& pr, const gpus::Gpu& g, bool latency, bool fill_drain) {
+Remodelled remodel(const Profile& pr, const gpus::Gpu& g, bool latency, bool fill_drain, const SassRows& first) {
   Remodelled r;
   for (const StageProfile& s : pr.stages) {
-    const Remodelled t = remodel(s, g, latency, fill_drain);
+    const Remodelled t = remodel(s, g, latency, fill_drain, first);
     r.us += t.us, r.dram_read_bytes += t.dram_read_bytes;
     if (t.longest_us > r.longest_us) r.longest_us = t.longest_us, r.bound = t.bound;
   }

@@ -139,15 +139,18 @@ std::optional<Profiler> whole_problem_profiler(const ProfileOptions& o, const st
 double recorded_ms(const std::string& path, const std::string& kind, const Problem& p, const Variant& v);
 
 // Counts a profile took, modelled again on g (the same counts on another GPU, without the latency
-// floor, or without each block's fill and drain in it): the launches' times summed, and the longest
-// launch's time and bound.
+// floor, or without each block's fill and drain in it; with `first`, the kernels it holds as an
+// earlier commit compiled them: find_sass): the launches' times summed, and the longest launch's
+// time and bound.
 struct Remodelled {
   double us = 0, longest_us = 0;
   std::string bound;
   double dram_read_bytes = 0;  // each sector once, and again where L2 lost it (the grid's order, a block's own re-reads)
 };
-Remodelled remodel(const StageProfile& s, const gpus::Gpu& g, bool latency = true, bool fill_drain = true);
-Remodelled remodel(const Profile& pr, const gpus::Gpu& g, bool latency = true, bool fill_drain = true);
+Remodelled remodel(const StageProfile& s, const gpus::Gpu& g, bool latency = true, bool fill_drain = true,
+                   const SassRows& first = {});
+Remodelled remodel(const Profile& pr, const gpus::Gpu& g, bool latency = true, bool fill_drain = true,
+                   const SassRows& first = {});
 
 // The problems the emulator runs for p under a plan, one per run (p itself when not sampled).
 std::vector<Problem> emulated_problems(const Problem& p, const SamplePlan& plan);

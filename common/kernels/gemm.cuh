@@ -16,10 +16,10 @@
 // A thread's rows are ty + 16 i and its columns tx + TX j (K^T) or 4-wide groups 4 TX apart (V):
 // a warp then reads each row of A at one address (a broadcast) and 8 or 16 distinct rows of B per
 // phase, which the padding below puts on distinct banks.
-// What it costs: 64 accumulators and 32 + 8 operand registers per thread (with addresses, 146 to
-// 210 on sm_90: one block of 256 threads per SM at BN = 128, three of 128 at BN = 64), and a tile
+// What it costs: 64 accumulators and 32 + 8 operand registers per thread (with addresses, 129 to
+// 222 on sm_90: one block of 256 threads per SM at BN = 128, three of 128 at BN = 64), and a tile
 // that idles when M or N is much smaller than 128.
-// The copies into shared memory unroll by 8, not whole: whole, ptxas spills registers.
+// The copies into shared memory unroll by 4 (rows) and 8 (columns), not whole: whole, ptxas spills.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -44,7 +44,11 @@ struct Shape {
 // `cols` columns into s[R][kRow] as floats: zeros past the last column (they meet the other
 // operand in the sum over k), nothing past the last row (it only feeds outputs never stored). The
 // 32 lanes of a warp take 32 consecutive elements of one row: one coalesced load, and a store to
-// 32 distinct banks.
+// 32 distinct banks. Each pass's load is predicated, not branched around: behind a branch of its
+// own (`if (row < rows) s = load(...)`), ptxas waited for one row's load before it asked for the
+// next, 8 latencies in a row per 8 passes (the H200 ran that code: tests/counters/h200_sass_as_run.inc).
+// 4 passes in flight, not 8: with 8 loads' registers live, the PV GEMM compiled for sm_120 (from
+// the compute_90 PTX) spills; 4 keep every arch spill-free (tools/arch_resources.py).
 template <int R, int Threads, class T>
 __device__ __forceinline__ void load_rows(float (*s)[kRow], const T* src, int rows, int cols, int row0, int k0) {
   static_assert(Threads % BK == 0 && R % (Threads / BK) == 0, "whole passes");
@@ -52,9 +56,12 @@ __device__ __forceinline__ void load_rows(float (*s)[kRow], const T* src, int ro
   const bool in_k = k0 + k < cols;
   const T* from = src + static_cast<size_t>(row0 + r0) * cols + k0 + k;
   constexpr int step = Threads / BK;  // rows per pass
-  #pragma unroll 8
-  for (int pass = 0; pass < R / step; ++pass)
-    if (row0 + r0 + pass * step < rows) s[r0 + pass * step][k] = in_k ? load(from + static_cast<size_t>(pass) * step * cols) : 0.f;
+  #pragma unroll 4
+  for (int pass = 0; pass < R / step; ++pass) {
+    const bool in_rows = row0 + r0 + pass * step < rows;
+    const float v = in_k && in_rows ? load(from + static_cast<size_t>(pass) * step * cols) : 0.f;
+    if (in_rows) s[r0 + pass * step][k] = v;
+  }
 }
 
 // Rows [k0, k0 + BK) and columns [n0, n0 + BN) of a row-major [K][N] matrix into s[BK][BN]: zeros

@@ -154,17 +154,25 @@ struct SassPath {
   const char* score = nullptr;
 };
 
+// Rows that come before sm_90's (find_sass's `first`): a kernel's rows as an earlier commit
+// compiled it, to model what a GPU measured before the kernel changed (tests/counters/
+// h200_sass_as_run.inc).
+struct SassRows {
+  const SassKernel* rows = nullptr;
+  int count = 0;
+};
+
 // The kernel's data for a GPU of compute capability cc, or nullptr for a kernel the data does not
 // know (a test's own kernel; chapter 09's off sm_90): from sass_table(cc)'s rows where the build has
-// them, else sm_90's: from the build's own rows (kSassLive) when they hold the kernel, all its rows
-// from there, else sass_sm90.inc's. A kernel
+// them, else sm_90's: from `first` when it holds the kernel, else from the build's own rows
+// (kSassLive) when they do, all its rows from there, else sass_sm90.inc's. A kernel
 // whose path depends on the problem's mask or score mods has a row for each kind besides
 // (tools/sass_issue.py): "<kernel> causal=<kind>", "<kernel> mask=<kind>", "<kernel>
 // mask_mod=<kind>", "<kernel> score_mod=<mods>", and a mask's kind with score mods where both matter.
 // The row naming the most of the path's kinds is taken (on a tie, the one naming the earlier), else
 // the kernel's.
 inline const SassKernel* find_sass(const std::string& kernel, const SassPath& path = {}, int cc = 90,
-                                   const SassArchs& archs = kSassArchs) {
+                                   const SassArchs& archs = kSassArchs, const SassRows& first = {}) {
   const std::pair<const char*, const char*> parts[] = {
       {" causal=", path.causal}, {" mask=", path.mask}, {" mask_mod=", path.mod}, {" score_mod=", path.score}};
   constexpr int n = sizeof parts / sizeof parts[0];
@@ -175,6 +183,8 @@ inline const SassKernel* find_sass(const std::string& kernel, const SassPath& pa
   } else {
     for (int i = 0; i < kSassLive.count; ++i)
       if (kernel == kSassLive.rows[i].name) table = kSassLive.rows, rows = kSassLive.count;
+    for (int i = 0; i < first.count; ++i)
+      if (kernel == first.rows[i].name) table = first.rows, rows = first.count;
   }
   for (int named = n; named >= 0; --named)
     for (int keep = (1 << n) - 1; keep >= 0; --keep) {  // from the subsets naming the earlier parts
