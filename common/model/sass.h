@@ -254,7 +254,7 @@ struct PartTrips {
 // The trips of the other loops, loop by loop (see above); takes their counts from `left`. A kind
 // that `around` (the loops around the tile loop, counted after these) has too is no loop's own.
 inline void loop_trips(double (&left)[kSeenKinds], const SassPart (&loops)[kSassLoops], double (&out)[kSassLoops],
-                       const SassPart& around = {}) {
+                       const SassPart& around) {
   bool counted[kSeenKinds];
   for (int k = 0; k < kSeenKinds; ++k) counted[k] = kSeenCounted[k] && around.seen[k] == 0;
   bool solved[kSassLoops] = {};
