@@ -14,10 +14,10 @@ instructions of each kind in it. common/model/sass.h weights them by the emulato
 warp runs the first part once (the producer's own blocks: once per block, by its one copying thread;
 the consumers' own: once per consumer warp), the tile loop as often as the emulator's barriers say
 (or its seen instructions), each other loop as often as the seen instructions left over say, loop
-by loop: first a loop with a counted kind (an intrinsic: cp.async, ldmatrix, mma.sync, shuffles;
-or a global load or store) that no other loop has, by those kinds, then the next; the loops left
-together, by the kind that allows the fewest trips (a shared-memory access the two compilers split
-or merge differently does not inflate it). Each part also counts its FP32 and IMAD instructions, which share the FMA pipes (model.h's FMA
+by loop: first a loop with an explicit kind (an intrinsic: cp.async, ldmatrix, mma.sync, shuffles)
+that no other loop has, by those kinds, then the next; the loops left together, by the kind that
+allows the fewest trips (an access the two compilers split or merge differently does not inflate
+it). Each part also counts its FP32 and IMAD instructions, which share the FMA pipes (model.h's FMA
 term). With each kernel, ptxas's registers per thread, which occupancy needs. The common path is that of a problem without is_causal, attn_mask, mask_mod or
 score mods; a kernel whose path depends on them has a row per kind besides: "<kernel> causal=<kind>"
 and "<kernel> mask=<kind>" (chapter 05's lean_loop masks every tile of such a problem; with

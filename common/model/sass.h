@@ -20,12 +20,10 @@
 //                           fewest that any kind seen in an iteration allows
 //   + sum trips x inner     the other loops, each its own part (a decoding kernel's key loop runs
 //                           thousands of times, its append loop a few), from what the emulator
-//                           counted beyond the first two parts: first each loop with a counted
+//                           counted beyond the first two parts: first each loop with an explicit
 //                           kind (below) that no other unsolved loop has, its trips the fewest
-//                           those kinds allow; their counts taken away, the next; then the loops
-//                           that share counted kinds, each group as one part, by the fewest trips
-//                           its counted kinds allow; the loops left, as one part, by the fewest
-//                           trips any of its kinds allows
+//                           those kinds allow; their counts taken away, the next; the loops left,
+//                           as one part, by the fewest trips any of its kinds allows
 //   + trips x outer         the loops around the tile loop, their own blocks: the same, from what
 //                           is left beyond the others (barriers apart: the tiles took them)
 //
@@ -36,17 +34,10 @@
 // Each part also carries the cycles one warp alone takes to issue it (SassPart::cycles: the stalls
 // in the instructions' control bits and the waits for variable-latency results), weighted by the
 // same trips: model.h's latency floor.
-// A counted kind is one both compilers emit one for one: the kinds the source names instruction by
-// instruction (cp.async, ldmatrix, mma.sync, shuffles: intrinsics), and global loads and stores,
-// which nvcc widens only where the source says so (a float4 or half2 access, which the emulator
-// counts as one request too): a global pointer's alignment is not nvcc's to see. Shared-memory
-// loads and stores are not counted kinds: nvcc sees a shared array's alignment and merges a
-// thread's neighbouring scalar accesses (the emulator's scalar reads of a loop nvcc reads with
-// LDS.128 would make it run four times too often), so a loop is never counted by those alone.
-// Chapter 04's copy loops (gemm.cuh's load_rows) have nothing but global loads and shared stores:
-// counted with the products as one part, they ran as often as the products, and at 4 rows a trip
-// their loads beyond the products' trips went uncounted; Nsight Compute's global load requests for
-// its step d on the H200 equal the emulator's (6.82e7, results/nvidia-h200/ncu).
+// An explicit kind is one the source names instruction by instruction (cp.async, ldmatrix,
+// mma.sync, shuffles: intrinsics), which both compilers emit one for one; loads and stores are not,
+// so a loop is never counted by its loads or stores alone (the emulator's scalar reads of a loop
+// nvcc reads with LDS.128 would make it run four times too often).
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -237,7 +228,7 @@ inline double trips(const double (&left)[kSeenKinds], const SassPart& part) {
   return std::max(0.0, n);
 }
 
-inline constexpr bool kSeenCounted[kSeenKinds] = {true, true, true, false, true, false, false, true, false, true, true, true};
+inline constexpr bool kSeenExplicit[kSeenKinds] = {true, false, false, false, true, false, false, true, false, true, true, true};
 
 inline void take(double (&left)[kSeenKinds], double trips, const SassPart& part) {
   for (int i = 0; i < kSeenKinds; ++i) left[i] = std::max(0.0, left[i] - trips * part.seen[i]);
@@ -251,12 +242,8 @@ struct PartTrips {
   double inner[kSassLoops] = {};
 };
 
-// The trips of the other loops, loop by loop (see above); takes their counts from `left`. A kind
-// that `around` (the loops around the tile loop, counted after these) has too is no loop's own.
-inline void loop_trips(double (&left)[kSeenKinds], const SassPart (&loops)[kSassLoops], double (&out)[kSassLoops],
-                       const SassPart& around) {
-  bool counted[kSeenKinds];
-  for (int k = 0; k < kSeenKinds; ++k) counted[k] = kSeenCounted[k] && around.seen[k] == 0;
+// The trips of the other loops, loop by loop (see above); takes their counts from `left`.
+inline void loop_trips(double (&left)[kSeenKinds], const SassPart (&loops)[kSassLoops], double (&out)[kSassLoops]) {
   bool solved[kSassLoops] = {};
   for (bool progress = true; progress;) {
     progress = false;
@@ -265,44 +252,17 @@ inline void loop_trips(double (&left)[kSeenKinds], const SassPart (&loops)[kSass
       n[j] = -1;
       if (solved[j]) continue;
       for (int k = 0; k < kSeenKinds; ++k) {
-        bool own = counted[k] && loops[j].seen[k] > 0;
+        bool own = kSeenExplicit[k] && loops[j].seen[k] > 0;
         for (int o = 0; own && o < kSassLoops; ++o) own = o == j || solved[o] || loops[o].seen[k] == 0;
         if (own) n[j] = n[j] < 0 ? left[k] / loops[j].seen[k] : std::min(n[j], left[k] / loops[j].seen[k]);
       }
     }
-    for (int j = 0; j < kSassLoops; ++j)  // counted kinds of their own: no two of these share one
+    for (int j = 0; j < kSassLoops; ++j)  // explicit kinds of their own: no two of these share one
       if (n[j] >= 0) {
         solved[j] = progress = true;
         out[j] = n[j];
         take(left, n[j], loops[j]);
       }
-  }
-  // The loops left that have counted kinds, in groups joined by the counted kinds they share (no
-  // loop outside a group has one of its kinds): each group as one part, by the fewest trips its
-  // counted kinds allow. Chapter 04's three copy loops share their global loads and go together;
-  // its products, which have shared loads only, are not theirs to count by.
-  int group[kSassLoops];
-  for (int j = 0; j < kSassLoops; ++j) group[j] = j;
-  const auto root = [&group](int j) {
-    while (group[j] != j) j = group[j];
-    return j;
-  };
-  for (int k = 0; k < kSeenKinds; ++k)
-    for (int j = 0, first = -1; counted[k] && j < kSassLoops; ++j)
-      if (!solved[j] && loops[j].seen[k] > 0) {
-        if (first < 0) first = j;
-        group[root(j)] = root(first);
-      }
-  for (int r = 0; r < kSassLoops; ++r) {
-    if (solved[r] || root(r) != r) continue;
-    SassPart joined{};
-    for (int j = 0; j < kSassLoops; ++j)
-      if (!solved[j] && root(j) == r)
-        for (int k = 0; k < kSeenKinds; ++k) joined.seen[k] += counted[k] ? loops[j].seen[k] : 0;
-    if (std::none_of(joined.seen, joined.seen + kSeenKinds, [](double v) { return v > 0; })) continue;  // the rest's
-    const double n = trips(left, joined);
-    for (int j = 0; j < kSassLoops; ++j)
-      if (!solved[j] && root(j) == r) out[j] = n, take(left, n, loops[j]), solved[j] = true;
   }
   SassPart rest{};
   for (int j = 0; j < kSassLoops; ++j)
@@ -332,11 +292,11 @@ inline PartTrips part_trips(const simt::Counters& c, const SassKernel& k) {
   take(left, t.consumers, k.consumers);
   t.tile = k.tile.seen[kSeenBar] > 0 ? left[kSeenBar] / k.tile.seen[kSeenBar] : trips(left, k.tile);
   take(left, t.tile, k.tile);
+  loop_trips(left, k.inner, t.inner);
   // A barrier of a loop around the tile loop was counted as the tiles' (a fraction of a tile too
   // many per trip of it): its other kinds give its trips.
   SassPart outer = k.outer;
   outer.seen[kSeenBar] = 0;
-  loop_trips(left, k.inner, t.inner, outer);
   t.outer = trips(left, outer);
   return t;
 }
