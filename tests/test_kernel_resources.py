@@ -54,6 +54,12 @@ def main():
     # ...and a parameter the evaluator knows overrides the rule: 0 leaves @P0 BRA untaken, into the mask code.
     loop = kr.tile_loop(instrs, cold, {"c[0x0][0x260]": 0})
     check(loop and loop["hot"] and loop["hot"].get("global") == 1, "a known parameter decides the branch over the rule")
+    # A block that loads the data itself (its LDG from a hot line) beside the mask's code is on the
+    # common path: nvcc put an in-bounds load in the block of the tests that guard it.
+    hot_load = [dict(x, chain={("fa2_tile.cuh", 12)}) if x["op"].startswith("LDG") else x for x in instrs]
+    loop = kr.tile_loop(hot_load, cold)
+    check(loop and loop["hot"] and loop["hot"]["total"] == 26 and loop["hot"].get("global") == 1,
+          f"a data load's block is taken despite 2 cold instructions beside it: 26 (got {loop and loop['hot'] and loop['hot']['total']})")
     # A copy loop whose bound is unknown has no trip count: counted once, reported as '?'.
     unknown = [dict(x, args=x["args"].replace("R2, 0x3", "R2, c[0x0][0x230]")) for x in instrs]
     loop = kr.tile_loop(unknown, cold)

@@ -72,6 +72,19 @@ def main():
     seq = [ins("LDG.E", 1, wbar=2), ins("FADD", 4, wait=4)]
     got = (si.block_cycles(seq, 0, 2), si.block_cycles(seq, 0, 2, si.DRAM_LATENCY))
     check(got == (272 + 4, 484 + 4), f"block_cycles: an LDG's result from L2 or from DRAM (got {got}, want (276, 488))")
+    # Carried from block to block: an LDG guarded in its own block, its first use after the join
+    # (nvcc's way with `if (in bounds) x = load`). Alone each block costs its stalls; in mix the use
+    # waits for the load's L2 latency less the cycles in between.
+    seq = [dict(ins("LDG.E", 1, wbar=2), never=False), dict(ins("IADD3", 3), never=False),
+           dict(ins("FADD", 4, wait=4), never=False)]
+    blks = [{"start": 0, "end": 2}, {"start": 2, "end": 3}]
+    alone = si.block_cycles(seq, 0, 2) + si.block_cycles(seq, 2, 3)
+    got = si.mix(seq, blks, {0: 1, 1: 1})[2:4]
+    check(alone == 8 and got == (272 + 4, 484 + 4),
+          f"mix: the join's FADD waits for the LDG of the block before (got {got} with blocks alone {alone}, want (276, 488), 8)")
+    wg = seq + [dict(ins("WARPGROUP.DEPBAR.LE", 1), never=False, args="gsb0, 0x0")]
+    got = si.mix(wg, blks + [{"start": 3, "end": 4}], {0: 1, 1: 1, 2: 1})[2]
+    check(got == alone + 1, f"mix: with wgmma (roles' blocks interleave) each block starts clear (got {got}, want {alone + 1})")
     hi = 0x042fec00000418ff  # an HMMA's upper word from nvdisasm -hex: stall 6, no scoreboard set, waits on scoreboard 1
     c = kr.control(hi)
     check(c == {"stall": 6, "wbar": 7, "rbar": 7, "wait": 2}, f"control bits of 0x{hi:016x} (got {c})")

@@ -748,6 +748,11 @@ def common_path(instrs, blocks, loops, head, body, cold, params=None, limit=2000
         x = blocks[b]
         size = x["end"] - x["start"]
         n_cold = sum(1 for i in range(x["start"], x["end"]) if instrs[i]["chain"] & cold)
+        # A block with a global load of the data itself (not the mask's) is on the common path, however
+        # many of the mask's tests nvcc hoisted beside it: the out-of-bounds side skips that load.
+        if any(instrs[i]["op"].startswith(("LDG", "LD.")) and not instrs[i]["never"]
+               and not (instrs[i]["chain"] & cold) for i in range(x["start"], x["end"])):
+            n_cold = 0
         options = [(0, 0) if s == head else best.get(s) for s in x["succ"] if s in body and (s == head or s > b)]
         options = [o for o in options if o is not None]
         if options:

@@ -117,13 +117,19 @@ def hgmma_cycles(x):
     return kr.hgmma_n(x) // 2
 
 
-def block_cycles(instrs, start, end, global_latency=L2_LATENCY):
+def block_cycles(instrs, start, end, global_latency=L2_LATENCY, ready_in=None):
     """The cycles one warp takes to issue instructions [start, end) alone: each waits for the
     scoreboards its control bits name (kernel_resources.control), then stalls as many cycles as the
     compiler encoded before the next may issue; a WARPGROUP.DEPBAR waits for the wgmma groups it
-    names (above). Scoreboards start clear (a result from an earlier block has arrived), and so does
-    the tensor core. Without control bits (no -hex), one cycle each."""
-    t, ready = 0, [0] * 8
+    names (above). The scoreboards start as `ready_in` says (cycles until each clears; clear if not
+    given), the tensor core free. Without control bits (no -hex), one cycle each."""
+    t, ready = block_issue(instrs, start, end, global_latency, ready_in)
+    return t
+
+
+def block_issue(instrs, start, end, global_latency=L2_LATENCY, ready_in=None):
+    """block_cycles' walk: (cycles, [cycles after the block until each scoreboard clears])."""
+    t, ready = 0, list(ready_in) if ready_in else [0] * 8
     core, running, group = 0, [], 0  # the tensor core free from; committed groups' ends; the open group's
     for i in range(start, end):
         x = instrs[i]
@@ -151,7 +157,7 @@ def block_cycles(instrs, start, end, global_latency=L2_LATENCY):
         if c["rbar"] < 6:
             ready[c["rbar"]] = max(ready[c["rbar"]], t + 2)
         t += max(1, c["stall"])
-    return t
+    return t, [max(0, r - t) for r in ready]
 
 
 # The instructions of the FMA pipes (Nsight Compute's "fma"; NVIDIA's description of the pipes: on
@@ -165,12 +171,24 @@ FP32_OPS, IMAD_OPS = ("FFMA", "FADD", "FMUL"), ("IMAD", "IDP")
 def mix(instrs, blocks, times):
     """(instructions, [seen instructions of each kind], cycles, cycles from DRAM, FP32 instructions,
     IMAD instructions) of the blocks, each `times[block]` times; cycles: what one warp alone takes to
-    issue them (block_cycles), with every global load hitting L2, and with every one going to DRAM."""
+    issue them (block_cycles), with every global load hitting L2, and with every one going to DRAM.
+    The blocks run in address order, each starting with the scoreboards the one before left set: a
+    load whose result a later block waits for costs that wait (nvcc puts a guarded load in its
+    guard's block and its first use after the join). Not in a kernel with wgmma: there a
+    warpgroup's role takes some blocks and skips others, so address order is not one warp's order,
+    and each block starts clear."""
     total, seen, cycles, dram, fp32, imad = 0, [0] * len(KINDS), 0, 0, 0, 0
-    for b, n in times.items():
+    carry = not any(instrs[i]["op"].startswith(("HGMMA", "WARPGROUP.DEPBAR"))
+                    for b in times for i in range(blocks[b]["start"], blocks[b]["end"]))
+    at_l2, at_dram = None, None
+    for b in sorted(times):
+        n = times[b]
         total += n * (blocks[b]["end"] - blocks[b]["start"])
-        cycles += n * block_cycles(instrs, blocks[b]["start"], blocks[b]["end"])
-        dram += n * block_cycles(instrs, blocks[b]["start"], blocks[b]["end"], DRAM_LATENCY)
+        c, after_l2 = block_issue(instrs, blocks[b]["start"], blocks[b]["end"], L2_LATENCY, at_l2)
+        d, after_dram = block_issue(instrs, blocks[b]["start"], blocks[b]["end"], DRAM_LATENCY, at_dram)
+        cycles, dram = cycles + n * c, dram + n * d
+        if carry:
+            at_l2, at_dram = after_l2, after_dram
         for i in range(blocks[b]["start"], blocks[b]["end"]):
             k = kind(instrs[i])
             if k is not None:
