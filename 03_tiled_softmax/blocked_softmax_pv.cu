@@ -6,13 +6,15 @@
 // happens where the GEMM stages A: for each slice of BK = 32 keys, 8 lanes take a row's 32
 // scores of S (4 each, one 32-byte sector per row and request), scale and mask them, find their
 // maximum and sum with 3 shuffles each, update the row's running m and l, and write
-// exp2(x - m_new) into the slice. A lane asks for its 4 scores before it masks any, so that it
-// waits for global memory once per row, not once per score. Before the slice is multiplied in, the
-// row's accumulators are scaled by alpha = exp2(m_old - m_new), as step b scaled o.
+// exp2(x - m_new) into the slice. A lane asks for its 4 scores before it masks any (masking in
+// between would put each load behind a branch of its own), and for the next row's before it works
+// on this one's, so that it waits for global memory once per slice, not once per row or score.
+// Before the slice is multiplied in, the row's accumulators are scaled by alpha = exp2(m_old -
+// m_new), as step b scaled o.
 // Cost: 6 shuffles, 4 exp2 and one rescaling multiply per accumulator per slice, against 32 FMAs
 // per accumulator; and a head dim above 128 recomputes the softmax for each 128 columns of O.
-// ptxas gives a thread 167 registers (sm_90): 3 blocks of 128 threads per SM at BN = 64, 1 of 256
-// at BN = 128.
+// ptxas gives a thread 127 or 128 registers (sm_90): 4 blocks of 128 threads per SM at BN = 64,
+// 2 of 256 at BN = 128.
 #include "kernels/gemm.cuh"
 #include "kernels/numeric.cuh"
 #include "kernels/reduce.cuh"
@@ -51,16 +53,24 @@ __global__ void __launch_bounds__(Shape<BN>::threads) blocked_softmax_pv_kernel(
   float acc[TM][TN] = {};
   for (int k0 = 0; k0 < p.Lk; k0 += BK) {
     __syncthreads();  // the previous slice is consumed (and m_s, l_s are set)
-    #pragma unroll
-    for (int r = 4 * warp + rg; r < BM; r += 4 * warps) {
+    // A lane asks for its next row's 4 scores before it works on this row's: the wait for global
+    // memory overlaps a row's work, once per slice, not once per row.
+    float x[BK / kRowLanes], next[BK / kRowLanes];
+    const auto ask = [&](float (&y)[BK / kRowLanes], int r) {
       const int i = m0 + r;
-      // All 4 loads first: masking in between would put each behind a branch of its own.
-      float x[BK / kRowLanes], tile_max = -INFINITY;
       #pragma unroll
       for (int c = 0; c < BK / kRowLanes; ++c) {
         const int j = k0 + q + kRowLanes * c;
-        x[c] = i < p.Lq && j < p.Lk ? s[static_cast<size_t>(i) * p.Lk + j] : -INFINITY;
+        y[c] = r < BM && i < p.Lq && j < p.Lk ? s[static_cast<size_t>(i) * p.Lk + j] : -INFINITY;
       }
+    };
+    ask(next, 4 * warp + rg);
+    for (int r = 4 * warp + rg; r < BM; r += 4 * warps) {
+      const int i = m0 + r;
+      float tile_max = -INFINITY;
+      #pragma unroll
+      for (int c = 0; c < BK / kRowLanes; ++c) x[c] = next[c];
+      ask(next, r + 4 * warps);
       #pragma unroll
       for (int c = 0; c < BK / kRowLanes; ++c) {
         const int j = k0 + q + kRowLanes * c;
