@@ -8,13 +8,14 @@
 // maximum and sum with 3 shuffles each, update the row's running m and l, and write
 // exp2(x - m_new) into the slice. A lane asks for its 4 scores before it masks any (masking in
 // between would put each load behind a branch of its own), and for the next row's before it works
-// on this one's, so that it waits for global memory once per slice, not once per row or score.
-// Before the slice is multiplied in, the row's accumulators are scaled by alpha = exp2(m_old -
-// m_new), as step b scaled o.
+// on this one's, so that without attn_mask it waits for S once per slice, not once per row or
+// score (attn_mask's loads, inside the mask, are still waited for row by row). Before the slice
+// is multiplied in, the row's accumulators are scaled by alpha = exp2(m_old - m_new), as step b
+// scaled o.
 // Cost: 6 shuffles, 4 exp2 and one rescaling multiply per accumulator per slice, against 32 FMAs
-// per accumulator; and a head dim above 128 recomputes the softmax for each 128 columns of O.
-// ptxas gives a thread 127 or 128 registers (sm_90): 4 blocks of 128 threads per SM at BN = 64,
-// 2 of 256 at BN = 128.
+// per accumulator; a head dim above 128 recomputes the softmax for each 128 columns of O; the
+// next row's 4 scores held live, and a wait for each slice's first row. ptxas gives a thread 127
+// or 128 registers (sm_90): 4 blocks of 128 threads per SM at BN = 64, 2 of 256 at BN = 128.
 #include "kernels/gemm.cuh"
 #include "kernels/numeric.cuh"
 #include "kernels/reduce.cuh"
@@ -38,6 +39,8 @@ __global__ void __launch_bounds__(Shape<BN>::threads) blocked_softmax_pv_kernel(
   __shared__ __align__(16) float Ps[BM][kRowP];  // the slice of P: the GEMM's A
   __shared__ __align__(16) float Vs[BK][BN];      // the slice of V: its B
   __shared__ float m_s[BM], l_s[BM], alpha_s[BM];  // each row's running max and sum, this slice's rescaling
+  // Every lane makes as many trips of the row loop: its __syncwarp and 8-lane shuffles need them all.
+  static_assert(BM % (4 * (Shape<BN>::threads / 32)) == 0, "a block's warps take 4 rows at a time, evenly");
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32, warps = Shape<BN>::threads / 32;
   const int tx = tid % Shape<BN>::TX, ty = tid / Shape<BN>::TX;
   const int q = lane % kRowLanes, rg = lane / kRowLanes;  // this lane's keys q + 8 c, its row in the warp's 4
@@ -53,9 +56,7 @@ __global__ void __launch_bounds__(Shape<BN>::threads) blocked_softmax_pv_kernel(
   float acc[TM][TN] = {};
   for (int k0 = 0; k0 < p.Lk; k0 += BK) {
     __syncthreads();  // the previous slice is consumed (and m_s, l_s are set)
-    // A lane asks for its next row's 4 scores before it works on this row's: the wait for global
-    // memory overlaps a row's work, once per slice, not once per row.
-    float x[BK / kRowLanes], next[BK / kRowLanes];
+    float x[BK / kRowLanes], next[BK / kRowLanes];  // this row's scores, and the next row's, in flight
     const auto ask = [&](float (&y)[BK / kRowLanes], int r) {
       const int i = m0 + r;
       #pragma unroll
