@@ -117,18 +117,19 @@ def hgmma_cycles(x):
     return kr.hgmma_n(x) // 2
 
 
-def block_cycles(instrs, start, end, global_latency=L2_LATENCY, ready_in=None):
-    """The cycles one warp takes to issue instructions [start, end) alone: each waits for the
-    scoreboards its control bits name (kernel_resources.control), then stalls as many cycles as the
-    compiler encoded before the next may issue; a WARPGROUP.DEPBAR waits for the wgmma groups it
-    names (above). The scoreboards start as `ready_in` says (cycles until each clears; clear if not
-    given), the tensor core free. Without control bits (no -hex), one cycle each."""
-    t, ready = block_issue(instrs, start, end, global_latency, ready_in)
-    return t
+def block_cycles(instrs, start, end, global_latency=L2_LATENCY):
+    """The cycles one warp takes to issue instructions [start, end) alone, its scoreboards clear at
+    the start (block_issue)."""
+    return block_issue(instrs, start, end, global_latency)[0]
 
 
 def block_issue(instrs, start, end, global_latency=L2_LATENCY, ready_in=None):
-    """block_cycles' walk: (cycles, [cycles after the block until each scoreboard clears])."""
+    """(cycles, [cycles after the block until each scoreboard clears]) one warp takes to issue
+    instructions [start, end): each waits for the scoreboards its control bits name
+    (kernel_resources.control), then stalls as many cycles as the compiler encoded before the next
+    may issue; a WARPGROUP.DEPBAR waits for the wgmma groups it names (above). The scoreboards start
+    as `ready_in` says (cycles until each clears; clear if not given), the tensor core free. Without
+    control bits (no -hex), one cycle each."""
     t, ready = 0, list(ready_in) if ready_in else [0] * 8
     core, running, group = 0, [], 0  # the tensor core free from; committed groups' ends; the open group's
     for i in range(start, end):
@@ -174,9 +175,9 @@ def mix(instrs, blocks, times):
     issue them (block_cycles), with every global load hitting L2, and with every one going to DRAM.
     The blocks run in address order, each starting with the scoreboards the one before left set: a
     load whose result a later block waits for costs that wait (nvcc puts a guarded load in its
-    guard's block and its first use after the join). Not in a kernel with wgmma: there a
-    warpgroup's role takes some blocks and skips others, so address order is not one warp's order,
-    and each block starts clear."""
+    guard's block and its first use after the join). Not in a part that holds wgmma (an HGMMA or
+    WARPGROUP.DEPBAR): there a warpgroup's role takes some blocks and skips others, so address order
+    is not one warp's order, and each block starts clear."""
     total, seen, cycles, dram, fp32, imad = 0, [0] * len(KINDS), 0, 0, 0, 0
     carry = not any(instrs[i]["op"].startswith(("HGMMA", "WARPGROUP.DEPBAR"))
                     for b in times for i in range(blocks[b]["start"], blocks[b]["end"]))
