@@ -3,7 +3,8 @@
 // A block of 128 threads owns up to R query rows that read the same KV head, and streams that
 // head's keys. A key row of d elements is d / E lanes of 16 bytes (E = 8 fp16 or bf16 values): a
 // *group* of lanes. The block's G = 128 / lanes groups take keys in turn, U at a time, so that each
-// lane has U 16-byte loads in flight before it needs the first. Each group keeps its own online
+// lane can have U 16-byte loads in flight before it needs the first (the compiler keeps them
+// together only where no branch and no dependent load comes between them). Each group keeps its own online
 // softmax (m, l and its slice of O, for each row); at the end the G groups' states are merged in
 // shared memory, by the same rescaling as the combine of the splits.
 //
@@ -12,8 +13,9 @@
 //   R      rows per block: 1 (steps b, c: every query row reads the cache for itself), or the KV
 //          head's g x Lq query rows, up to 8 (step d: each K and V load serves all of them).
 //   Paged  key j of sequence b found through the block table (step e), not at b * capacity + j.
-//   KvTogether  the U keys' V rows loaded with their K rows, before the first is used (step f):
-//          a step of the key loop waits on memory once, not again for V after the softmax.
+//   KvTogether  every key's row found first (a paged cache's U table entries read together), then
+//          the U keys' K and V rows asked for together, before the first is used (step f): a step
+//          of the key loop waits on the table once and on the cache once, not key by key.
 //
 // The scores are in base 2 (Q pre-multiplied by scale * log2 e): exp2 is the GPU's exponential.
 // The new tokens' keys and values are read from k_new, v_new, and written into the cache by the
@@ -40,14 +42,20 @@ struct Shape {
   static_assert(lanes >= 1 && lanes <= 32 && 32 % lanes == 0, "a key row must be 1 to 32 lanes of a warp");
 };
 
-// 16 bytes from global memory in one load, as floats.
+// 16 bytes loaded as one, as floats.
 template <class T>
-__device__ __forceinline__ void load16(const T* src, float* out) {
-  const float4 raw = *reinterpret_cast<const float4*>(src);
+__device__ __forceinline__ void to_floats(const float4 raw, float* out) {
   T v[16 / sizeof(T)];
   memcpy(static_cast<void*>(v), &raw, sizeof raw);  // the 16 bytes as E values of T
 #pragma unroll
   for (int e = 0; e < static_cast<int>(16 / sizeof(T)); ++e) out[e] = attn::load(v + e);
+}
+
+// 16 bytes from global memory in one load, as floats.
+template <class T>
+__device__ __forceinline__ void load16(const T* src, float* out) {
+  const float4 raw = *reinterpret_cast<const float4*>(src);
+  to_floats<T>(raw, out);
 }
 
 // The cache row of key j of sequence b.
@@ -132,22 +140,46 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const attn::DecodePara
     float s[R][U];
     const T* kp[U];
     const T* vp[U];
-    float vk[KvTogether ? U : 1][E];  // step f: V's rows, in flight beside K's
+    float4 kv[KvTogether ? 2 * U : 1];  // step f: the U keys' K rows, then their V rows
+    if constexpr (KvTogether) {
+      // Where every key's rows are, then their 2U loads, with no branch among them, so that the
+      // compiler asks for all before it waits for any: a paged cache's U table reads go out
+      // together, then the U K and U V rows. A key past the range reads the range's last row, and
+      // is not used (kp, vp null). The table has a page for each new token's row (the append's).
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int jj = min(base + grp * U + u, end - 1);
+        const long long row = key_row<Paged>(p, b, jj);  // read even for a new token: no branch
+        const long long fresh = ((static_cast<long long>(b) * p.Lq + jj - cached) * p.Hkv) * D + head;
+        const long long at = jj < cached ? row * row_stride + head : fresh;
+        kp[u] = (jj < cached ? K : K_new) + at, vp[u] = (jj < cached ? V : V_new) + at;
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        kv[u] = *reinterpret_cast<const float4*>(kp[u]), kv[U + u] = *reinterpret_cast<const float4*>(vp[u]);
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (base + grp * U + u >= end) kp[u] = vp[u] = nullptr;
+    }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int j = base + grp * U + u;
-      kp[u] = vp[u] = nullptr;
-      if (j < end && j < cached) {
-        const long long at = key_row<Paged>(p, b, j) * row_stride + head;
-        kp[u] = K + at, vp[u] = V + at;
-      } else if (j < end) {  // a new token's key
-        const long long at = ((static_cast<long long>(b) * p.Lq + j - cached) * p.Hkv) * D + head;
-        kp[u] = K_new + at, vp[u] = V_new + at;
+      if constexpr (!KvTogether) {
+        kp[u] = vp[u] = nullptr;
+        if (j < end && j < cached) {
+          const long long at = key_row<Paged>(p, b, j) * row_stride + head;
+          kp[u] = K + at, vp[u] = V + at;
+        } else if (j < end) {  // a new token's key
+          const long long at = ((static_cast<long long>(b) * p.Lq + j - cached) * p.Hkv) * D + head;
+          kp[u] = K_new + at, vp[u] = V_new + at;
+        }
       }
       float k[E];
-      if (kp[u] != nullptr) load16(kp[u], k);
-      if constexpr (KvTogether)
-        if (vp[u] != nullptr) load16(vp[u], vk[u]);
+      if constexpr (KvTogether) {
+        to_floats<T>(kv[u], k);
+      } else if (kp[u] != nullptr) {
+        load16(kp[u], k);
+      }
 #pragma unroll
       for (int r = 0; r < R; ++r) {
         float dot = 0.f;
@@ -184,8 +216,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const attn::DecodePara
       if (vp[u] == nullptr) continue;
       float v[E];
       if constexpr (KvTogether) {
-#pragma unroll
-        for (int e = 0; e < E; ++e) v[e] = vk[u][e];
+        to_floats<T>(kv[U + u], v);
       } else {
         load16(vp[u], v);  // steps b to e: V's rows asked for only now, a second wait
       }

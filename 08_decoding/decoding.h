@@ -23,7 +23,7 @@ cudaError_t decode_kernel(const attn::DecodeParams& p);   // b: a block per quer
 cudaError_t split_kv(const attn::DecodeParams& p);        // c: the keys split across blocks (then combine)
 cudaError_t gqa_packed(const attn::DecodeParams& p);      // d: a KV head's query rows share each load
 cudaError_t paged(const attn::DecodeParams& p);           // e: the cache in pages through a block table
-cudaError_t kv_together(const attn::DecodeParams& p);     // f: V's rows loaded beside K's, one wait per step
+cudaError_t kv_together(const attn::DecodeParams& p);     // f: a step's loads all asked for before any is used
 
 // Step a's workspace: one sequence's Q, K, V (heads repeated) and O in chapter 05's [H, L, d] layout.
 size_t prefill_workspace(int Hq, int Lq, int max_keys, int d, int elem_bytes);

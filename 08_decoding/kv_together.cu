@@ -1,10 +1,14 @@
-// kv_together.cu: step f. Step e's kernel with each step's V rows loaded beside its K rows: a lane
-// asks for the U keys' K and V rows, 2 U loads of 16 bytes, before it uses the first.
-// Why: steps b to e load V only after the softmax, so each step of the key loop waits on memory
-// twice, once for K and once for V, and a decoding kernel's time is that chain of waits (its few
-// warps cannot hide them: notes/08). Now one wait covers both.
-// Cost: U x E more registers per thread to hold V until the softmax has its weights (fewer blocks
-// per SM); the bytes and the loads are step e's.
+// kv_together.cu: step f. Step e's kernel with each step's loads asked for before any is used:
+// first every key's row (on a paged cache its U table entries, read together), then the U keys' K
+// and V rows, 2 U loads of 16 bytes, then the products.
+// Why: a decoding kernel's time is its chain of waits on memory (its few warps cannot hide them:
+// notes/08). In step e each key's cache row waited for its table entry, and V's rows came after
+// the softmax: the compiled loop waits 12 times per step at R = 4 (sass_sm90.inc). With no branch
+// among them the compiler issues the loads together, and the step waits twice: for the table, and
+// for the cache.
+// Cost: V's rows held through the softmax (ptxas: 168 registers at R = 4, d = 128, against step
+// e's 153: still 3 blocks per SM); a key past the range reads the range's last row again, unused,
+// where step e branched around it.
 #include "decode.cuh"
 #include "decoding.h"
 

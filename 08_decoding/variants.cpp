@@ -178,7 +178,7 @@ DecodeVariant paged_kernels(Variant v, cudaError_t (*kernel)(const DecodeParams&
 const RegisterDecode paged_step(paged_kernels(
     info("paged", "the cache in pages of any size, found through a block table per sequence"), ch08::paged));
 const RegisterDecode kv_together_step(paged_kernels(
-    info("kv_together", "each step's V rows loaded beside its K rows: one wait on memory per step, not two", true),
+    info("kv_together", "each step's table entries, then its K and V rows, asked for before any is used: two waits per step", true),
     ch08::kv_together));
 
 }  // namespace
