@@ -143,9 +143,10 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const attn::DecodePara
     float4 kv[KvTogether ? 2 * U : 1];  // step f: the U keys' K rows, then their V rows
     if constexpr (KvTogether) {
       // Where every key's rows are, then their 2U loads, with no branch among them, so that the
-      // compiler asks for all before it waits for any: a paged cache's U table reads go out
-      // together, then the U K and U V rows. A key past the range reads the range's last row, and
-      // is not used (kp, vp null). The table has a page for each new token's row (the append's).
+      // compiler can ask for all before it waits for any: a paged cache's U table reads go out
+      // together, then the U K rows (ptxas moves V's below the softmax's start; the step's chain
+      // still waits twice: sass_sm90.inc). A key past the range reads the range's last row, and is
+      // not used (kp, vp null). The table has a page for each new token's row (the append's).
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         const int jj = min(base + grp * U + u, end - 1);

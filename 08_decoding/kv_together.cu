@@ -4,8 +4,8 @@
 // Why: a decoding kernel's time is its chain of waits on memory (its few warps cannot hide them:
 // notes/08). In step e each key's cache row waited for its table entry, and V's rows came after
 // the softmax: the compiled loop waits 12 times per step at R = 4 (sass_sm90.inc). With no branch
-// among them the compiler issues the loads together, and the step waits twice: for the table, and
-// for the cache.
+// among them the compiler issues the table reads together, then K's rows (V's it moves below the
+// softmax's start), and the step waits twice: for the table, and for the cache.
 // Cost: V's rows held through the softmax (ptxas: 168 registers at R = 4, d = 128, against step
 // e's 153: still 3 blocks per SM); a key past the range reads the range's last row again, unused,
 // where step e branched around it.
