@@ -456,6 +456,33 @@ TEST_CASE("DRAM re-reads: a sector's readers far apart in the grid's order read 
   CHECK(m.dram == Approx((32 * c.dram_read_sectors + m.dram_rereads) / (g.dram_tb_s * 1e12 * m.share) * 1e6));
 }
 
+TEST_CASE("Hits on a miss in flight: readers of a sector that ask at once all wait for DRAM", "[profile]") {
+  using namespace attn;
+  const gpus::Gpu& g = *gpus::find_gpu("h200");
+  // Chapter 08's decode_kernel at B = 1, 32 query heads on 8 KV heads, 32768 keys, d = 128: one
+  // block per query head in x, the 4 of a KV head reading its 16 MB of K and V (524288 sectors).
+  const double kv_heads = 8, group = 4, kv = 524288;
+  simt::Counters c;
+  c.launches = 1, c.blocks = kv_heads * group, c.threads_per_block = 128;
+  c.grid_x = c.blocks, c.grid_y = c.grid_z = 1;
+  c.dram_read_sectors = kv_heads * kv, c.block_load_sectors = kv_heads * kv * group;
+  c.global[simt::kGlobalLoad].sectors = c.block_load_sectors;
+  c.shared_sectors[0] = kv_heads * kv, c.shared_reads[0] = kv_heads * kv * group;
+  // One wave: the 4 readers of every sector ask together; one crosses DRAM and 3 hit its miss.
+  const double resident = g.sms * 6;
+  CHECK(dram_rereads(c, g, resident) == 0);
+  CHECK(dram_in_flight_hits(c, g, resident) == Approx(32 * kv_heads * kv * (group - 1)));
+  // Blocks past the first wave start apart: only the first wave's share of them (132 of 1056).
+  simt::Counters waves = c;
+  waves.blocks *= 33, waves.grid_x *= 33, waves.dram_read_sectors *= 33, waves.block_load_sectors *= 33;
+  waves.global[simt::kGlobalLoad].sectors *= 33, waves.shared_sectors[0] *= 33, waves.shared_reads[0] *= 33;
+  CHECK(dram_in_flight_hits(waves, g, g.sms) == Approx(32 * 33 * kv_heads * kv * (group - 1) * g.sms / waves.blocks));
+  // Each reader alone (no sector shared): no hit in flight.
+  simt::Counters alone = c;
+  alone.shared_sectors[0] = alone.shared_reads[0] = 0;
+  CHECK(dram_in_flight_hits(alone, g, resident) == 0);
+}
+
 TEST_CASE("DRAM re-reads: a block's own, once the blocks resident beside it have swept L2", "[profile]") {
   using namespace attn;
   const gpus::Gpu& g = *gpus::find_gpu("h100");

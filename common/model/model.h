@@ -38,8 +38,9 @@
 // Latency. The SASS also says how long one warp alone takes to issue its instructions: the stall
 // the compiler encoded after each one and the waits for the results that come back later (shared
 // memory, global loads, MUFU, shuffles; sass.h's SassPart::cycles). A global load waits for L2's
-// hit latency or DRAM's, in the proportion of the bytes the launch reads from DRAM to those its
-// load requests ask for; each the GPU's own (gpus.h's [lat]: cycles, at its clock). A scheduler
+// hit latency or DRAM's, in the proportion of the bytes the launch reads from DRAM, with the reads
+// that hit those misses in flight (dram_in_flight_hits), to those its load requests ask for; each
+// the GPU's own (gpus.h's [lat]: cycles, at its clock). A scheduler
 // hides one warp's waits behind another's work only if the other is somewhere else in its loop.
 // Warps that meet at a __syncthreads every tile are not: they reach the same phase together (the
 // products, then the softmax) and queue behind one another for the same pipe, so one block's warps
@@ -198,7 +199,13 @@ inline double rereads_beyond(const double (&reread)[simt::kReuseBuckets], double
 // for the 64 blocks resident together: past L2, every read again from DRAM (Nsight Compute: 4.4
 // GB where each sector once is 0.2 GB). Not counted: re-reads that L2 holds but L1 does not (the
 // L2 term takes a block's loads through L1 once each, and those re-reads past L2 again).
-inline double dram_rereads(const simt::Counters& c, const gpus::Gpu& g, double resident) {
+// Of the sectors shared along each dimension d (above): k their mean readers, `together` the
+// readers that ask for one together, `crossings` how often each crosses DRAM (1, or k / together
+// when L2 loses it between groups).
+struct SharedReads {
+  double k[3] = {}, together[3] = {}, crossings[3] = {};
+};
+inline SharedReads shared_reads(const simt::Counters& c, const gpus::Gpu& g, double resident) {
   const double blocks = std::max(1.0, c.blocks), stride[3] = {1, c.grid_x, c.grid_x * c.grid_y};
   double shared = 0;
   for (double s : c.shared_sectors) shared += s;
@@ -214,15 +221,39 @@ inline double dram_rereads(const simt::Counters& c, const gpus::Gpu& g, double r
     return std::min(c.dram_read_sectors, window * per_block);
   };
   const double capacity = l2_sectors(g);
-  double again = 0;
+  SharedReads r;
   for (int d = 0; d < 3; ++d) {
     if (c.shared_sectors[d] <= 0) continue;
-    const double k = c.shared_reads[d] / c.shared_sectors[d], together = sharers(d, resident);
-    if (k > together && distinct(std::max(resident, stride[d])) > capacity) again += c.shared_sectors[d] * (k / together - 1);
+    r.k[d] = c.shared_reads[d] / c.shared_sectors[d];
+    r.together[d] = sharers(d, resident);
+    r.crossings[d] = r.k[d] > r.together[d] && distinct(std::max(resident, stride[d])) > capacity ? r.k[d] / r.together[d] : 1;
   }
-  const double beside = std::min(blocks, resident);
+  return r;
+}
+inline double dram_rereads(const simt::Counters& c, const gpus::Gpu& g, double resident) {
+  const SharedReads r = shared_reads(c, g, resident);
+  double again = 0;
+  for (int d = 0; d < 3; ++d) again += c.shared_sectors[d] * (r.crossings[d] - 1);
+  const double capacity = l2_sectors(g), beside = std::min(std::max(1.0, c.blocks), resident);
   again += rereads_beyond(c.reread_l1, capacity, beside) + rereads_beyond(c.reread_l2, capacity, beside);
   return 32 * again;
+}
+
+// Reads that hit a miss in flight. The readers of a shared sector that ask for it at once find it
+// in L2 only as a miss the first of them started, and wait for DRAM as long as it: a crossing makes
+// each of them wait for DRAM, not only the first. Which readers ask at once: the blocks of the
+// launch's first wave, which it starts together; a follower that hits L2 sooner than the reader
+// ahead catches up with it, so they stay together along their loops. A later block starts when one
+// ends on its SM, and the model takes its sharers' starts as spread over a block's life, as it takes
+// groups' phases as drifted apart when they hide each other's fill (model(), below): no hits in
+// flight beyond the first wave's share of the blocks. Chapter 08's decode_kernel (32 blocks, one
+// wave): the 4 query heads' blocks of a KV head wait for DRAM on every key, where one crossing and
+// three hits in L2 would wait 484 cycles once and 272 three times.
+inline double dram_in_flight_hits(const simt::Counters& c, const gpus::Gpu& g, double resident) {
+  const SharedReads r = shared_reads(c, g, resident);
+  double hits = 0;
+  for (int d = 0; d < 3; ++d) hits += c.shared_sectors[d] * r.crossings[d] * (r.together[d] - 1);
+  return 32 * hits * std::min(1.0, resident / std::max(1.0, c.blocks));
 }
 
 // c: the counters of one launch; k: its kernel's SASS data (sass.h), or nullptr.
@@ -269,8 +300,11 @@ inline Modelled model(const simt::Counters& c, const gpus::Gpu& g, const SassKer
     // its load requests ask for say how often (its writes keep no load waiting).
     const double loaded = 32 * (c.global[simt::kGlobalLoad].sectors + c.global[simt::kCpAsyncSource].sectors +
                                 c.global[simt::kTmaLoad].sectors);
-    const double from_dram = loaded > 0 ? std::min(1.0, (32 * c.dram_read_sectors + m.dram_rereads) / loaded) : 0;
-    const double wait = (1 - from_dram) * g.l2_latency_clk + from_dram * g.dram_latency_clk;  // g's own [lat]
+    const double crossed = 32 * c.dram_read_sectors + m.dram_rereads;
+    const double from_dram = loaded > 0 ? std::min(1.0, crossed / loaded) : 0;
+    // The readers waiting on a crossing with the one that started it (dram_in_flight_hits) wait as long.
+    const double waits_dram = loaded > 0 ? std::min(1.0, (crossed + dram_in_flight_hits(c, g, resident)) / loaded) : 0;
+    const double wait = (1 - waits_dram) * g.l2_latency_clk + waits_dram * g.dram_latency_clk;  // g's own [lat]
     double chains = warp_cycles(c, *k, wait) / (clock * schedulers_used) * 1e6;  // one group per scheduler
     // A lockstep block's warps on a scheduler ask for their loads together and wait for them
     // together: the part of their chains that grows with the load latency counts once among them.

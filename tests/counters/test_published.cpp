@@ -220,7 +220,8 @@ TEST_CASE("the model beside measured and published FlashAttention-2 structures",
   // Decoding: chapter 08's steps at the H200 session's problem (B = 1, Hq = 32, Hkv = 8, d = 128, a
   // contiguous cache of 32768 keys and the new one), measured in promise.csv. The last step the H200
   // measured (the chapter's best when it ran: paged) is held within 15 %; every measured step within
-  // 2x and closer than the floors. A step added since (kv_together) has no measurement: printed as such.
+  // 1.5x (2x before the hits on a miss in flight, model.h's dram_in_flight_hits) and closer than the
+  // floors. A step added since (kv_together) has no measurement: printed as such.
   Problem as_run;  // the measured rows' shape: one query row against 32769 keys per head
   as_run.B = 1, as_run.H = 32, as_run.Lq = 1, as_run.Lk = 32769, as_run.d = 128, as_run.dtype = DType::fp16;
   const std::string promise_csv = std::string(FLASHSTEPS_SOURCE_DIR) + "/results/nvidia-h200/promise.csv";
@@ -252,8 +253,8 @@ TEST_CASE("the model beside measured and published FlashAttention-2 structures",
     t << line;
     INFO(line);
     if (v.info.name == last_measured) CHECK(std::fabs(ratio - 1) <= 0.15);
-    CHECK(ratio > 0.5);
-    CHECK(ratio < 2.0);
+    CHECK(ratio > 1 / 1.5);
+    CHECK(ratio < 1.5);
     CHECK(std::fabs(std::log(ratio)) < std::fabs(std::log(roofline)));
   }
   REQUIRE(scored >= 8);  // the H200 CSV holds these shapes: a test that compares nothing is no test
