@@ -453,7 +453,7 @@ TEST_CASE("DRAM re-reads: a sector's readers far apart in the grid's order read 
   const Modelled m = model(heads_first, g);
   CHECK(m.dram_rereads > 0);
   CHECK(m.dram_rereads == dram_rereads(heads_first, g, g.sms * m.blocks_per_sm));
-  CHECK(m.dram == Approx((32 * c.dram_read_sectors + m.dram_rereads) / (g.dram_tb_s * 1e12 * m.share) * 1e6));
+  CHECK(m.dram == Approx((32 * c.dram_read_sectors + m.dram_rereads) / (g.dram_copy_tb_s() * 1e12 * m.share) * 1e6));
 }
 
 TEST_CASE("Hits on a miss in flight: readers of a sector that ask at once all wait for DRAM", "[profile]") {
@@ -930,9 +930,15 @@ TEST_CASE("profile --gpu list: every GPU with its latencies, each row naming whe
     for (std::string line; std::getline(rows, line);)
       if (line.rfind(std::string(g.key) + " ", 0) == 0) row = line;
     CHECK_THAT(row, Contains(latencies));
-    // Cited ([lat], gpus.h's sources) or named among the row's assumptions.
+    char dram[32];  // the datasheet's rate and the share a copy reaches of it
+    std::snprintf(dram, sizeof dram, "%g x %.2f", g.dram_tb_s, g.dram_copy_share);
+    CHECK_THAT(row, Contains(dram));
+    // Cited ([lat], [copy], gpus.h's sources) or named among the row's assumptions.
     const std::string sources = g.rate_sources;
     CHECK((sources.find("[lat]") != std::string::npos || sources.find("latencies") != std::string::npos));
+    CHECK((sources.find("[copy]") != std::string::npos || sources.find("DRAM copy share") != std::string::npos));
+    CHECK(g.dram_copy_share > 0.5);
+    CHECK(g.dram_copy_share <= 1.0);
   }
 }
 

@@ -59,7 +59,13 @@
 //         carries them for its Turing (RTX) class, not measured on a T4. ASSUMPTIONS, no figure found:
 //         the H200 and H100 PCIe take the H100 SXM5's (the same GH100 L2; their HBM unmeasured), GA102
 //         the A100's, the L4 the RTX 4090's, the B200 and RTX 5090 the H100 SXM5's.
-//   Assumptions every row but the H100's and H200's shares: the L2 rate is the H100's assumed
+//   [copy] What a streaming copy reaches of the datasheet's DRAM bandwidth (the model's DRAM term:
+//         model.h). H100 SXM5: 3010 of 3352 GB/s, 0.90, the same rerun of Luo et al.'s suite as
+//         [lat]. H200 SXM: 4226 of 4800 GB/s, 0.88, a device-to-device copy (bytes read + written)
+//         timed by this project's harness on an H200 (results/nvidia-h200/logs/promise_P1.log,
+//         copy_bandwidth_gbps). ASSUMPTION, no figure found: every other row the H100 SXM5's 0.90.
+//   Assumptions every row but the H100's and H200's shares: the DRAM copy share is the H100's
+//   ([copy]); the L2 rate is the H100's assumed
 //   7 TB/s scaled by SMs x clock (no vendor gives one); a launch costs 2.5 us as on the H100; 16
 //   MUFU results per clock per SM on 10.0 and 12.0 as up to 9.0 (the [CC] table cited stops at
 //   9.0). L1: 128 B per clock per SM (32 banks x 4 B). The model's issue term and the occupancy
@@ -90,7 +96,8 @@ struct Gpu {
   const char* sources = "";
   // The model's rates; zero where the model does not stand for this GPU yet.
   double clock_ghz = 0;              // the boost clock the datasheet's tensor-core peak is computed at
-  double dram_tb_s = 0;              // DRAM bandwidth (HBM or GDDR)
+  double dram_tb_s = 0;              // DRAM bandwidth (HBM or GDDR), the datasheet's
+  double dram_copy_share = 0.90;     // of it, what a streaming copy reaches [copy]: the model's DRAM rate
   double l2_tb_s = 0;                // L2 bandwidth, all SMs together
   double l2_mb = 0;                  // L2 capacity: a launch touching more is flagged
   double l1_wavefronts_per_clk = 0;  // per SM: 32 banks x 4 bytes = 128 bytes per clock
@@ -107,6 +114,7 @@ struct Gpu {
   const char* rate_sources = "";
 
   bool modelled() const { return tensor_tflops > 0 && dram_tb_s > 0; }
+  double dram_copy_tb_s() const { return dram_tb_s * dram_copy_share; }  // the rate the model's DRAM term takes
   int cc() const { return 10 * cc_major + cc_minor; }  // 75, 80, ..., 120
   std::string arch() const { return "sm_" + std::to_string(cc()); }
 };
@@ -115,24 +123,24 @@ inline constexpr Gpu kGpus[] = {
     {.key = "h100", .name = "H100 SXM5", .cc_major = 9, .cc_minor = 0, .sms = 132,
      .smem_optin_bytes = 227 * 1024, .smem_per_sm_bytes = 228 * 1024, .smem_reserved_bytes = 1 * 1024,
      .max_threads_per_sm = 2048, .max_blocks_per_sm = 32, .sources = "[CC] 9.0; [H100]",
-     .clock_ghz = 1.83, .dram_tb_s = 3.35,
+     .clock_ghz = 1.83, .dram_tb_s = 3.35, .dram_copy_share = 0.90,  // [copy]
      .l2_tb_s = 7.0,  // ASSUMPTION: no official figure; microbenchmarks put it well above DRAM
      .l2_mb = 50, .l1_wavefronts_per_clk = 1, .mufu_per_clk = 16, .tensor_tflops = 989.4, .fp32_tflops = 67,
      .mma_sync_fraction = 0.63,  // ASSUMPTION: second-hand figure for mma.sync m16n8k16 on Hopper (measure it)
      .launch_us = 2.5,           // ASSUMPTION
      .l2_latency_clk = 272, .dram_latency_clk = 484,  // [lat]
-     .rate_sources = "[H100]; [CC]; [lat]; L2 rate, mma.sync share and launch cost: assumptions"},
+     .rate_sources = "[H100]; [CC]; [lat]; [copy]; L2 rate, mma.sync share and launch cost: assumptions"},
     {.key = "h200", .name = "H200 SXM", .cc_major = 9, .cc_minor = 0, .sms = 132,
      .smem_optin_bytes = 227 * 1024, .smem_per_sm_bytes = 228 * 1024, .smem_reserved_bytes = 1 * 1024,
      .max_threads_per_sm = 2048, .max_blocks_per_sm = 32, .sources = "[CC] 9.0; [H100] (H200)",
-     .clock_ghz = 1.83, .dram_tb_s = 4.8,
+     .clock_ghz = 1.83, .dram_tb_s = 4.8, .dram_copy_share = 0.88,  // [copy]: measured on an H200
      .l2_tb_s = 7.0,  // ASSUMPTION, as for the H100
      .l2_mb = 50,     // ASSUMPTION: some reports say 60 MB
      .l1_wavefronts_per_clk = 1, .mufu_per_clk = 16, .tensor_tflops = 989.4, .fp32_tflops = 67,
      .mma_sync_fraction = 0.63,  // ASSUMPTION
      .launch_us = 2.5,           // ASSUMPTION
      .l2_latency_clk = 272, .dram_latency_clk = 484,  // ASSUMPTION: the H100 SXM5's
-     .rate_sources = "[H100] (H200); [CC]; L2 rate and size, latencies, mma.sync share and launch cost: assumptions"},
+     .rate_sources = "[H100] (H200); [CC]; [copy]; L2 rate and size, latencies, mma.sync share and launch cost: assumptions"},
     {.key = "h100-pcie", .name = "H100 PCIe", .cc_major = 9, .cc_minor = 0, .sms = 114,
      .smem_optin_bytes = 227 * 1024, .smem_per_sm_bytes = 228 * 1024, .smem_reserved_bytes = 1 * 1024,
      .max_threads_per_sm = 2048, .max_blocks_per_sm = 32, .sources = "[CC] 9.0; [H100] (PCIe)",
@@ -144,7 +152,7 @@ inline constexpr Gpu kGpus[] = {
      .launch_us = 2.5,           // ASSUMPTION
      .l2_latency_clk = 272, .dram_latency_clk = 484,  // ASSUMPTION: the H100 SXM5's
      .rate_sources = "[H100] (PCIe); [CC]; clock derived from the tensor peak; "
-                     "L2 rate, latencies, mma.sync share and launch cost: assumptions"},
+                     "L2 rate, latencies, mma.sync share, launch cost and DRAM copy share: assumptions"},
     {.key = "t4", .name = "Tesla T4", .cc_major = 7, .cc_minor = 5, .sms = 40,
      .smem_optin_bytes = 64 * 1024, .smem_per_sm_bytes = 64 * 1024, .smem_reserved_bytes = 0,
      .max_threads_per_sm = 1024, .max_blocks_per_sm = 16, .sources = "[CC] 7.5; [T4]",
@@ -154,7 +162,7 @@ inline constexpr Gpu kGpus[] = {
      .mma_sync_fraction = 1.0,  // mma.sync is the tensor path before sm_90 (m16n8k8 on sm_75: no m16n8k16)
      .launch_us = 2.5,          // ASSUMPTION
      .l2_latency_clk = 234, .dram_latency_clk = 424,  // Turing's [lat], not measured on a T4
-     .rate_sources = "[T4]; [CC] 7.5; [lat] (Turing's); L2 rate and launch cost: assumptions"},
+     .rate_sources = "[T4]; [CC] 7.5; [lat] (Turing's); L2 rate, launch cost and DRAM copy share: assumptions"},
     {.key = "a100", .name = "A100 SXM4 80GB", .cc_major = 8, .cc_minor = 0, .sms = 108,
      .smem_optin_bytes = 163 * 1024, .smem_per_sm_bytes = 164 * 1024, .smem_reserved_bytes = 1 * 1024,
      .max_threads_per_sm = 2048, .max_blocks_per_sm = 32, .sources = "[CC] 8.0; [A100]",
@@ -164,7 +172,7 @@ inline constexpr Gpu kGpus[] = {
      .mma_sync_fraction = 1.0,  // mma.sync is the tensor path before sm_90
      .launch_us = 2.5,          // ASSUMPTION
      .l2_latency_clk = 261.5, .dram_latency_clk = 466,  // [lat]
-     .rate_sources = "[A100]; [CC] 8.0; [lat] (second-hand); L2 rate and launch cost: assumptions"},
+     .rate_sources = "[A100]; [CC] 8.0; [lat] (second-hand); L2 rate, launch cost and DRAM copy share: assumptions"},
     {.key = "rtx3090", .name = "GeForce RTX 3090", .cc_major = 8, .cc_minor = 6, .sms = 82,
      .smem_optin_bytes = 99 * 1024, .smem_per_sm_bytes = 100 * 1024, .smem_reserved_bytes = 1 * 1024,
      .max_threads_per_sm = 1536, .max_blocks_per_sm = 16, .sources = "[CC] 8.6; [GA102]",
@@ -176,7 +184,7 @@ inline constexpr Gpu kGpus[] = {
      .mma_sync_fraction = 1.0,  // mma.sync is the tensor path before sm_90
      .launch_us = 2.5,          // ASSUMPTION
      .l2_latency_clk = 261.5, .dram_latency_clk = 466,  // ASSUMPTION: the A100's
-     .rate_sources = "[GA102] (RTX 3090; fp32-accumulate tensor rate); [CC] 8.6; L2 rate, latencies and launch cost: assumptions"},
+     .rate_sources = "[GA102] (RTX 3090; fp32-accumulate tensor rate); [CC] 8.6; L2 rate, latencies, launch cost and DRAM copy share: assumptions"},
     {.key = "a6000", .name = "RTX A6000", .cc_major = 8, .cc_minor = 6, .sms = 84,
      .smem_optin_bytes = 99 * 1024, .smem_per_sm_bytes = 100 * 1024, .smem_reserved_bytes = 1 * 1024,
      .max_threads_per_sm = 1536, .max_blocks_per_sm = 16, .sources = "[CC] 8.6; [GA102]",
@@ -186,7 +194,7 @@ inline constexpr Gpu kGpus[] = {
      .mma_sync_fraction = 1.0,  // mma.sync is the tensor path before sm_90
      .launch_us = 2.5,          // ASSUMPTION
      .l2_latency_clk = 261.5, .dram_latency_clk = 466,  // ASSUMPTION: the A100's
-     .rate_sources = "[GA102] (RTX A6000); [CC] 8.6; L2 rate, latencies and launch cost: assumptions"},
+     .rate_sources = "[GA102] (RTX A6000); [CC] 8.6; L2 rate, latencies, launch cost and DRAM copy share: assumptions"},
     {.key = "a10", .name = "A10", .cc_major = 8, .cc_minor = 6, .sms = 72,
      .smem_optin_bytes = 99 * 1024, .smem_per_sm_bytes = 100 * 1024, .smem_reserved_bytes = 1 * 1024,
      .max_threads_per_sm = 1536, .max_blocks_per_sm = 16, .sources = "[CC] 8.6; [GA102] (A10)",
@@ -198,7 +206,7 @@ inline constexpr Gpu kGpus[] = {
      .mma_sync_fraction = 1.0,  // mma.sync is the tensor path before sm_90
      .launch_us = 2.5,          // ASSUMPTION
      .l2_latency_clk = 261.5, .dram_latency_clk = 466,  // ASSUMPTION: the A100's
-     .rate_sources = "[GA102] (A10 datasheet); [CC] 8.6; L2 rate, latencies and launch cost: assumptions"},
+     .rate_sources = "[GA102] (A10 datasheet); [CC] 8.6; L2 rate, latencies, launch cost and DRAM copy share: assumptions"},
     {.key = "rtx4090", .name = "GeForce RTX 4090", .cc_major = 8, .cc_minor = 9, .sms = 128,
      .smem_optin_bytes = 99 * 1024, .smem_per_sm_bytes = 100 * 1024, .smem_reserved_bytes = 1 * 1024,
      .max_threads_per_sm = 1536, .max_blocks_per_sm = 24, .sources = "[CC] 8.9; [AD102]",
@@ -210,7 +218,7 @@ inline constexpr Gpu kGpus[] = {
      .mma_sync_fraction = 1.0,  // mma.sync is the tensor path before sm_90
      .launch_us = 2.5,          // ASSUMPTION
      .l2_latency_clk = 273, .dram_latency_clk = 541.5,  // [lat]
-     .rate_sources = "[AD102] (RTX 4090; fp32-accumulate tensor rate); [CC] 8.9; [lat] (second-hand); L2 rate and launch cost: assumptions"},
+     .rate_sources = "[AD102] (RTX 4090; fp32-accumulate tensor rate); [CC] 8.9; [lat] (second-hand); L2 rate, launch cost and DRAM copy share: assumptions"},
     {.key = "l4", .name = "L4", .cc_major = 8, .cc_minor = 9, .sms = 58,
      .smem_optin_bytes = 99 * 1024, .smem_per_sm_bytes = 100 * 1024, .smem_reserved_bytes = 1 * 1024,
      .max_threads_per_sm = 1536, .max_blocks_per_sm = 24, .sources = "[CC] 8.9; [AD102] (L4)",
@@ -223,7 +231,7 @@ inline constexpr Gpu kGpus[] = {
      .mma_sync_fraction = 1.0,  // mma.sync is the tensor path before sm_90
      .launch_us = 2.5,          // ASSUMPTION
      .l2_latency_clk = 273, .dram_latency_clk = 541.5,  // ASSUMPTION: the RTX 4090's
-     .rate_sources = "[AD102] (L4 datasheet; L2 size third-party); [CC] 8.9; L2 rate, latencies and launch cost: assumptions"},
+     .rate_sources = "[AD102] (L4 datasheet; L2 size third-party); [CC] 8.9; L2 rate, latencies, launch cost and DRAM copy share: assumptions"},
     {.key = "b200", .name = "B200", .cc_major = 10, .cc_minor = 0, .sms = 148,
      .smem_optin_bytes = 227 * 1024, .smem_per_sm_bytes = 228 * 1024, .smem_reserved_bytes = 1 * 1024,
      .max_threads_per_sm = 2048, .max_blocks_per_sm = 32, .sources = "[CC] 10.0; [B200]",
@@ -239,7 +247,7 @@ inline constexpr Gpu kGpus[] = {
      .launch_us = 2.5,           // ASSUMPTION
      .l2_latency_clk = 272, .dram_latency_clk = 484,  // ASSUMPTION: the H100 SXM5's
      .rate_sources = "[B200] (HGX B200); [CC] 10.0; "
-                     "clock, L2 rate and size, latencies, MUFU rate, mma.sync share and launch cost: assumptions"},
+                     "clock, L2 rate and size, latencies, MUFU rate, mma.sync share, launch cost and DRAM copy share: assumptions"},
     {.key = "rtx5090", .name = "GeForce RTX 5090", .cc_major = 12, .cc_minor = 0, .sms = 170,
      .smem_optin_bytes = 99 * 1024, .smem_per_sm_bytes = 100 * 1024, .smem_reserved_bytes = 1 * 1024,
      .max_threads_per_sm = 1536, .max_blocks_per_sm = 32, .sources = "[CC] 12.0; [GB202]",
@@ -253,7 +261,7 @@ inline constexpr Gpu kGpus[] = {
      .launch_us = 2.5,          // ASSUMPTION
      .l2_latency_clk = 272, .dram_latency_clk = 484,  // ASSUMPTION: the H100 SXM5's
      .rate_sources = "[GB202] (RTX 5090; fp32-accumulate tensor rate); [CC] 12.0; "
-                     "L2 rate, latencies, MUFU rate and launch cost: assumptions"},
+                     "L2 rate, latencies, MUFU rate, launch cost and DRAM copy share: assumptions"},
 };
 
 // The row of `key` ("h100", "a100", ...), or nullptr.

@@ -4,7 +4,7 @@
 //
 // A launch takes at least as long as its busiest unit needs for its work:
 //
-//   t = max( DRAM bytes        / DRAM bandwidth,
+//   t = max( DRAM bytes        / DRAM bandwidth (what a copy reaches of it: gpus.h's [copy]),
 //            L2 bytes          / L2 bandwidth,
 //            L1 wavefronts     / (1 per clock per SM),      shared-memory and global-load passes
 //            instructions      / (4 per clock per SM),      every warp instruction issued (sass.h)
@@ -270,7 +270,7 @@ inline Modelled model(const simt::Counters& c, const gpus::Gpu& g, const SassKer
   const double clock = g.clock_ghz * 1e9 * g.sms * m.share;  // SM-clocks per second of the busy SMs
   const double resident = g.sms * m.blocks_per_sm;
   m.dram_rereads = dram_rereads(c, g, resident);
-  m.dram = (dram_bytes(c) + m.dram_rereads) / (g.dram_tb_s * 1e12 * m.share) * 1e6;
+  m.dram = (dram_bytes(c) + m.dram_rereads) / (g.dram_copy_tb_s() * 1e12 * m.share) * 1e6;
   // The loads through L1 that L2 no longer holds (above) surely missed L1 too: through L2 again.
   m.l2_rereads = 32 * rereads_beyond(c.reread_l1, l2_sectors(g), std::min(blocks, resident));
   m.l2 = (l2_bytes(c) + m.l2_rereads) / (g.l2_tb_s * 1e12 * m.share) * 1e6;
@@ -322,7 +322,7 @@ inline Modelled model(const simt::Counters& c, const gpus::Gpu& g, const SassKer
     const bool by_tma = c.global[simt::kTmaLoad].requests > 0;
     const double drain = by_tma ? c.global[simt::kGlobalStore].sectors : c.drain_sectors;
     if (fill_drain && (lockstep || by_tma)) {
-      const double fill_s = 32 * c.fill_sectors * (from_dram / g.dram_tb_s + (1 - from_dram) / g.l2_tb_s);
+      const double fill_s = 32 * c.fill_sectors * (from_dram / g.dram_copy_tb_s() + (1 - from_dram) / g.l2_tb_s);
       m.fill_drain = (fill_s + 32 * drain / g.l2_tb_s) / (1e12 * m.share) * 1e6;
     }
     // Every group of a block waits for its fill and drain together: a scheduler whose groups come
