@@ -434,6 +434,12 @@ TEST_CASE("DRAM re-reads: a sector's readers far apart in the grid's order read 
   tiles_first.shared_sectors[0] = heads * kv, tiles_first.shared_reads[0] = heads * kv * tiles;
   // Tiles in x: a head's 32 readers are resident together: K/V cross DRAM once.
   CHECK(dram_rereads(tiles_first, g, resident) == 0);
+  // A count extrapolated from row groups (sampling.h) can fall below 0 along a dimension no sector
+  // is shared along: it reads nothing again and hits no miss in flight.
+  simt::Counters below = tiles_first;
+  below.shared_sectors[1] = -1000, below.shared_reads[1] = -4000;
+  CHECK(dram_rereads(below, g, resident) == 0);
+  CHECK(dram_in_flight_hits(below, g, resident) == dram_in_flight_hits(tiles_first, g, resident));
   // Heads in x: a head's readers are 64 blocks apart, about 132 / 64 resident at once; the 132
   // blocks between two groups read 64 heads' K/V (134 MB), past L2's 50 MB: every later group
   // reads its K/V again.

@@ -233,7 +233,8 @@ inline SharedReads shared_reads(const simt::Counters& c, const gpus::Gpu& g, dou
 inline double dram_rereads(const simt::Counters& c, const gpus::Gpu& g, double resident) {
   const SharedReads r = shared_reads(c, g, resident);
   double again = 0;
-  for (int d = 0; d < 3; ++d) again += c.shared_sectors[d] * (r.crossings[d] - 1);
+  for (int d = 0; d < 3; ++d)  // a dimension no sector is shared along (its sampled count may be below 0) adds none
+    if (c.shared_sectors[d] > 0) again += c.shared_sectors[d] * (r.crossings[d] - 1);
   const double capacity = l2_sectors(g), beside = std::min(std::max(1.0, c.blocks), resident);
   again += rereads_beyond(c.reread_l1, capacity, beside) + rereads_beyond(c.reread_l2, capacity, beside);
   return 32 * again;
@@ -252,7 +253,8 @@ inline double dram_rereads(const simt::Counters& c, const gpus::Gpu& g, double r
 inline double dram_in_flight_hits(const simt::Counters& c, const gpus::Gpu& g, double resident) {
   const SharedReads r = shared_reads(c, g, resident);
   double hits = 0;
-  for (int d = 0; d < 3; ++d) hits += c.shared_sectors[d] * r.crossings[d] * (r.together[d] - 1);
+  for (int d = 0; d < 3; ++d)
+    if (c.shared_sectors[d] > 0) hits += c.shared_sectors[d] * r.crossings[d] * (r.together[d] - 1);
   return 32 * hits * std::min(1.0, resident / std::max(1.0, c.blocks));
 }
 
