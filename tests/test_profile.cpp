@@ -435,11 +435,10 @@ TEST_CASE("DRAM re-reads: a sector's readers far apart in the grid's order read 
   // Tiles in x: a head's 32 readers are resident together: K/V cross DRAM once.
   CHECK(dram_rereads(tiles_first, g, resident) == 0);
   // A count extrapolated from row groups (sampling.h) can fall below 0 along a dimension no sector
-  // is shared along: it reads nothing again and hits no miss in flight.
+  // is shared along: it reads nothing again.
   simt::Counters below = tiles_first;
   below.shared_sectors[1] = -1000, below.shared_reads[1] = -4000;
   CHECK(dram_rereads(below, g, resident) == 0);
-  CHECK(dram_in_flight_hits(below, g, resident) == dram_in_flight_hits(tiles_first, g, resident));
   // Heads in x: a head's readers are 64 blocks apart, about 132 / 64 resident at once; the 132
   // blocks between two groups read 64 heads' K/V (134 MB), past L2's 50 MB: every later group
   // reads its K/V again.
@@ -455,6 +454,15 @@ TEST_CASE("DRAM re-reads: a sector's readers far apart in the grid's order read 
   many.grid_x = 4 * heads, many.blocks *= 4, many.dram_read_sectors *= 4;
   many.shared_sectors[1] *= 4, many.shared_reads[1] *= 4;
   CHECK(dram_rereads(many, g, resident) == Approx(32 * 4 * heads * kv * (tiles - 1)));
+  // Of every crossing of the heads-first grid, the other readers together hit its miss in flight,
+  // in the first wave's share of the blocks (132 of 2048).
+  CHECK(dram_in_flight_hits(heads_first, g, resident) ==
+        Approx(32 * heads * kv * (tiles / together) * (together - 1) * resident / heads_first.blocks));
+  CHECK(dram_in_flight_hits(heads_first, g, resident) == Approx(1.42607e8).epsilon(1e-3));  // by hand
+  // A negative sampled count beside a shared dimension adds no re-read to it.
+  simt::Counters below_heads = heads_first;
+  below_heads.shared_sectors[0] = -1000, below_heads.shared_reads[0] = -4000;
+  CHECK(dram_rereads(below_heads, g, resident) == dram_rereads(heads_first, g, resident));
   // The model reads them in its DRAM term, and in how often a load waits for DRAM.
   const Modelled m = model(heads_first, g);
   CHECK(m.dram_rereads > 0);
@@ -487,6 +495,12 @@ TEST_CASE("Hits on a miss in flight: readers of a sector that ask at once all wa
   simt::Counters alone = c;
   alone.shared_sectors[0] = alone.shared_reads[0] = 0;
   CHECK(dram_in_flight_hits(alone, g, resident) == 0);
+  // The latency term waits for DRAM on every load with the hits (one crossing and three hits of
+  // four reads), on a quarter of them without.
+  const SassKernel* k = find_sass("void ch08::decode_kernel<__half, 128, 1, false, false, false>(attn::DecodeParams, float*, float*)");
+  REQUIRE(k != nullptr);
+  CHECK(model(c, g, k).waits_dram == Approx(1.0));
+  CHECK(model(alone, g, k).waits_dram == Approx(0.25));
 }
 
 TEST_CASE("DRAM re-reads: a block's own, once the blocks resident beside it have swept L2", "[profile]") {

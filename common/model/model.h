@@ -113,6 +113,7 @@ struct Modelled {
   bool sass_known = false;   // the issue term and the registers come from the SASS data
   bool beyond_l2 = false;    // the launch touches more than L2 holds: its re-reads are modelled (dram_rereads), not counted
   double groups = 0;         // per SM: groups of warps that hide each other's waits (above)
+  double waits_dram = 0;     // of the chains' load waits, the share at DRAM's latency (crossings and hits in flight)
   double total() const { return std::max({dram, l2, l1, issue, fma, mufu, tensor, latency}) + launch; }
   // "DRAM", "L2", "L1", "issue", "FMA", "MUFU", "tensor", "latency", or "launch" when the launch costs more than all of them.
   const char* bound() const {
@@ -306,6 +307,7 @@ inline Modelled model(const simt::Counters& c, const gpus::Gpu& g, const SassKer
     const double from_dram = loaded > 0 ? std::min(1.0, crossed / loaded) : 0;
     // The readers waiting on a crossing with the one that started it (dram_in_flight_hits) wait as long.
     const double waits_dram = loaded > 0 ? std::min(1.0, (crossed + dram_in_flight_hits(c, g, resident)) / loaded) : 0;
+    m.waits_dram = waits_dram;
     const double wait = (1 - waits_dram) * g.l2_latency_clk + waits_dram * g.dram_latency_clk;  // g's own [lat]
     double chains = warp_cycles(c, *k, wait) / (clock * schedulers_used) * 1e6;  // one group per scheduler
     // A lockstep block's warps on a scheduler ask for their loads together and wait for them
