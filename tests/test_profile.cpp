@@ -22,6 +22,7 @@
 #include "harness/registry.h"
 #include "harness/report.h"
 #include "model/model.h"
+#include "model/sampling.h"
 #include "model/sass_fresh.h"
 #if !FLASHSTEPS_GPU
 #include "simt/cpu/launch.h"  // the emulator's register source
@@ -501,6 +502,46 @@ TEST_CASE("Hits on a miss in flight: readers of a sector that ask at once all wa
   REQUIRE(k != nullptr);
   CHECK(model(c, g, k).waits_dram == Approx(1.0));
   CHECK(model(alone, g, k).waits_dram == Approx(0.25));
+}
+
+TEST_CASE("a sampled launch shares memory every head reads alike as the launch over every head does", "[profile]") {
+  using namespace attn;
+  // One head of two emulated, its 7 Q tiles' blocks in x. The mask (100 sectors, 10 of them read by
+  // two neighbouring tiles) is every head's; K (50 sectors, 5 shared by two tiles) is the head's own.
+  int mask = 0, k = 0;
+  simt::LaunchCounters l;
+  l.counters.grid_x = 7, l.counters.grid_y = 1, l.counters.grid_z = 1;
+  l.counters.dram_read_sectors = 150;
+  l.counters.shared_sectors[0] = 10 + 5, l.counters.shared_reads[0] = 20 + 10;
+  simt::AllocationSectors m{&mask, 3200, 100, 0}, kk{&k, 1600, 50, 0};
+  m.shared_sectors[0] = 10, m.shared_reads[0] = 20;
+  kk.shared_sectors[0] = 5, kk.shared_reads[0] = 10;
+  l.allocations = {m, kk};
+  const HeadSample two{1, 2};
+  const std::vector<const void*> shared{&mask};
+  simt::Counters whole = l.counters;
+  // The heads in x after one another (a block per tile and head, 14 in all): a mask sector's readers
+  // run from head 0's tile to head 1's, 8 blocks along x (9 for the 10 two tiles share).
+  whole.grid_x = 14;
+  simt::Counters c = scaled(l, two, shared, whole);
+  CHECK(c.dram_read_sectors == 2 * 50 + 100);
+  CHECK(c.shared_sectors[0] == 2 * 5 + 100);
+  CHECK(c.shared_reads[0] == 2 * 10 + 90 * 8 + 10 * 9);
+  // The heads in y: every mask sector is shared along y by 2 readers; K's sharing stays in x.
+  whole.grid_x = 7, whole.grid_y = 2;
+  c = scaled(l, two, shared, whole);
+  CHECK(c.shared_sectors[0] == 2 * 5);
+  CHECK(c.shared_reads[0] == 2 * 10);
+  CHECK(c.shared_sectors[1] == 100);
+  CHECK(c.shared_reads[1] == 100 * 2);
+  // A grid that does not grow with the heads: the mask shares as in the sample, once.
+  whole.grid_y = 1;
+  c = scaled(l, two, shared, whole);
+  CHECK(c.shared_sectors[0] == 2 * 5 + 10);
+  CHECK(c.shared_reads[0] == 2 * 10 + 20);
+  // Not sampled: the counts as they were.
+  c = scaled(l, HeadSample{}, shared, whole);
+  CHECK(c.shared_reads[0] == l.counters.shared_reads[0]);
 }
 
 TEST_CASE("DRAM re-reads: a block's own, once the blocks resident beside it have swept L2", "[profile]") {

@@ -448,6 +448,9 @@ const Profile& Profiler::run(const Variant& v, const Problem& p, const SamplePla
   std::vector<MaskKind> as_mask;  // [stage]
   std::vector<std::vector<std::string>> kernels;  // [stage][launch]
   std::vector<std::vector<std::vector<simt::Counters>>> runs;  // [problem emulated][stage][launch]
+  SamplePlan every_head = plan;  // the problems emulated, with every head: their launches' grids
+  every_head.heads.emulated = every_head.heads.total;
+  const std::vector<Problem> whole_at = emulated_problems(p, every_head);
   for (const Problem& e : emulated) {
     if (plan.sampled()) std::printf("  emulating %s\n", e.describe().c_str());
     const Prepared& in = prepared(e, every_row);
@@ -463,11 +466,17 @@ const Profile& Profiler::run(const Variant& v, const Problem& p, const SamplePla
     if (e.mask != MaskKind::none && !e.mask_per_head) shared.push_back(in.inputs.mask.get());
     std::vector<std::vector<simt::Counters>> counts;
     stages.clear(), kernels.clear(), as_mask.clear();
+    const auto whole = plan.heads.sampled() ? dry_launches(v, whole_at[runs.size()]) : std::vector<std::vector<simt::LaunchCounters>>{};
     for (const Stages::Time& t : r.timing.stages) {
+      const size_t st = stages.size();
       stages.push_back(t.stage), as_mask.push_back(t.as_mask);
       counts.emplace_back(), kernels.emplace_back();
-      for (const simt::LaunchCounters& l : t.counters)
-        counts.back().push_back(scaled(l, t.per_head ? plan.heads : HeadSample{}, shared)), kernels.back().push_back(l.kernel);
+      for (const simt::LaunchCounters& l : t.counters) {
+        const size_t i = counts.back().size();  // a launch the dry run lacks fails the check below
+        const simt::Counters& w = st < whole.size() && i < whole[st].size() ? whole[st][i].counters : l.counters;
+        counts.back().push_back(scaled(l, t.per_head ? plan.heads : HeadSample{}, shared, w));
+        kernels.back().push_back(l.kernel);
+      }
     }
     runs.push_back(std::move(counts));
     if (runs.size() == 1 || (!r.verdict.pass && prof.result.verdict.pass)) prof.result = std::move(r);

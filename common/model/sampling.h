@@ -6,7 +6,8 @@
 // emulator runs every block of a few heads, a problem with B = 1 and H = the heads emulated, and
 // their counts times (heads of the problem / heads emulated) are the counts of the whole problem.
 // The exception is memory that every head shares: an attn_mask broadcast over (batch, head)
-// crosses from DRAM once whatever the number of heads, so its sectors are not multiplied.
+// crosses from DRAM once whatever the number of heads, so its sectors are not multiplied, and each
+// of them is read by the blocks of every head, not by the sample's readers times the heads (scaled).
 //
 // Rows. Within a head, the query rows come in groups of kRowGroup (a multiple of every kernel's
 // rows per block) and a last partial group of Lq mod kRowGroup rows. A problem with m groups
@@ -22,6 +23,7 @@
 #pragma once
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <vector>
 
 #include "simt/counters.h"
@@ -38,17 +40,40 @@ struct HeadSample {
   double factor() const { return static_cast<double>(total) / static_cast<double>(emulated); }
 };
 
-// One launch over the emulated heads, as the launch over every head would count. shared: the
-// allocations every head reads alike (their DRAM sectors are counted once).
-inline simt::Counters scaled(const simt::LaunchCounters& l, const HeadSample& s, const std::vector<const void*>& shared) {
+// One launch over the emulated heads, as the launch over every head would count; whole: that
+// launch's shape (a dry run of every head at the emulated rows), for its grid. shared: the
+// allocations every head reads alike. Their DRAM sectors count once, and their sharing is the whole
+// launch's, not the sample's times the heads: every sector of one is read by the blocks of every
+// head, its lowest reader in the first head and its highest in the last, so it is shared along the
+// highest grid dimension h the heads occupy (the highest along which the whole grid exceeds the
+// sample's), and its readers counted as counters.cpp counts them, from the lowest to the highest
+// along h, are the sample's (1 for a sector it did not share along h) and the whole grid's blocks
+// along h that the sample lacks. A sector the sample shares along a dimension above h shares as the
+// sample does, and so do all of them where the grid does not grow with the heads.
+inline simt::Counters scaled(const simt::LaunchCounters& l, const HeadSample& s, const std::vector<const void*>& shared,
+                             const simt::Counters& whole) {
   simt::Counters c = l.counters;
   if (!s.sampled()) return c;
   c *= s.factor();
-  for (const simt::AllocationSectors& a : l.allocations)
-    if (std::find(shared.begin(), shared.end(), a.base) != shared.end()) {
-      c.dram_read_sectors -= (s.factor() - 1) * a.read_sectors;
-      c.dram_write_sectors -= (s.factor() - 1) * a.written_sectors;
+  const double sample_grid[3] = {l.counters.grid_x, l.counters.grid_y, l.counters.grid_z};
+  const double whole_grid[3] = {whole.grid_x, whole.grid_y, whole.grid_z};
+  int h = -1;
+  for (int d = 0; d < 3; ++d)
+    if (whole_grid[d] > sample_grid[d]) h = d;
+  for (const simt::AllocationSectors& a : l.allocations) {
+    if (std::find(shared.begin(), shared.end(), a.base) == shared.end()) continue;
+    c.dram_read_sectors -= (s.factor() - 1) * a.read_sectors;
+    c.dram_write_sectors -= (s.factor() - 1) * a.written_sectors;
+    double moved = a.read_sectors;  // the sectors shared along h in the whole launch
+    for (int d = 0; d < 3; ++d) {
+      const double counted = d > h ? s.factor() - 1 : s.factor();  // of the sample's sharing, multiplied above
+      c.shared_sectors[d] -= counted * a.shared_sectors[d], c.shared_reads[d] -= counted * a.shared_reads[d];
+      if (d > h) moved -= a.shared_sectors[d];
     }
+    if (h < 0) continue;
+    c.shared_sectors[h] += moved;
+    c.shared_reads[h] += a.shared_reads[h] + (moved - a.shared_sectors[h]) + moved * (whole_grid[h] - sample_grid[h]);
+  }
   return c;
 }
 

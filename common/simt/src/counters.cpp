@@ -501,12 +501,12 @@ void each_read(const Alloc& al, F&& f) {
       f(w * 64 + static_cast<size_t>(__builtin_ctzll(bits)));
 }
 
-// The sectors of al that more than one block read (Counters::shared_sectors): by the highest grid
-// dimension along which the lowest and highest reader differ, the readers counted as the blocks
-// between them along it (every K/V tile is read by a run of Q tiles' blocks: all of them, or under
-// is_causal those from the diagonal on). The highest reader's index is the larger, so along the
-// dimension where the two first differ (z, then y, then x) its coordinate is the larger too.
-void shared_reads(const Alloc& al, Counters& c) {
+// The sectors of al that more than one block read (its part of Counters::shared_sectors): by the
+// highest grid dimension along which the lowest and highest reader differ, the readers counted as
+// the blocks between them along it (every K/V tile is read by a run of Q tiles' blocks: all of them,
+// or under is_causal those from the diagonal on). The highest reader's index is the larger, so along
+// the dimension where the two first differ (z, then y, then x) its coordinate is the larger too.
+void shared_reads(const Alloc& al, AllocationSectors& c) {
   const uint64_t gx = g_grid.x, gy = g_grid.y;
   each_read(al, [&](size_t s) {
     const uint32_t lo = al.first_reader[s].load(std::memory_order_relaxed), hi = al.last_reader[s].load(std::memory_order_relaxed);
@@ -616,8 +616,11 @@ void launch_end(bool ok) {
     const double rd = static_cast<double>(popcount(al->read.get(), al->words));
     const double wr = static_cast<double>(popcount(al->written.get(), al->words));
     c.dram_read_sectors += rd, c.dram_write_sectors += wr;
-    if (rd > 0 || wr > 0) touched.push_back({reinterpret_cast<const void*>(al->lo), static_cast<double>(al->hi - al->lo), rd, wr});
-    if (rd > 0) shared_reads(*al, c);
+    if (rd == 0 && wr == 0) continue;
+    touched.push_back({reinterpret_cast<const void*>(al->lo), static_cast<double>(al->hi - al->lo), rd, wr});
+    if (rd > 0) shared_reads(*al, touched.back());
+    for (int d = 0; d < 3; ++d)
+      c.shared_sectors[d] += touched.back().shared_sectors[d], c.shared_reads[d] += touched.back().shared_reads[d];
   }
   c.mma = static_cast<double>(r.mma), c.mma_flop = static_cast<double>(r.mma_flop);
   c.mufu = static_cast<double>(r.mufu), c.barriers = static_cast<double>(r.barriers);

@@ -193,10 +193,13 @@ struct Counters {
 // A field added to Counters must be added to += and *= too.
 static_assert(sizeof(Counters) == (103 + 2 * kReuseBuckets) * sizeof(double), "Counters changed: update operator+= and operator*=");
 
-// The DRAM sectors of one cudaMalloc allocation that a launch touched.
+// The DRAM sectors of one cudaMalloc allocation that a launch touched, and its part of the launch's
+// Counters::shared_sectors and shared_reads (a sampled profile re-counts the sharing of memory every
+// head reads alike: model/sampling.h).
 struct AllocationSectors {
   const void* base;
   double bytes, read_sectors, written_sectors;
+  double shared_sectors[3] = {}, shared_reads[3] = {};
 };
 
 // One kernel launch's counters, with the kernel's name (from its file's symbols; "" when stripped) and the
