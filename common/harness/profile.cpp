@@ -66,10 +66,10 @@ std::optional<Profiler> whole_problem_profiler(const ProfileOptions& o, const st
 bool apply_gpu_option(const ProfileOptions& o) {
   if (o.gpu.empty()) return false;
   if (o.gpu == "list") {
-    std::printf("%-10s %-18s %-7s %5s %13s %13s %11s %13s %15s %9s  %s\n", "--gpu", "GPU", "arch", "SMs", "smem/block B",
+    std::printf("%-10s %-18s %-7s %5s %13s %13s %11s %13s %16s %9s  %s\n", "--gpu", "GPU", "arch", "SMs", "smem/block B",
                 "smem/SM B", "threads/SM", "L2/DRAM clk", "DRAM TB/s x copy", "modelled", "sources");
     for (const gpus::Gpu& g : gpus::kGpus)
-      std::printf("%-10s %-18s %-7s %5d %13d %13d %11d %6g/%-6g %8g x %.2f %9s  %s%s%s\n", g.key, g.name, g.arch().c_str(),
+      std::printf("%-10s %-18s %-7s %5d %13d %13d %11d %6g/%-6g %9g x %.2f %9s  %s%s%s\n", g.key, g.name, g.arch().c_str(),
                   g.sms, g.smem_optin_bytes, g.smem_per_sm_bytes, g.max_threads_per_sm, g.l2_latency_clk, g.dram_latency_clk,
                   g.dram_tb_s, g.dram_copy_share, g.modelled() ? "yes" : "no", g.sources, g.modelled() ? "; rates: " : "",
                   g.modelled() ? g.rate_sources : "");

@@ -202,9 +202,10 @@ inline double rereads_beyond(const double (&reread)[simt::kReuseBuckets], double
 // L2 term takes a block's loads through L1 once each, and those re-reads past L2 again).
 // Of the sectors shared along each dimension d (above): k their mean readers, `together` the
 // readers that ask for one together, `crossings` how often each crosses DRAM (1, or k / together
-// when L2 loses it between groups).
+// when L2 loses it between groups). A dimension no sector is shared along (its sampled count may be
+// below 0) keeps one reader crossing once: it adds no re-read and no hit.
 struct SharedReads {
-  double k[3] = {}, together[3] = {}, crossings[3] = {};
+  double k[3] = {}, together[3] = {1, 1, 1}, crossings[3] = {1, 1, 1};
 };
 inline SharedReads shared_reads(const simt::Counters& c, const gpus::Gpu& g, double resident) {
   const double blocks = std::max(1.0, c.blocks), stride[3] = {1, c.grid_x, c.grid_x * c.grid_y};
@@ -231,14 +232,15 @@ inline SharedReads shared_reads(const simt::Counters& c, const gpus::Gpu& g, dou
   }
   return r;
 }
-inline double dram_rereads(const simt::Counters& c, const gpus::Gpu& g, double resident) {
-  const SharedReads r = shared_reads(c, g, resident);
+inline double dram_rereads(const simt::Counters& c, const SharedReads& r, const gpus::Gpu& g, double resident) {
   double again = 0;
-  for (int d = 0; d < 3; ++d)  // a dimension no sector is shared along (its sampled count may be below 0) adds none
-    if (c.shared_sectors[d] > 0) again += c.shared_sectors[d] * (r.crossings[d] - 1);
+  for (int d = 0; d < 3; ++d) again += c.shared_sectors[d] * (r.crossings[d] - 1);
   const double capacity = l2_sectors(g), beside = std::min(std::max(1.0, c.blocks), resident);
   again += rereads_beyond(c.reread_l1, capacity, beside) + rereads_beyond(c.reread_l2, capacity, beside);
   return 32 * again;
+}
+inline double dram_rereads(const simt::Counters& c, const gpus::Gpu& g, double resident) {
+  return dram_rereads(c, shared_reads(c, g, resident), g, resident);
 }
 
 // Reads that hit a miss in flight. The readers of a shared sector that ask for it at once find it
@@ -251,12 +253,13 @@ inline double dram_rereads(const simt::Counters& c, const gpus::Gpu& g, double r
 // flight beyond the first wave's share of the blocks. Chapter 08's decode_kernel (32 blocks, one
 // wave): the 4 query heads' blocks of a KV head wait for DRAM on every key, where one crossing and
 // three hits in L2 would wait 484 cycles once and 272 three times.
-inline double dram_in_flight_hits(const simt::Counters& c, const gpus::Gpu& g, double resident) {
-  const SharedReads r = shared_reads(c, g, resident);
+inline double dram_in_flight_hits(const simt::Counters& c, const SharedReads& r, double resident) {
   double hits = 0;
-  for (int d = 0; d < 3; ++d)
-    if (c.shared_sectors[d] > 0) hits += c.shared_sectors[d] * r.crossings[d] * (r.together[d] - 1);
+  for (int d = 0; d < 3; ++d) hits += c.shared_sectors[d] * r.crossings[d] * (r.together[d] - 1);
   return 32 * hits * std::min(1.0, resident / std::max(1.0, c.blocks));
+}
+inline double dram_in_flight_hits(const simt::Counters& c, const gpus::Gpu& g, double resident) {
+  return dram_in_flight_hits(c, shared_reads(c, g, resident), resident);
 }
 
 // c: the counters of one launch; k: its kernel's SASS data (sass.h), or nullptr.
@@ -272,7 +275,8 @@ inline Modelled model(const simt::Counters& c, const gpus::Gpu& g, const SassKer
   const double schedulers = std::min(1.0, warps / g.warp_schedulers);  // of each SM's issue slots, tensor cores and MUFUs
   const double clock = g.clock_ghz * 1e9 * g.sms * m.share;  // SM-clocks per second of the busy SMs
   const double resident = g.sms * m.blocks_per_sm;
-  m.dram_rereads = dram_rereads(c, g, resident);
+  const SharedReads shared = shared_reads(c, g, resident);
+  m.dram_rereads = dram_rereads(c, shared, g, resident);
   m.dram = (dram_bytes(c) + m.dram_rereads) / (g.dram_copy_tb_s() * 1e12 * m.share) * 1e6;
   // The loads through L1 that L2 no longer holds (above) surely missed L1 too: through L2 again.
   m.l2_rereads = 32 * rereads_beyond(c.reread_l1, l2_sectors(g), std::min(blocks, resident));
@@ -306,7 +310,7 @@ inline Modelled model(const simt::Counters& c, const gpus::Gpu& g, const SassKer
     const double crossed = 32 * c.dram_read_sectors + m.dram_rereads;
     const double from_dram = loaded > 0 ? std::min(1.0, crossed / loaded) : 0;
     // The readers waiting on a crossing with the one that started it (dram_in_flight_hits) wait as long.
-    const double waits_dram = loaded > 0 ? std::min(1.0, (crossed + dram_in_flight_hits(c, g, resident)) / loaded) : 0;
+    const double waits_dram = loaded > 0 ? std::min(1.0, (crossed + dram_in_flight_hits(c, shared, resident)) / loaded) : 0;
     m.waits_dram = waits_dram;
     const double wait = (1 - waits_dram) * g.l2_latency_clk + waits_dram * g.dram_latency_clk;  // g's own [lat]
     double chains = warp_cycles(c, *k, wait) / (clock * schedulers_used) * 1e6;  // one group per scheduler
