@@ -23,7 +23,6 @@
 #pragma once
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <vector>
 
 #include "simt/counters.h"
