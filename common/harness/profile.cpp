@@ -251,6 +251,13 @@ void print_stage(const StageProfile& s, const gpus::Gpu& g, int sample) {
               "latency %.2f us (its chains hold fill and drain %.2f) (%.0f%% of the SMs' time busy) + launch %.2f us\n",
               s.us, g.name, s.bound.c_str(), m.dram, m.l2, m.l1, m.issue, m.fma, m.mufu, m.tensor, m.latency, m.fill_drain,
               100 * m.share, m.launch);
+  // A TMA ring (chapter 09's steps c onwards): what the emulator counted of it; the model does not
+  // time it yet (notes/performance_model.md, "Chapter 09's SASS").
+  if (c.ring_stages > 0)
+    std::printf("    ring      %.0f stages of %s bytes; a tile's stage given back %.0f tile%s after the consumers start on "
+                "it; %s of %s tiles copied into a stage an earlier tile gave back\n",
+                c.ring_stages, count(c.ring_stage_bytes).c_str(), c.ring_lag, c.ring_lag == 1 ? "" : "s",
+                count(c.ring_refills).c_str(), count(c.ring_tiles).c_str());
   const int cc = sass_cc(g.cc());
   if (m.sass_known)
     std::printf("    issue     %s warp instructions (the sm_%d SASS's, weighted by the counts above: model/sass.h)%s%s\n",

@@ -28,7 +28,8 @@ inline simt::Counters count(const std::function<cudaError_t()>& run, int sample_
 inline std::vector<double> fields(const simt::Counters& c) {
   std::vector<double> f = {c.launches, c.blocks, c.blocks_counted, c.dram_read_sectors, c.dram_write_sectors,
                            c.block_load_sectors, c.fill_sectors, c.drain_sectors, c.mma, c.mma_flop, c.mufu, c.barriers, c.shuffles, c.votes,
-                           c.syncwarps, c.wgmma, c.wgmma_flop, c.producer_warps, c.grid_x, c.grid_y, c.grid_z};
+                           c.syncwarps, c.wgmma, c.wgmma_flop, c.producer_warps, c.ring_stages, c.ring_lag, c.ring_stage_bytes,
+                           c.ring_tiles, c.ring_refills, c.grid_x, c.grid_y, c.grid_z};
   f.insert(f.end(), std::begin(c.shared_sectors), std::end(c.shared_sectors));
   f.insert(f.end(), std::begin(c.shared_reads), std::end(c.shared_reads));
   f.insert(f.end(), std::begin(c.reread_l1), std::end(c.reread_l1));

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <tuple>
 
 #include "counters_support.h"
 #include "model/model.h"
@@ -171,6 +172,33 @@ TEST_CASE("chapter 06: skipping tiles does the mma.sync of the visited tiles onl
     CHECK(skip / every == Approx(visited / all).epsilon(1e-12));
     CHECK(profile("balanced", p).total.mma == skip);
   }
+}
+
+TEST_CASE("chapter 09: the ring's stages, the tile a consumer holds back, its refills", "[counters]") {
+  // N = 512, d = 64: 4 K/V tiles of 128 keys, a stage 2 x 128 x 64 x 2 bytes (K and V); Q tiles of 64
+  // rows in step c, 128 (two consumers) from step d on; 2 heads. Q's copy, once per block, is no stage.
+  const Problem p = problem(DType::fp16, 512, 64);
+  const double heads = 2, tiles = 4, stage_bytes = 2 * 128 * 64 * 2;
+  // name, Q rows per block, lag: steps c to e give tile j back in its own iteration; f and g while on j + 1.
+  const std::tuple<const char*, int, double> steps[] = {
+      {"tma_ring", 64, 0}, {"warp_specialized", 128, 0}, {"ping_pong", 128, 0}, {"intra_overlap", 128, 1}, {"causal_skip", 128, 1}};
+  for (const auto& [name, rows, lag] : steps) {
+    INFO(name);
+    const simt::Counters c = profile(name, p).total;
+    const double blocks = heads * 512 / rows;
+    CHECK(c.ring_stages == 2);
+    CHECK(c.ring_lag == lag);
+    CHECK(c.ring_stage_bytes == stage_bytes);
+    CHECK(c.ring_tiles == blocks * tiles);
+    CHECK(c.ring_refills == blocks * (tiles - 2));  // every tile after a stage's first
+  }
+  // Under is_causal step g's Q tile b visits b + 1 tiles: 1 + 2 + 3 + 4 per head, refills only in
+  // the blocks with more tiles than stages (1 and 2).
+  const simt::Counters causal = profile("causal_skip", problem(DType::fp16, 512, 64, Causal::top_left)).total;
+  CHECK(causal.ring_tiles == heads * 10);
+  CHECK(causal.ring_refills == heads * 3);
+  // Chapter 05's cp.async ring is no TMA ring.
+  CHECK(profile("lean_loop", p).total.ring_stages == 0);
 }
 
 TEST_CASE("the counters do not depend on the schedule order or the number of workers", "[counters]") {

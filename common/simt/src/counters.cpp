@@ -39,6 +39,7 @@ struct Raw {
   uint64_t mma, mma_flop, mufu, barriers, shuffles, votes, syncwarps;
   uint64_t wgmma, wgmma_flop;
   uint64_t producer_warps;
+  uint64_t ring_stages, ring_lag, ring_stage_bytes, ring_tiles, ring_refills;  // the first three: the most of any block
   uint64_t reread_l1[kReuseBuckets], reread_l2[kReuseBuckets];
 };
 
@@ -157,6 +158,22 @@ struct Worker {
   bool computed = false;
   uint64_t tma_fill = 0, tma_sectors = 0;
   std::vector<std::pair<const void*, uint64_t>> completed_at;
+  // The block's ring of stages (Counters::ring_stages): each mbarrier's phases that carried TMA bytes,
+  // and those bytes; and per warp (its lane 0 stands for it), at each of its first kRingProbes
+  // arrivals without bytes (a stage given back), how often it had waited on each mbarrier.
+  static constexpr size_t kRingProbes = 8;
+  struct RingBar {
+    const void* bar;
+    uint64_t tx_phases, tx_bytes;
+  };
+  using Waits = std::vector<std::pair<const void*, uint32_t>>;
+  struct RingWarp {
+    Waits waits;
+    std::vector<Waits> probes;
+    uint64_t arrivals = 0;
+  };
+  std::vector<RingBar> ring_bars;
+  std::vector<RingWarp> ring_warps;
   // scratch of the grouping
   struct Key {
     uintptr_t pc;
@@ -519,6 +536,41 @@ void shared_reads(const Alloc& al, AllocationSectors& c) {
   });
 }
 
+// The block's ring (Counters::ring_stages). Its stages are the mbarriers that carried TMA bytes in
+// more than one phase (a one-shot copy, chapter 09's Q, is no stage). A consumer gives each tile
+// back by an arrival without bytes, in order: its tiles are the most arrivals of any warp (a block
+// whose tiles no stage took twice has as many, and no refill: every count stays a polynomial in a
+// sampled problem's rows); each stage's phases but its first are refills. When a warp gives back its k-th tile
+// (its k-th arrival, from 1) it has waited for W tiles, and holds W - k beyond the one it works on
+// (the lag), at most over its first arrivals (its last ones, after the loop, hold fewer). Fixed
+// once the block has ended: only then is a barrier known to have carried a second phase.
+void count_ring(Worker& w) {
+  uint64_t stages = 0, phases = 0, bytes = 0, tiles = 0, lag = 0;
+  const auto stage = [&](const void* bar) {
+    for (const Worker::RingBar& b : w.ring_bars)
+      if (b.bar == bar) return b.tx_phases > 1;
+    return false;
+  };
+  for (const Worker::RingBar& b : w.ring_bars)
+    if (b.tx_phases > 1) ++stages, phases += b.tx_phases, bytes += b.tx_bytes;
+  if (w.ring_bars.empty()) return;  // no TMA copy: no ring
+  for (const Worker::RingWarp& r : w.ring_warps) {
+    tiles = std::max(tiles, r.arrivals);
+    for (size_t k = 0; k < r.probes.size(); ++k) {
+      uint64_t waited = 0;
+      for (const auto& [bar, n] : r.probes[k])
+        if (stage(bar)) waited += n;
+      if (waited > k + 1) lag = std::max<uint64_t>(lag, waited - (k + 1));
+    }
+  }
+  Raw& raw = w.raw;
+  raw.ring_tiles += tiles;
+  if (stages == 0) return;
+  raw.ring_stages = std::max(raw.ring_stages, stages), raw.ring_lag = std::max(raw.ring_lag, lag);
+  raw.ring_stage_bytes = std::max(raw.ring_stage_bytes, bytes / phases);
+  raw.ring_refills += phases - stages;
+}
+
 // The block's re-reads by reuse distance (Counters::reread_l1, reread_l2) and its distinct ld
 // sectors (block_load_sectors), from its touches in an order no schedule changes: by epoch, and
 // within one the warps side by side, the k-th sector each touched next to the others' k-th (warps
@@ -589,6 +641,9 @@ void launch_end(bool ok) {
     r.shuffles += x.shuffles, r.votes += x.votes, r.syncwarps += x.syncwarps;
     r.wgmma += x.wgmma, r.wgmma_flop += x.wgmma_flop;
     r.producer_warps += x.producer_warps;
+    r.ring_stages = std::max(r.ring_stages, x.ring_stages), r.ring_lag = std::max(r.ring_lag, x.ring_lag);
+    r.ring_stage_bytes = std::max(r.ring_stage_bytes, x.ring_stage_bytes);
+    r.ring_tiles += x.ring_tiles, r.ring_refills += x.ring_refills;
     for (int b = 0; b < kReuseBuckets; ++b) r.reread_l1[b] += x.reread_l1[b], r.reread_l2[b] += x.reread_l2[b];
   }
   Counters c;
@@ -628,6 +683,9 @@ void launch_end(bool ok) {
   c.syncwarps = static_cast<double>(r.syncwarps);
   c.wgmma = static_cast<double>(r.wgmma), c.wgmma_flop = static_cast<double>(r.wgmma_flop);
   c.producer_warps = static_cast<double>(r.producer_warps);
+  c.ring_stages = static_cast<double>(r.ring_stages), c.ring_lag = static_cast<double>(r.ring_lag);
+  c.ring_stage_bytes = static_cast<double>(r.ring_stage_bytes);
+  c.ring_tiles = scale * static_cast<double>(r.ring_tiles), c.ring_refills = scale * static_cast<double>(r.ring_refills);
   g_done.push_back({g_kernel, c, std::move(touched)});
 }
 
@@ -658,6 +716,8 @@ void block_begin(uint3 idx, int threads, const void* smem, size_t smem_bytes) {
   w.warp_seq.assign(static_cast<size_t>(2 * ((threads + 31) / 32)), 0);
   w.warp_epoch.assign(w.warp_seq.size(), 0);
   w.completed_at.clear();
+  w.ring_bars.clear();
+  w.ring_warps.assign(static_cast<size_t>((threads + 31) / 32), {});
   h.streams = w.streams.data();
 }
 
@@ -670,6 +730,7 @@ void block_end() {
     count_rereads(w);  // and the block's load sectors
     if (w.barriers_last > 0) w.raw.fill_sectors += w.fill, w.raw.drain_sectors += w.drain;
     w.raw.fill_sectors += w.tma_fill;
+    count_ring(w);
   }
   h.counting = h.sampled = false;
 }
@@ -694,10 +755,16 @@ void named_barrier_release(int warps) {
   if (h.counting) h.worker->raw.barriers += static_cast<uint64_t>(warps);
 }
 
-void mbarrier_completed(const void* bar) {
+void mbarrier_completed(const void* bar, long long tx_bytes) {
   Hot& h = t_hot;
-  if (!h.sampled || h.worker->computed) return;
+  if (!h.sampled) return;
   Worker& w = *h.worker;
+  if (tx_bytes > 0) {
+    auto it = std::find_if(w.ring_bars.begin(), w.ring_bars.end(), [&](const Worker::RingBar& b) { return b.bar == bar; });
+    if (it == w.ring_bars.end()) it = w.ring_bars.insert(w.ring_bars.end(), {bar, 0, 0});
+    ++it->tx_phases, it->tx_bytes += static_cast<uint64_t>(tx_bytes);
+  }
+  if (w.computed) return;
   for (auto& [b, at] : w.completed_at)
     if (b == bar) {
       at = w.tma_sectors;
@@ -705,12 +772,27 @@ void mbarrier_completed(const void* bar) {
     }
   w.completed_at.emplace_back(bar, w.tma_sectors);
 }
-void mbarrier_waited(const void* bar) {
+void mbarrier_waited(const void* bar, unsigned linear) {
   Hot& h = t_hot;
-  if (!h.sampled || h.worker->computed) return;
+  if (!h.sampled) return;
   Worker& w = *h.worker;
+  if (linear % 32 == 0) {
+    Worker::Waits& waits = w.ring_warps[linear / 32].waits;
+    auto it = std::find_if(waits.begin(), waits.end(), [&](const auto& e) { return e.first == bar; });
+    if (it == waits.end()) it = waits.insert(waits.end(), {bar, 0});
+    ++it->second;
+  }
+  if (w.computed) return;
   for (const auto& [b, at] : w.completed_at)
     if (b == bar) w.tma_fill = std::max(w.tma_fill, at);
+}
+
+void mbarrier_arrived(const void*, unsigned linear) {
+  Hot& h = t_hot;
+  if (!h.sampled || linear % 32 != 0) return;
+  Worker::RingWarp& r = h.worker->ring_warps[linear / 32];
+  ++r.arrivals;
+  if (r.probes.size() < Worker::kRingProbes) r.probes.push_back(r.waits);
 }
 
 void registers_released() {

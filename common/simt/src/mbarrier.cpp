@@ -73,7 +73,7 @@ Mbarrier& BlockRunner::mbarrier_at(void* bar, const char* what, const char* file
 void BlockRunner::mbarrier_advance(const void* bar, Mbarrier& m) {
   if (m.pending != 0 || m.tx != 0) return;
   ++m.phase;
-  counters::mbarrier_completed(bar);
+  counters::mbarrier_completed(bar, m.expected);
   m.pending = m.count;
   m.expected = m.completed = 0;
   for (int i = 0; i < n_; ++i) {
@@ -91,6 +91,7 @@ uint64_t BlockRunner::mbarrier_arrive(void* bar, unsigned tx_bytes, const char* 
          "all its arrivals and waits for %lld transaction bytes",
          what, file, line, m.count, mbarrier_name(bar).s, m.file, m.line, m.phase, m.tx);
   if (tx_bytes) mbarrier_tx(bar, tx_bytes, what, file, line);  // after the check: it may complete the phase
+  else counters::mbarrier_arrived(bar, current_->t.linear);
   --m.pending;
   const uint64_t phase = m.phase;
   mbarrier_advance(bar, m);
@@ -119,7 +120,7 @@ void BlockRunner::mbarrier_wait_parity(void* bar, unsigned parity, const char* f
     block(f, State::at_mbarrier);
     f.t.mbarrier = nullptr;
   }
-  counters::mbarrier_waited(bar);
+  counters::mbarrier_waited(bar, f.t.linear);
   land_staged(mbarrier_at(bar, "mbarrier_wait_parity", file, line));
 }
 

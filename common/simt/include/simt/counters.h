@@ -13,6 +13,7 @@
 //
 // Counting is off until start() is called, and then applies to the launches that follow.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -131,6 +132,13 @@ struct Counters {
   // Warps that gave registers back (setmaxnreg.dec): a warp-specialized kernel's producers, which
   // issue copies and compute nothing (chapter 09's first warpgroup).
   double producer_warps = 0;
+  // A ring of shared-memory stages that TMA fills and consumers give back (chapter 09's steps c
+  // onwards; simt/counters.cpp's count_ring): its stages (mbarriers that carried TMA bytes in more
+  // than one phase), the tiles a consumer holds beyond the one it works on when it gives one back
+  // (the lag: 1 when it frees tile j - 1 while on tile j) and a stage's bytes, the most of any
+  // block; the tiles that went through it, and those of them copied into a stage an earlier tile
+  // gave back.
+  double ring_stages = 0, ring_lag = 0, ring_stage_bytes = 0, ring_tiles = 0, ring_refills = 0;
   double shuffles = 0, votes = 0, syncwarps = 0;  // warp-level
 
   Counters& operator+=(const Counters& o) {
@@ -152,6 +160,9 @@ struct Counters {
     for (int b = 0; b < kReuseBuckets; ++b) reread_l1[b] += o.reread_l1[b], reread_l2[b] += o.reread_l2[b];
     mma += o.mma, mma_flop += o.mma_flop, mufu += o.mufu, barriers += o.barriers;
     wgmma += o.wgmma, wgmma_flop += o.wgmma_flop, producer_warps += o.producer_warps;
+    ring_stages = std::max(ring_stages, o.ring_stages), ring_lag = std::max(ring_lag, o.ring_lag);
+    ring_stage_bytes = std::max(ring_stage_bytes, o.ring_stage_bytes);
+    ring_tiles += o.ring_tiles, ring_refills += o.ring_refills;
     shuffles += o.shuffles, votes += o.votes, syncwarps += o.syncwarps;
     return *this;
   }
@@ -167,6 +178,7 @@ struct Counters {
     for (int b = 0; b < kReuseBuckets; ++b) reread_l1[b] *= f, reread_l2[b] *= f;
     mma *= f, mma_flop *= f, mufu *= f, barriers *= f, shuffles *= f, votes *= f, syncwarps *= f;
     wgmma *= f, wgmma_flop *= f, producer_warps *= f;
+    ring_tiles *= f, ring_refills *= f;
     return *this;
   }
   // Totals over the kinds.
@@ -191,7 +203,7 @@ struct Counters {
 };
 
 // A field added to Counters must be added to += and *= too.
-static_assert(sizeof(Counters) == (103 + 2 * kReuseBuckets) * sizeof(double), "Counters changed: update operator+= and operator*=");
+static_assert(sizeof(Counters) == (108 + 2 * kReuseBuckets) * sizeof(double), "Counters changed: update operator+= and operator*=");
 
 // The DRAM sectors of one cudaMalloc allocation that a launch touched, and its part of the launch's
 // Counters::shared_sectors and shared_reads (a sampled profile re-counts the sharing of memory every

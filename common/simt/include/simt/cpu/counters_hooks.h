@@ -42,9 +42,12 @@ void barrier_release(int warps);
 void named_barrier_release(int warps);
 // A warp gave registers back (setmaxnreg.dec): a warp-specialized kernel's producer.
 void registers_released();
-// A phase of the mbarrier at bar completed; a thread's wait for a phase of it returned.
-void mbarrier_completed(const void* bar);
-void mbarrier_waited(const void* bar);
+// A phase of the mbarrier at bar completed, with the transaction bytes it had been announced (TMA's:
+// 0 for a phase of arrivals only); the thread `linear`'s wait for a phase of it returned; it arrived
+// on it without announcing bytes (a consumer giving a ring's stage back).
+void mbarrier_completed(const void* bar, long long tx_bytes);
+void mbarrier_waited(const void* bar, unsigned linear);
+void mbarrier_arrived(const void* bar, unsigned linear);
 void collective_arrive(unsigned linear);
 void warp_exited(unsigned warp);  // every thread of the warp has returned
 // whole_warp: every lane that has not returned took part (their accesses so far are final).
@@ -67,8 +70,9 @@ inline void barrier_arrive(unsigned) {}
 inline void barrier_release(int) {}
 inline void named_barrier_release(int) {}
 inline void registers_released() {}
-inline void mbarrier_completed(const void*) {}
-inline void mbarrier_waited(const void*) {}
+inline void mbarrier_completed(const void*, long long) {}
+inline void mbarrier_waited(const void*, unsigned) {}
+inline void mbarrier_arrived(const void*, unsigned) {}
 inline void collective_arrive(unsigned) {}
 inline void warp_exited(unsigned) {}
 inline void collective_done(const char*, unsigned, bool) {}
