@@ -54,13 +54,14 @@ def main():
           f"inner: one loop, the unrolled body's 9 instructions, 4 LDS (got {r['inner']})")
     check(r["outer"][0] == 0, f"outer: no loop around the tile loop (got {r['outer'][0]})")
     check(si.row_text("k", dict(r, registers=32)) ==
-          '{"k", 32, true, {8, {0, 1, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0}, 8, 8, 0, 0}, {5, {0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0}, 5, 5, 0, 1}, '
-          '{0, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 0, 0, 0, 0}, {0, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 0, 0, 0, 0}, '
-          '{0, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 0, 0, 0, 0}, {{9, {0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0}, 9, 9, 2, 0}}, 0x0},',
+          '{"k", 32, true, {8, {0, 1, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0}, 8, 8, 0, 0, 0}, {5, {0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0}, 5, 5, 0, 1, 0}, '
+          '{0, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 0, 0, 0, 0, 0}, {0, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 0, 0, 0, 0, 0}, '
+          '{0, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 0, 0, 0, 0, 0}, {{9, {0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0}, 9, 9, 2, 0, 0}}, 0x0},',
           "the data file's row: registers, lockstep (the tile loop waits at __syncthreads), then fixed, tile, outer, the producer's and the consumers', then "
           "each other loop: instructions, seen kinds in KINDS' order, one warp's cycles, global loads from L2 and from "
           "DRAM (one per instruction in a listing without control bits), its FP32 and IMAD instructions (the unrolled "
-          "body's 2 FFMA, the tile's IMAD.MOV), and the producer's loops as a bit mask")
+          "body's 2 FFMA, the tile's IMAD.MOV), the cycles to a stage given back (none here), and the producer's loops "
+          "as a bit mask")
     # Control bits (nvdisasm -hex): an LDS that sets scoreboard 0 (stall 1), an FADD that waits on it
     # (stall 4), an HMMA (stall 6): 29 cycles for the shared-memory load, then 4, then 6.
     def ins(op, stall, wbar=7, wait=0):
@@ -122,10 +123,12 @@ def main():
     # release frees, those that arrived too) and two HGMMA. Its cycles: 2 for the try-wait's block;
     # then the HGMMA issued at 2 runs 64 cycles (128 columns at one m16n8k16 per 4 clocks on the
     # sub-partition), the second starts at 66, its result wgmma's latency later, 194, where the DEPBAR
-    # waits; 5 more instructions: 2 + 194 + 5 = 201.
-    check(w["tile"] == (12, [0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 2, 0], 201, 201, 0, 0),
-          f"sm_90a tile: 12 instructions, 2 barriers, 2 HGMMA, 201 cycles waiting for the wgmma group (got {w['tile']})")
-    check(w["inner"] == [(6, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1], 6, 6, 0, 0)],
+    # waits; 5 more instructions: 2 + 194 + 5 = 201. It gives its stage back with the second of them:
+    # released at 2 + 194 + 2 = 198 (the producer's arrival, which announces bytes, gives none back).
+    check(w["tile"] == (12, [0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 2, 0], 201, 201, 0, 0, 198),
+          f"sm_90a tile: 12 instructions, 2 barriers, 2 HGMMA, 201 cycles waiting for the wgmma group, its stage "
+          f"given back at 198 (got {w['tile']})")
+    check(w["inner"] == [(6, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1], 6, 6, 0, 0, 0)],
           f"sm_90a: the producer's loop, 6 instructions and a UTMALDG (got {w['inner']})")
     # The block's start (4 instructions, the __syncthreads), every warp's; each role's own fixed
     # blocks (its USETMAXREG and its EXIT), not the other's nor the retry.
@@ -133,7 +136,7 @@ def main():
           f"sm_90a fixed: the start, 4 instructions and the __syncthreads, not the retry (got {w['fixed']})")
     check(w["consumers"][0] == 2 and w["producer"][0] == 2 and not kinds(w["consumers"][1]) and not kinds(w["producer"][1]),
           f"sm_90a: each role its USETMAXREG and EXIT (got consumers {w['consumers']}, producer {w['producer']})")
-    none = (0, [0] * len(names), 0, 0, 0, 0)
+    none = (0, [0] * len(names), 0, 0, 0, 0, 0)
     check(r["producer"] == none and r["consumers"] == none,
           f"a kernel without USETMAXREG has no role parts (got {r['producer']}, {r['consumers']})")
     check(w["producer_loops"] == [0] and r["producer_loops"] == [],

@@ -44,7 +44,7 @@ def write(out, rows, sources, missing, gpus):
              '#include "lab/lab.h"', ""]
     if rows:
         lines += ["namespace {", "// {arch, {kernel, registers, lockstep, %s, {inner, ...}, producer's loops}}: each part"
-                  " {instructions, {seen: %s}, cycles, cycles from DRAM, FP32, IMAD}" % (", ".join(si.PARTS), ", ".join(k for k, _ in si.KINDS)),
+                  " {instructions, {seen: %s}, cycles, cycles from DRAM, FP32, IMAD, release}" % (", ".join(si.PARTS), ", ".join(k for k, _ in si.KINDS)),
                   "const lab::SassRow kRows[] = {"]
         lines += ["    {%s, %s}" % (si.c_string(arch), si.row_text(name, r).rstrip(",")) + "," for (arch, name), r in sorted(rows.items())]
         lines += ["};", "}  // namespace", ""]

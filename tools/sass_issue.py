@@ -169,10 +169,17 @@ def block_issue(instrs, start, end, global_latency=L2_LATENCY, ready_in=None):
 FP32_OPS, IMAD_OPS = ("FFMA", "FADD", "FMUL"), ("IMAD", "IDP")
 
 
+# A consumer gives a ring's stage back (chapter 09: mbarrier_arrive on `empty`): an arrival on an
+# mbarrier that announces no bytes.
+RELEASE = "SYNCS.ARRIVE.TRANS64.A1T0"
+
+
 def mix(instrs, blocks, times):
     """(instructions, [seen instructions of each kind], cycles, cycles from DRAM, FP32 instructions,
-    IMAD instructions) of the blocks, each `times[block]` times; cycles: what one warp alone takes to
-    issue them (block_cycles), with every global load hitting L2, and with every one going to DRAM.
+    IMAD instructions, release) of the blocks, each `times[block]` times; cycles: what one warp alone
+    takes to issue them (block_cycles), with every global load hitting L2, and with every one going to
+    DRAM; release: the cycles to the first arrival that gives a stage back (release_cycles), 0 without
+    one (how long a consumer holds a ring's stage into its iteration: sass.h's SassPart::release).
     The blocks run in address order, each starting with the scoreboards the one before left set: a
     load whose result a later block waits for costs that wait (nvcc puts a guarded load in its
     guard's block and its first use after the join). Not in a part that holds wgmma (an HGMMA or
@@ -197,7 +204,25 @@ def mix(instrs, blocks, times):
             if not instrs[i]["never"]:
                 fp32 += n * instrs[i]["op"].startswith(FP32_OPS)
                 imad += n * instrs[i]["op"].startswith(IMAD_OPS)
-    return total, seen, cycles, dram, fp32, imad
+    return total, seen, cycles, dram, fp32, imad, release_cycles(instrs, blocks, times)
+
+
+def release_cycles(instrs, blocks, times):
+    """The cycles one warp alone takes from the blocks' start to the first arrival that gives a stage
+    back (RELEASE), with it, every global load hitting L2; 0 without one. The blocks are issued as
+    one sequence in address order, each its `times`, the tensor core's groups carried from one to the
+    next: the arrival follows the wait for every group the iteration issued (the products of tile j - 1
+    that read the stage), which may be in another block than the products. In the tile part, the one
+    whose release says how long a consumer holds its stage, the blocks are the consumers' walked loop: their address
+    order is a warp's (in a part that holds both roles' blocks it need not be)."""
+    seq = []
+    for b in sorted(times):
+        for _ in range(max(1, round(times[b]))):
+            for i in range(blocks[b]["start"], blocks[b]["end"]):
+                seq.append(instrs[i])
+                if instrs[i]["op"].startswith(RELEASE) and not instrs[i]["never"]:
+                    return block_issue(seq, 0, len(seq), L2_LATENCY)[0]
+    return 0
 
 
 def reaching(blocks, target):
@@ -217,7 +242,7 @@ def reaching(blocks, target):
 
 def issue_profile(instrs, cold, params=None):
     """One kernel's issue data, per warp, in parts, each (instructions, [seen of each kind], cycles,
-    cycles from DRAM, FP32 instructions, IMAD instructions), `inner` a list of them;
+    cycles from DRAM, FP32 instructions, IMAD instructions, release), `inner` a list of them;
     common/model/model.h's issue term (sass.h) weights them by the emulator's counts:
       fixed: every block the entry reaches outside the loops, once, but mask code (blocks whose
         instructions come mostly from `cold` source lines);
@@ -243,7 +268,7 @@ def issue_profile(instrs, cold, params=None):
     blocks = kr.basic_blocks(instrs)
     loops = kr.find_loops(blocks)
     reach = kr.reachable(blocks)
-    none = (0, [0] * len(KINDS), 0, 0, 0, 0)
+    none = (0, [0] * len(KINDS), 0, 0, 0, 0, 0)
 
     def count(body, ops):
         return sum(1 for b in body for i in range(blocks[b]["start"], blocks[b]["end"])
@@ -394,7 +419,7 @@ NOT_A_RULE = ("varlen", "varlen_window")
 
 
 def part_text(part):
-    return "{%d, {%s}, %d, %d, %d, %d}" % (part[0], ", ".join(str(v) for v in part[1]), part[2], part[3], part[4], part[5])
+    return "{%d, {%s}, %d, %d, %d, %d, %d}" % (part[0], ", ".join(str(v) for v in part[1]), *part[2:7])
 
 
 def row_text(name, r):
@@ -417,7 +442,7 @@ def write(out, rows, deps, version, nvdisasm_version):
     listed = [(f, file_hash(os.path.join(ROOT, f))) for f in sorted(deps)]
     lines += ["// source %s %s" % fh for fh in listed]
     lines += ["//", "// {kernel, registers, lockstep, %s, {inner, ...}, producer's loops (bit j: inner j)}: each part {instructions,"
-              " {seen: %s}, cycles, cycles from DRAM, FP32, IMAD}" % (", ".join(PARTS), ", ".join(k for k, _ in KINDS))]
+              " {seen: %s}, cycles, cycles from DRAM, FP32, IMAD, release}" % (", ".join(PARTS), ", ".join(k for k, _ in KINDS))]
     lines += [row_text(name, rows[name]) for name in sorted(rows)]
     open(out, "w").write("\n".join(lines) + "\n")
     write_sources(out, listed)
