@@ -540,20 +540,21 @@ void shared_reads(const Alloc& al, AllocationSectors& c) {
 // more than one phase (a one-shot copy, chapter 09's Q, is no stage). A consumer gives each tile
 // back by an arrival without bytes, in order: its tiles are the most arrivals of any warp (a block
 // whose tiles no stage took twice has as many, and no refill: every count stays a polynomial in a
-// sampled problem's rows); each stage's phases but its first are refills. When a warp gives back its k-th tile
-// (its k-th arrival, from 1) it has waited for W tiles, and holds W - k beyond the one it works on
-// (the lag), at most over its first arrivals (its last ones, after the loop, hold fewer). Fixed
-// once the block has ended: only then is a barrier known to have carried a second phase.
+// sampled problem's rows); each stage's phases but its first are refills. When a warp gives back
+// its k-th tile (its k-th arrival, from 1) it has waited for W tiles, and holds W - k beyond the one
+// it works on (the lag), at most over its first arrivals (its last ones, after the loop, hold
+// fewer). Fixed once the block has ended: only then is a barrier known to have carried a second
+// phase.
 void count_ring(Worker& w) {
-  uint64_t stages = 0, phases = 0, bytes = 0, tiles = 0, lag = 0;
+  if (w.ring_bars.empty()) return;  // no TMA copy: no ring
   const auto stage = [&](const void* bar) {
     for (const Worker::RingBar& b : w.ring_bars)
       if (b.bar == bar) return b.tx_phases > 1;
     return false;
   };
+  uint64_t stages = 0, phases = 0, bytes = 0, tiles = 0, lag = 0;
   for (const Worker::RingBar& b : w.ring_bars)
-    if (b.tx_phases > 1) ++stages, phases += b.tx_phases, bytes += b.tx_bytes;
-  if (w.ring_bars.empty()) return;  // no TMA copy: no ring
+    if (stage(b.bar)) ++stages, phases += b.tx_phases, bytes += b.tx_bytes;
   for (const Worker::RingWarp& r : w.ring_warps) {
     tiles = std::max(tiles, r.arrivals);
     for (size_t k = 0; k < r.probes.size(); ++k) {
