@@ -4,6 +4,7 @@
 // on the default problem (at GPU sizes: test_promise.cpp).
 // Expectations come from formulas (sizes, tile counts), never from a previous run.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -172,6 +173,44 @@ TEST_CASE("chapter 06: skipping tiles does the mma.sync of the visited tiles onl
     CHECK(skip / every == Approx(visited / all).epsilon(1e-12));
     CHECK(profile("balanced", p).total.mma == skip);
   }
+}
+
+TEST_CASE("chapter 06: each block's work grows down the diagonal; balanced starts the heaviest", "[counters]") {
+  // N = 512: several Q tiles per head, each visiting the K/V tiles up to the diagonal.
+  const Problem causal = problem(DType::fp16, 512, 64, Causal::top_left), none = problem(DType::fp16, 512, 64);
+  std::vector<float> sorted[2];
+  for (int b = 0; b < 2; ++b) {
+    const bool balanced = b == 1;
+    const simt::LaunchCounters l = profile(balanced ? "balanced" : "skip_tiles", causal).launches.at(0).at(0);
+    const std::vector<float>& w = l.block_work;
+    INFO((balanced ? "balanced" : "skip_tiles") << ": grid " << l.counters.grid_x << " x " << l.counters.grid_y);
+    REQUIRE(w.size() == static_cast<size_t>(l.counters.blocks));
+    // The blocks' operations, per warp, hold the launch's exponentials (over 32) and more: its loads,
+    // products, barriers and shuffles. Every block did some.
+    double sum = 0;
+    for (float x : w) sum += x;
+    CHECK(sum > l.counters.mufu / 32);
+    CHECK(*std::min_element(w.begin(), w.end()) > 0);
+    // skip_tiles' grid is (Q tiles, heads), a head's Q tiles light to heavy; balanced's (heads, Q
+    // tiles), every head's last Q tile first: the work falls along y, the same for every head.
+    const int gx = static_cast<int>(l.counters.grid_x), gy = static_cast<int>(l.counters.grid_y);
+    const int tiles = balanced ? gy : gx, heads = balanced ? gx : gy;
+    REQUIRE(tiles > 2);
+    REQUIRE(heads == causal.H);
+    for (int h = 0; h < heads; ++h)
+      for (int t = 1; t < tiles; ++t) {
+        const auto at = [&](int tile) { return w[balanced ? h + gx * tile : tile + gx * h]; };
+        CHECK((balanced ? at(t - 1) > at(t) : at(t - 1) < at(t)));
+        CHECK(at(t) == (balanced ? w[gx * t] : w[t]));  // every head's blocks alike
+      }
+    sorted[b] = w;
+    std::sort(sorted[b].begin(), sorted[b].end());
+  }
+  CHECK(sorted[0] == sorted[1]);  // the same blocks, started in another order
+  // Without is_causal every block visits every K/V tile.
+  const std::vector<float> w = profile("skip_tiles", none).launches.at(0).at(0).block_work;
+  REQUIRE(!w.empty());
+  CHECK(std::count(w.begin(), w.end(), w.front()) == static_cast<long>(w.size()));
 }
 
 TEST_CASE("chapter 09: the ring's stages, the tile a consumer holds back, its refills", "[counters]") {

@@ -174,6 +174,10 @@ struct Worker {
   };
   std::vector<RingBar> ring_bars;
   std::vector<RingWarp> ring_warps;
+  // Each block's work, by its linear index (LaunchCounters::block_work): its operations so far at
+  // its start, per warp (raw's exponentials and loads are per thread).
+  uint64_t ops_at_begin = 0;
+  std::vector<std::pair<uint64_t, float>> block_work;
   // scratch of the grouping
   struct Key {
     uintptr_t pc;
@@ -597,7 +601,7 @@ bool launch_begin(const void* kernel, dim3 grid, dim3 block, size_t smem) {
   if (!g_counting) return true;
   g_launch_allocs.clear();
   if (g_dry) {  // nothing will be touched: no bitmaps to clear
-    for (Worker* w : g_workers) w->raw = Raw{};
+    for (Worker* w : g_workers) w->raw = Raw{}, w->block_work.clear();
     g_kernel = kernel_name(kernel);
     g_grid = grid, g_block = block, g_smem = smem, g_smem_static = std::max(0LL, static_smem_bytes(kernel));
     return false;
@@ -618,7 +622,7 @@ bool launch_begin(const void* kernel, dim3 grid, dim3 block, size_t smem) {
     for (size_t i = 0; i < words; ++i) al->read[i].store(0, std::memory_order_relaxed), al->written[i].store(0, std::memory_order_relaxed);
     g_launch_allocs.push_back(al.get());
   }
-  for (Worker* w : g_workers) w->raw = Raw{};
+  for (Worker* w : g_workers) w->raw = Raw{}, w->block_work.clear();
   g_kernel = kernel_name(kernel);
   g_grid = grid, g_block = block, g_smem = smem, g_smem_static = std::max(0LL, static_smem_bytes(kernel));
   return true;
@@ -687,7 +691,20 @@ void launch_end(bool ok) {
   c.ring_stages = static_cast<double>(r.ring_stages), c.ring_lag = static_cast<double>(r.ring_lag);
   c.ring_stage_bytes = static_cast<double>(r.ring_stage_bytes);
   c.ring_tiles = scale * static_cast<double>(r.ring_tiles), c.ring_refills = scale * static_cast<double>(r.ring_refills);
-  g_done.push_back({g_kernel, c, std::move(touched)});
+  std::vector<float> work;
+  for (const Worker* w : g_workers)
+    for (const auto& [linear, n] : w->block_work) {
+      if (work.empty()) work.assign(static_cast<size_t>(c.blocks), 0.f);
+      if (linear < work.size()) work[linear] = n;
+    }
+  g_done.push_back({g_kernel, c, std::move(touched), std::move(work)});
+}
+
+// What a block does that takes it time, for every block (not only those whose requests are
+// grouped), in thread-level operations: its exponentials, and its warps' products, barriers and
+// shuffles (32 each); with its loads and stores (Hot::accesses), LaunchCounters::block_work.
+uint64_t warp_ops(const Raw& r) {
+  return r.mufu + 32 * (r.mma + r.wgmma + r.barriers + r.shuffles + r.votes + r.syncwarps);
 }
 
 void block_begin(uint3 idx, int threads, const void* smem, size_t smem_bytes) {
@@ -698,6 +715,7 @@ void block_begin(uint3 idx, int threads, const void* smem, size_t smem_bytes) {
   const unsigned long long linear = idx.x + static_cast<unsigned long long>(g_grid.x) * (idx.y + static_cast<unsigned long long>(g_grid.y) * idx.z);
   h.block = static_cast<uint32_t>(linear + 1);
   h.sampled = linear % static_cast<unsigned>(g_sample) == 0;
+  w.ops_at_begin = warp_ops(w.raw), h.accesses = 0;
   h.smem_lo = reinterpret_cast<uintptr_t>(smem), h.smem_len = smem_bytes;
   for (int i = 0; i < 2; ++i) h.last_lo[i] = h.last_len[i] = 0, h.last[i] = nullptr;
   h.few = g_launch_allocs.size() <= static_cast<size_t>(Hot::kFew) ? static_cast<int>(g_launch_allocs.size()) : -1;
@@ -726,6 +744,7 @@ void block_end() {
   Hot& h = t_hot;
   if (!h.counting) return;
   Worker& w = *h.worker;
+  w.block_work.emplace_back(h.block - 1, static_cast<float>(warp_ops(w.raw) - w.ops_at_begin + h.accesses) / 32);
   if (h.sampled) {
     flush_block(w);
     count_rereads(w);  // and the block's load sectors

@@ -64,6 +64,7 @@ struct Hot {
   uintptr_t few_lo[kFew], few_len[kFew];
   Alloc* few_alloc[kFew];
   uint32_t block;  // the running block's linear index + 1
+  uint64_t accesses;  // the running block's loads, stores and atomics so far, per thread (its work: block_end)
   Worker* worker;
   std::vector<Rec>* streams;  // the worker's, one per thread of the block (by linear index)
 };
@@ -135,6 +136,7 @@ __attribute__((always_inline)) inline void on_access(uintptr_t a, unsigned size,
   Space space;
   Alloc* al;
   if (!classify(h, a, space, al)) return;
+  ++h.accesses;
   if (space == kGlobal) mark(al, a, size, k);
   if (h.sampled) h.streams[t_thread->linear].push_back(Rec{pc, pack(a, size, k, space)});
 }

@@ -220,6 +220,11 @@ struct LaunchCounters {
   std::string kernel;
   Counters counters;
   std::vector<AllocationSectors> allocations;
+  // Each block's work, by its linear index (x fastest: the order the GPU starts them in): the
+  // operations it did, per warp (its threads' loads, stores and exponentials over 32, its warps'
+  // products, barriers and shuffles), so a block's share of the launch's tiles. Empty when no block
+  // ran (a dry run). The model's tail (model/model.h, busy).
+  std::vector<float> block_work;
 };
 
 namespace counters {
