@@ -544,6 +544,35 @@ TEST_CASE("a sampled launch shares memory every head reads alike as the launch o
   CHECK(c.shared_reads[0] == l.counters.shared_reads[0]);
 }
 
+TEST_CASE("busy: the blocks in launch order, each given to the SM given the least so far", "[profile]") {
+  using namespace attn;
+  // Blocks alike: the quantization of waves, blocks / (SMs x ceil(blocks / SMs)).
+  CHECK(busy(std::vector<float>(133, 2.f), 132) == Approx(133.0 / 264));
+  CHECK(busy(std::vector<float>(8, 1.f), 132) == Approx(8.0 / 132));
+  CHECK(busy(std::vector<float>(264, 3.f), 132) == Approx(1.0));
+  // Four Q tiles of is_causal visiting 1 to 4 K/V tiles, on 2 SMs. Heaviest first: 4 | 3, then 2 to
+  // the SM at 3, 1 to the one at 4: both end at 5, busy 10 / (2 x 5). Lightest first: 1 | 2, 3 to
+  // the SM at 1, 4 to the one at 2: the last ends at 6, busy 10 / 12.
+  CHECK(busy({4, 3, 2, 1}, 2) == Approx(1.0));
+  CHECK(busy({1, 2, 3, 4}, 2) == Approx(10.0 / 12));
+  CHECK(busy({0, 0}, 2) == 0);  // no work counted: the model takes the blocks alike
+  // In the model: the share of the SMs' time, every term divided by it.
+  const gpus::Gpu& g = *gpus::find_gpu("h100");
+  simt::Counters c;
+  c.launches = 1, c.blocks = 2 * g.sms, c.threads_per_block = 128, c.mufu = 1e9;
+  std::vector<float> light_last(static_cast<size_t>(c.blocks)), heavy_last(light_last.size());
+  for (size_t i = 0; i < light_last.size(); ++i)
+    light_last[i] = static_cast<float>(light_last.size() - i), heavy_last[i] = static_cast<float>(i + 1);
+  const Modelled alike = model(c, g), light = model(c, g, nullptr, true, &light_last), heavy = model(c, g, nullptr, true, &heavy_last);
+  CHECK(alike.share == 1);
+  CHECK(light.share == Approx(busy(light_last, g.sms)));
+  CHECK(heavy.share == Approx(busy(heavy_last, g.sms)));
+  CHECK(heavy.share < light.share);
+  CHECK(heavy.mufu == Approx(alike.mufu / heavy.share));
+  const std::vector<float> none(light_last.size(), 0.f);
+  CHECK(model(c, g, nullptr, true, &none).share == alike.share);
+}
+
 TEST_CASE("DRAM re-reads: a block's own, once the blocks resident beside it have swept L2", "[profile]") {
   using namespace attn;
   const gpus::Gpu& g = *gpus::find_gpu("h100");

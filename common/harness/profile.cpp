@@ -3,10 +3,12 @@
 
 #include <CLI/CLI.hpp>
 
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <numeric>
 #include <sstream>
 
 #include "errors.h"
@@ -309,6 +311,105 @@ std::vector<size_t> shape_of(const std::vector<std::vector<Launch>>& launches) {
   for (const auto& stage : launches) shape.push_back(stage.size());
   return shape;
 }
+
+// One launch of a run: its grid and its blocks' work (LaunchCounters::block_work).
+struct RunWork {
+  std::array<long long, 3> grid;
+  std::vector<float> work;
+};
+
+// The whole problem's blocks' work, in its grid `whole` (model/model.h's busy), from the runs that
+// emulated part of it (model/sampling.h); empty when they cannot say (the blocks then count alike).
+// A grid dimension the runs share with the whole keeps a block's place. One whose size the runs
+// differ in holds the rows: per row group, `unit` blocks (the greatest common divisor of the
+// differences: a Q tile's blocks, or a row group's Q tiles), numbered from the dimension's start
+// or from its end (a heaviest-first grid starts with the last Q tile), whichever makes the last two
+// runs agree: a block's work is the same in every run that has it (the runs' rows are the
+// problem's first). The last blocks, past the last whole unit and the unit before them if it is in
+// none of the other runs (a partial row group), are the whole problem's last. A unit the runs do
+// not have gets, block by block, the line through the last run's (is_causal's work grows with the
+// row, none's does not: the polynomial the counts follow). Any other dimension that differs holds
+// the (batch, head) pairs, of which the runs emulated the first: the others' blocks work as those.
+// Where no other dimension differs though the runs emulated 1 of the (batch, head) pairs, the rows'
+// dimension holds them too, a pair's blocks after another's (a batched GEMM's grid): it is cut into
+// equal parts, each the rows of one (the runs' part is not cut: with more than 1 emulated, none).
+std::vector<float> whole_work(const std::vector<RunWork>& runs, const std::array<long long, 3>& whole, const HeadSample& heads) {
+  if (runs.empty()) return {};
+  for (const RunWork& r : runs)
+    if (r.work.empty() || r.work.size() != static_cast<size_t>(r.grid[0] * r.grid[1] * r.grid[2])) return {};
+  const RunWork& last = runs.back();
+  const std::array<long long, 3>& e = last.grid;
+  if (e == whole) return last.work;
+  int q = -1;
+  for (int d = 0; d < 3; ++d)
+    if (runs.front().grid[d] != e[d]) {
+      if (q >= 0) return {};
+      q = d;
+    }
+  const auto at = [](const RunWork& r, std::array<long long, 3> i) {
+    return static_cast<double>(r.work[static_cast<size_t>(i[0] + r.grid[0] * (i[1] + r.grid[1] * i[2]))]);
+  };
+  bool by_heads = heads.sampled();  // the (batch, head) pairs in the rows' dimension
+  for (int d = 0; d < 3; ++d) by_heads &= d == q || e[d] == whole[d];
+  if (q >= 0 && by_heads && heads.emulated != 1) return {};
+  const long long rows = q < 0 ? 0 : by_heads ? whole[q] / heads.total : whole[q];  // the rows' dimension, one pair's part
+  if (q >= 0 && rows * (by_heads ? heads.total : 1) != whole[q]) return {};
+  bool from_end = false;
+  long long unit = 0, edge = 0;  // the blocks per row group; the last run's blocks that stand for the whole's last
+  const auto place = [&](long long t, long long n) { return from_end ? n - 1 - t : t; };  // block t's coordinate
+  if (q >= 0) {
+    for (size_t r = 1; r <= runs.size(); ++r)
+      unit = std::gcd(unit, std::llabs((r < runs.size() ? runs[r].grid[q] : rows) - runs[r - 1].grid[q]));
+    const RunWork& before = runs[runs.size() - 2];
+    const long long n = before.grid[q], m = e[q], tail = m % unit;
+    if (unit == 0 || n % unit != tail || rows % unit != tail) return {};
+    double differ[2] = {0, 0};  // numbered from the start, from the end: the blocks before either's last unit
+    for (int end = 0; end < 2; ++end)
+      for (long long t = 0; t < n - tail - unit; ++t) {
+        std::array<long long, 3> a{}, b{};
+        a[q] = end ? m - 1 - t : t, b[q] = end ? n - 1 - t : t;
+        differ[end] += std::fabs(at(last, a) - at(before, b));
+      }
+    from_end = differ[1] < differ[0];
+    double partial = 0;  // the earlier run's last unit against the same blocks of the last run
+    for (long long t = n - tail - unit; t < n - tail; ++t) {
+      std::array<long long, 3> a{}, b{};
+      a[q] = place(t, m), b[q] = place(t, n);
+      partial += std::fabs(at(last, a) - at(before, b)) / std::max(1.0, at(last, a));
+    }
+    edge = tail + (partial > 1e-6 ? unit : 0);
+    if (m - edge <= 0) return {};
+  }
+  std::vector<float> out(static_cast<size_t>(whole[0] * whole[1] * whole[2]));
+  size_t n = 0;
+  for (long long z = 0; z < whole[2]; ++z)
+    for (long long y = 0; y < whole[1]; ++y)
+      for (long long x = 0; x < whole[0]; ++x, ++n) {
+        const std::array<long long, 3> i{x, y, z};
+        std::array<long long, 3> j{};
+        for (int d = 0; d < 3; ++d) j[d] = d == q ? 0 : i[d] % e[d];
+        if (q >= 0) {
+          const long long t = place(i[q] % rows, rows), have = e[q] - edge;  // its number; the last run's inner blocks
+          if (t >= rows - edge) {  // one of the last
+            j[q] = place(t - (rows - e[q]), e[q]);
+          } else if (t < have) {
+            j[q] = place(t, e[q]);
+          } else {  // the line through the last run's blocks at the same place in their units
+            double sk = 0, sw = 0, skk = 0, skw = 0, k = 0;
+            for (long long u = t % unit; u < have; u += unit, ++k) {
+              j[q] = place(u, e[q]);
+              const double w = at(last, j);
+              sk += u, sw += w, skk += double(u) * u, skw += u * w;
+            }
+            const double den = k * skk - sk * sk, slope = den > 0 ? (k * skw - sk * sw) / den : 0;
+            out[n] = k > 0 ? static_cast<float>(std::max(0.0, (sw - slope * sk) / k + slope * static_cast<double>(t))) : 0.f;
+            continue;
+          }
+        }
+        out[n] = static_cast<float>(at(last, j));
+      }
+  return out;
+}
 }  // namespace
 
 // The kernels' addresses point at nothing they would read.
@@ -455,6 +556,7 @@ const Profile& Profiler::run(const Variant& v, const Problem& p, const SamplePla
   std::vector<MaskKind> as_mask;  // [stage]
   std::vector<std::vector<std::string>> kernels;  // [stage][launch]
   std::vector<std::vector<std::vector<simt::Counters>>> runs;  // [problem emulated][stage][launch]
+  std::vector<std::vector<std::vector<RunWork>>> run_work;     // [stage][launch][problem emulated]
   SamplePlan every_head = plan;  // the problems emulated, with every head: their launches' grids
   every_head.heads.emulated = every_head.heads.total;
   const std::vector<Problem> whole_at = emulated_problems(p, every_head);
@@ -478,8 +580,14 @@ const Profile& Profiler::run(const Variant& v, const Problem& p, const SamplePla
       const size_t st = stages.size();
       stages.push_back(t.stage), as_mask.push_back(t.as_mask);
       counts.emplace_back(), kernels.emplace_back();
+      if (run_work.size() <= st) run_work.emplace_back();
       for (const simt::LaunchCounters& l : t.counters) {
         const size_t i = counts.back().size();  // a launch the dry run lacks fails the check below
+        if (run_work[st].size() <= i) run_work[st].emplace_back();
+        const simt::Counters& own = l.counters;
+        run_work[st][i].push_back({{static_cast<long long>(own.grid_x), static_cast<long long>(own.grid_y),
+                                    static_cast<long long>(own.grid_z)},
+                                   l.block_work});
         const simt::Counters& w = st < whole.size() && i < whole[st].size() ? whole[st][i].counters : l.counters;
         counts.back().push_back(scaled(l, t.per_head ? plan.heads : HeadSample{}, shared, w));
         kernels.back().push_back(l.kernel);
@@ -489,6 +597,10 @@ const Profile& Profiler::run(const Variant& v, const Problem& p, const SamplePla
     if (runs.size() == 1 || (!r.verdict.pass && prof.result.verdict.pass)) prof.result = std::move(r);
   }
   std::vector<std::vector<simt::Counters>> launches = runs.front();
+  std::vector<std::vector<std::vector<float>>> work(launches.size());  // [stage][launch]
+  for (size_t s = 0; s < launches.size(); ++s)
+    for (size_t l = 0; l < launches[s].size(); ++l)
+      work[s].push_back(s < run_work.size() && l < run_work[s].size() ? run_work[s][l].front().work : std::vector<float>{});
   if (plan.sampled()) {
     // The whole problem's launches, from a dry run: their grids. check_plan() made sure before
     // the runs that they share its stages and launches; a kernel that still did not is an error.
@@ -511,9 +623,12 @@ const Profile& Profiler::run(const Variant& v, const Problem& p, const SamplePla
         c.threads_per_block = dry[s][l].counters.threads_per_block, c.smem_bytes = dry[s][l].counters.smem_bytes;
         c.smem_static_bytes = dry[s][l].counters.smem_static_bytes;
         c.grid_x = dry[s][l].counters.grid_x, c.grid_y = dry[s][l].counters.grid_y, c.grid_z = dry[s][l].counters.grid_z;
+        work[s][l] = whole_work(run_work[s][l],
+                                {static_cast<long long>(c.grid_x), static_cast<long long>(c.grid_y), static_cast<long long>(c.grid_z)},
+                                plan.heads);
       }
   }
-  return finish(std::move(prof), stages, as_mask, launches, kernels, details);
+  return finish(std::move(prof), stages, as_mask, launches, kernels, work, details);
 }
 
 const Profile& Profiler::run(const std::function<Result()>& counted, bool details) {
@@ -529,17 +644,20 @@ const Profile& Profiler::run(const std::function<Result()>& counted, bool detail
   std::vector<MaskKind> as_mask;
   std::vector<std::vector<simt::Counters>> launches;
   std::vector<std::vector<std::string>> kernels;
+  std::vector<std::vector<std::vector<float>>> work;
   for (const Stages::Time& t : prof.result.timing.stages) {
     stages.push_back(t.stage), as_mask.push_back(t.as_mask);
-    launches.emplace_back(), kernels.emplace_back();
-    for (const simt::LaunchCounters& l : t.counters) launches.back().push_back(l.counters), kernels.back().push_back(l.kernel);
+    launches.emplace_back(), kernels.emplace_back(), work.emplace_back();
+    for (const simt::LaunchCounters& l : t.counters)
+      launches.back().push_back(l.counters), kernels.back().push_back(l.kernel), work.back().push_back(l.block_work);
   }
-  return finish(std::move(prof), stages, as_mask, launches, kernels, details);
+  return finish(std::move(prof), stages, as_mask, launches, kernels, work, details);
 }
 
 const Profile& Profiler::finish(Profile prof, const std::vector<std::string>& stages, const std::vector<MaskKind>& as_mask,
                                 const std::vector<std::vector<simt::Counters>>& launches,
-                                const std::vector<std::vector<std::string>>& kernels, bool details) {
+                                const std::vector<std::vector<std::string>>& kernels,
+                                const std::vector<std::vector<std::vector<float>>>& work, bool details) {
   const Variant& v = *prof.result.variant;
   double longest = -1;
   for (size_t i = 0; i < stages.size(); ++i) {
@@ -554,8 +672,9 @@ const Profile& Profiler::finish(Profile prof, const std::vector<std::string>& st
       const simt::Counters& c = launches[i][l];
       s.counters += c;
       s.launches.push_back(c), s.kernels.push_back(kernels[i][l]);
+      s.work.push_back(i < work.size() && l < work[i].size() ? work[i][l] : std::vector<float>{});
       const SassKernel* k = find_sass(kernels[i][l], s.path, gpu_->cc());
-      const Modelled m = model(c, *gpu_, k);
+      const Modelled m = model(c, *gpu_, k, true, &s.work.back());
       // The emulator refused at the launch what the GPU would, registers where the build has the
       // GPU's own architecture's (own_registers); sm_90's standing in for another's are only warned of.
       if (const std::string no = launch_refusal(c, k, *gpu_); !no.empty())
@@ -631,7 +750,8 @@ SassPath sass_path(const Problem& p) {
 Remodelled remodel(const StageProfile& s, const gpus::Gpu& g, bool latency, bool fill_drain, const SassRows& first) {
   Remodelled r;
   for (size_t l = 0; l < s.launches.size(); ++l) {
-    Modelled m = model(s.launches[l], g, find_sass(s.kernels[l], s.path, g.cc(), kSassArchs, first), fill_drain);
+    Modelled m = model(s.launches[l], g, find_sass(s.kernels[l], s.path, g.cc(), kSassArchs, first), fill_drain,
+                       l < s.work.size() ? &s.work[l] : nullptr);
     if (!latency) m.latency = 0;
     r.us += m.total(), r.dram_read_bytes += 32 * s.launches[l].dram_read_sectors + m.dram_rereads;
     if (m.total() > r.longest_us) r.longest_us = m.total(), r.bound = m.bound();

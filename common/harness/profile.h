@@ -65,6 +65,7 @@ struct StageProfile {
   // Each launch's counters and kernel, to model the same counts on another GPU (model/model.h).
   std::vector<simt::Counters> launches;
   std::vector<std::string> kernels;
+  std::vector<std::vector<float>> work;  // each launch's blocks' (LaunchCounters::block_work), for the whole problem
   SassPath path;  // the problem's mask and score mods, which pick the kernels' rows in the SASS data
 };
 // What a profile emulates of a problem (model/sampling.h): every head or a few, every row or a
@@ -122,7 +123,8 @@ class Profiler {
   // kernel's name; as_mask: Stages::Time's, per stage).
   const Profile& finish(Profile prof, const std::vector<std::string>& stages, const std::vector<MaskKind>& as_mask,
                         const std::vector<std::vector<simt::Counters>>& launches,
-                        const std::vector<std::vector<std::string>>& kernels, bool details);
+                        const std::vector<std::vector<std::string>>& kernels,
+                        const std::vector<std::vector<std::vector<float>>>& work, bool details);
   ProfileOptions o_;
   const gpus::Gpu* gpu_;
   std::vector<Profile> profiles_;

@@ -13,10 +13,16 @@
 //            mma.sync FLOP     / mma.sync peak )
 //       / busy  +  launch
 //
-// busy: the share of the SMs' time the grid keeps working. Blocks are spread evenly, so the SM
-// given the most runs ceil(blocks / SMs) of them while the launch lasts: busy = blocks / (SMs x
-// ceil(blocks / SMs)). A grid of 8 blocks keeps 8 of 132 SMs working (busy 0.06); one of 133
-// blocks runs 2 on one SM while 131 run 1 (busy 0.50), the tail of wave quantization. How many
+// busy: the share of the SMs' time the grid keeps working. The GPU starts the blocks in launch
+// order (x fastest), each on an SM that has finished the work it was given: the SM with the least
+// (greedy list scheduling); the launch lasts as long as the SM given the most, and busy = the
+// blocks' work / (SMs x that most). A block's work is what the emulator counted it doing
+// (LaunchCounters::block_work: its operations, per warp). Blocks alike give busy = blocks /
+// (SMs x ceil(blocks / SMs)): a grid of 8 blocks keeps 8 of 132 SMs working (busy 0.06); one of 133
+// blocks runs 2 on one SM while 131 run 1 (busy 0.50), the tail of wave quantization. Blocks that
+// differ (is_causal's Q tiles skip different numbers of K/V tiles) leave a tail of the blocks
+// started last: short when they are the lightest (chapter 06's heaviest-first grid), long when
+// the heaviest are started last. Without the blocks' work (none counted), blocks alike. How many
 // blocks an SM holds at once (occupancy: threads, registers and shared memory) does not change a
 // throughput: it gives the waves, printed, and the warps an SM has to issue from. A warp lives in
 // one of the SM's 4 schedulers, each with its own issue slot, tensor core and MUFU, so an SM
@@ -90,7 +96,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <queue>
 #include <string>
+#include <vector>
 
 #include "gpus/gpus.h"
 #include "sass.h"
@@ -106,7 +115,7 @@ struct Modelled {
   double dram_rereads = 0;   // bytes read from DRAM again, by the grid's order and the blocks' own re-reads (dram_rereads), in the DRAM term
   double l2_rereads = 0;     // bytes loaded through L1 again that L2 no longer held either, in the L2 term
   double launch = 0;
-  double share = 0;          // busy: blocks / (SMs x ceil(blocks / SMs))
+  double share = 0;          // busy (above): blocks / (SMs x ceil(blocks / SMs)) for blocks alike
   double blocks_per_sm = 0;  // occupancy, from threads, registers (when known) and dynamic shared memory
   double waves = 0;          // ceil(blocks / (SMs x blocks_per_sm))
   double instructions = 0;   // warp instructions issued (0 when the SASS data does not know the kernel)
@@ -262,12 +271,29 @@ inline double dram_in_flight_hits(const simt::Counters& c, const gpus::Gpu& g, d
   return dram_in_flight_hits(c, shared_reads(c, g, resident), resident);
 }
 
-// c: the counters of one launch; k: its kernel's SASS data (sass.h), or nullptr.
+// busy (above): the share of `sms` SMs' time that blocks of these works, started in this order,
+// keep busy; 0 when they have no work.
+inline double busy(const std::vector<float>& work, int sms) {
+  std::priority_queue<double, std::vector<double>, std::greater<>> given;  // each SM's work so far
+  for (int i = 0; i < sms; ++i) given.push(0);
+  double total = 0, most = 0;
+  for (const float w : work) {
+    const double at = given.top() + w;
+    given.pop(), given.push(at);
+    total += w, most = std::max(most, at);
+  }
+  return most > 0 ? total / (sms * most) : 0;
+}
+
+// c: the counters of one launch; k: its kernel's SASS data (sass.h), or nullptr; work: its blocks'
+// (LaunchCounters::block_work), or nullptr (blocks alike).
 // fill_drain = false: without fill and drain (to show what they add).
-inline Modelled model(const simt::Counters& c, const gpus::Gpu& g, const SassKernel* k = nullptr, bool fill_drain = true) {
+inline Modelled model(const simt::Counters& c, const gpus::Gpu& g, const SassKernel* k = nullptr, bool fill_drain = true,
+                      const std::vector<float>* work = nullptr) {
   Modelled m;
   const double blocks = std::max(1.0, c.blocks), per_sm = std::ceil(blocks / g.sms);
-  m.share = blocks / (g.sms * per_sm);
+  const double by_work = work ? busy(*work, g.sms) : 0;
+  m.share = by_work > 0 ? by_work : blocks / (g.sms * per_sm);
   m.sass_known = k != nullptr;
   m.blocks_per_sm = blocks_per_sm(c.threads_per_block, c.smem_bytes + c.smem_static_bytes, k ? k->registers : 0, g);
   m.waves = std::ceil(blocks / (g.sms * m.blocks_per_sm));

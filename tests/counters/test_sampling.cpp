@@ -7,6 +7,7 @@
 // easiest to get wrong) and each term of the model; the blocks are the whole problem's. Also:
 // when sampling is chosen by itself.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -20,6 +21,7 @@ struct Outcome {
   double us = 0, dram = 0;
   bool pass = false;
   double blocks = 0;
+  double share = 0;      // of the SMs' time the longest stage keeps busy (model/model.h's busy)
   double terms[6] = {};  // DRAM, L2, L1, issue, MUFU, tensor, in us, summed over the stages
 };
 const char* const kTerms[] = {"DRAM", "L2", "L1", "issue", "MUFU", "tensor"};
@@ -49,6 +51,7 @@ std::vector<Outcome> profile_best(const Problem& p, long long heads, bool rows =
     for (const StageProfile& s : pr.stages) {
       m.dram += dram_bytes(s.counters);
       m.blocks += s.counters.blocks;
+      m.share = std::max(m.share, s.terms.share);
       const double t[6] = {s.terms.dram, s.terms.l2, s.terms.l1, s.terms.issue, s.terms.mufu, s.terms.tensor};
       for (int k = 0; k < 6; ++k) m.terms[k] += t[k];
     }
@@ -79,6 +82,8 @@ void sampled_models_as_whole(const Problem& p, long long heads, bool rows) {
     CHECK(std::fabs(part[i].us - whole[i].us) <= 0.03 * whole[i].us);
     CHECK(std::fabs(part[i].dram - whole[i].dram) <= 0.03 * whole[i].dram);
     CHECK(part[i].blocks == whole[i].blocks);  // the dry run's grids
+    // The blocks' work, mapped onto the whole grid (profile.cpp's whole_work): the same tail.
+    CHECK(part[i].share == Approx(whole[i].share).epsilon(0.01));
     // Every term, not only the one that bounds the time (all of them are L1-bound here).
     for (int k = 0; k < 6; ++k) {
       INFO(kTerms[k] << " term: whole " << whole[i].terms[k] << " us, sampled " << part[i].terms[k] << " us");

@@ -493,7 +493,12 @@ const Profile& profile_decode(Profiler& profiler, const DecodeVariant& v, const 
               const std::vector<simt::LaunchCounters> one_sequence = st.counters;
               for (int b = 1; b < p.B; ++b) st.counters.insert(st.counters.end(), one_sequence.begin(), one_sequence.end());
             } else {
-              for (simt::LaunchCounters& l : st.counters) l.counters *= p.B;
+              for (simt::LaunchCounters& l : st.counters) {
+                l.counters *= p.B;
+                // Its blocks' work, every sequence's after the one before (model/model.h's busy).
+                const std::vector<float> work = l.block_work;
+                for (int b = 1; b < p.B; ++b) l.block_work.insert(l.block_work.end(), work.begin(), work.end());
+              }
             }
           }
           r.problem.B = p.B;
