@@ -361,8 +361,9 @@ std::vector<float> whole_work(const std::vector<RunWork>& runs, const std::array
     for (size_t r = 1; r <= runs.size(); ++r)
       unit = std::gcd(unit, std::llabs((r < runs.size() ? runs[r].grid[q] : rows) - runs[r - 1].grid[q]));
     const RunWork& before = runs[runs.size() - 2];
-    const long long n = before.grid[q], m = e[q], tail = m % unit;
-    if (unit == 0 || n % unit != tail || rows % unit != tail) return {};
+    const long long n = before.grid[q], m = e[q];
+    if (unit == 0 || n % unit != m % unit || rows % unit != m % unit || n < m % unit + unit) return {};
+    const long long tail = m % unit;
     double differ[2] = {0, 0};  // numbered from the start, from the end: the blocks before either's last unit
     for (int end = 0; end < 2; ++end)
       for (long long t = 0; t < n - tail - unit; ++t) {
@@ -557,6 +558,7 @@ const Profile& Profiler::run(const Variant& v, const Problem& p, const SamplePla
   std::vector<std::vector<std::string>> kernels;  // [stage][launch]
   std::vector<std::vector<std::vector<simt::Counters>>> runs;  // [problem emulated][stage][launch]
   std::vector<std::vector<std::vector<RunWork>>> run_work;     // [stage][launch][problem emulated]
+  std::vector<bool> per_head;                                  // [stage]: its launches' grids hold the heads
   SamplePlan every_head = plan;  // the problems emulated, with every head: their launches' grids
   every_head.heads.emulated = every_head.heads.total;
   const std::vector<Problem> whole_at = emulated_problems(p, every_head);
@@ -580,7 +582,7 @@ const Profile& Profiler::run(const Variant& v, const Problem& p, const SamplePla
       const size_t st = stages.size();
       stages.push_back(t.stage), as_mask.push_back(t.as_mask);
       counts.emplace_back(), kernels.emplace_back();
-      if (run_work.size() <= st) run_work.emplace_back();
+      if (run_work.size() <= st) run_work.emplace_back(), per_head.push_back(t.per_head);
       for (const simt::LaunchCounters& l : t.counters) {
         const size_t i = counts.back().size();  // a launch the dry run lacks fails the check below
         if (run_work[st].size() <= i) run_work[st].emplace_back();
@@ -625,7 +627,7 @@ const Profile& Profiler::run(const Variant& v, const Problem& p, const SamplePla
         c.grid_x = dry[s][l].counters.grid_x, c.grid_y = dry[s][l].counters.grid_y, c.grid_z = dry[s][l].counters.grid_z;
         work[s][l] = whole_work(run_work[s][l],
                                 {static_cast<long long>(c.grid_x), static_cast<long long>(c.grid_y), static_cast<long long>(c.grid_z)},
-                                plan.heads);
+                                s < per_head.size() && per_head[s] ? plan.heads : HeadSample{});
       }
   }
   return finish(std::move(prof), stages, as_mask, launches, kernels, work, details);

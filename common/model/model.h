@@ -286,13 +286,13 @@ inline double busy(const std::vector<float>& work, int sms) {
 }
 
 // c: the counters of one launch; k: its kernel's SASS data (sass.h), or nullptr; work: its blocks'
-// (LaunchCounters::block_work), or nullptr (blocks alike).
+// (LaunchCounters::block_work, one per block), or nullptr (blocks alike).
 // fill_drain = false: without fill and drain (to show what they add).
 inline Modelled model(const simt::Counters& c, const gpus::Gpu& g, const SassKernel* k = nullptr, bool fill_drain = true,
                       const std::vector<float>* work = nullptr) {
   Modelled m;
   const double blocks = std::max(1.0, c.blocks), per_sm = std::ceil(blocks / g.sms);
-  const double by_work = work ? busy(*work, g.sms) : 0;
+  const double by_work = work && static_cast<double>(work->size()) == c.blocks ? busy(*work, g.sms) : 0;
   m.share = by_work > 0 ? by_work : blocks / (g.sms * per_sm);
   m.sass_known = k != nullptr;
   m.blocks_per_sm = blocks_per_sm(c.threads_per_block, c.smem_bytes + c.smem_static_bytes, k ? k->registers : 0, g);

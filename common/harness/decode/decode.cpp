@@ -495,9 +495,16 @@ const Profile& profile_decode(Profiler& profiler, const DecodeVariant& v, const 
             } else {
               for (simt::LaunchCounters& l : st.counters) {
                 l.counters *= p.B;
-                // Its blocks' work, every sequence's after the one before (model/model.h's busy).
-                const std::vector<float> work = l.block_work;
-                for (int b = 1; b < p.B; ++b) l.block_work.insert(l.block_work.end(), work.begin(), work.end());
+                // Its blocks' work (model/model.h's busy): the sequences are x's slowest part
+                // (decode.cuh: b = blockIdx.x / chunks / Hkv), so each row of x holds every
+                // sequence's blocks, one after another.
+                const std::vector<float> one_row_each = l.block_work;
+                const size_t x = static_cast<size_t>(l.counters.grid_x);
+                l.block_work.clear();
+                for (size_t row = 0; x > 0 && row < one_row_each.size() / x; ++row)
+                  for (int b = 0; b < p.B; ++b)
+                    l.block_work.insert(l.block_work.end(), one_row_each.begin() + static_cast<long>(row * x),
+                                        one_row_each.begin() + static_cast<long>((row + 1) * x));
               }
             }
           }

@@ -174,9 +174,9 @@ struct Worker {
   };
   std::vector<RingBar> ring_bars;
   std::vector<RingWarp> ring_warps;
-  // Each block's work, by its linear index (LaunchCounters::block_work): its operations so far at
-  // its start, per warp (raw's exponentials and loads are per thread).
-  uint64_t ops_at_begin = 0;
+  // Each block's work, by its linear index (LaunchCounters::block_work): the running block's index,
+  // and its operations so far at its start.
+  uint64_t linear = 0, ops_at_begin = 0;
   std::vector<std::pair<uint64_t, float>> block_work;
   // scratch of the grouping
   struct Key {
@@ -715,7 +715,7 @@ void block_begin(uint3 idx, int threads, const void* smem, size_t smem_bytes) {
   const unsigned long long linear = idx.x + static_cast<unsigned long long>(g_grid.x) * (idx.y + static_cast<unsigned long long>(g_grid.y) * idx.z);
   h.block = static_cast<uint32_t>(linear + 1);
   h.sampled = linear % static_cast<unsigned>(g_sample) == 0;
-  w.ops_at_begin = warp_ops(w.raw), h.accesses = 0;
+  w.linear = linear, w.ops_at_begin = warp_ops(w.raw), h.accesses = 0;
   h.smem_lo = reinterpret_cast<uintptr_t>(smem), h.smem_len = smem_bytes;
   for (int i = 0; i < 2; ++i) h.last_lo[i] = h.last_len[i] = 0, h.last[i] = nullptr;
   h.few = g_launch_allocs.size() <= static_cast<size_t>(Hot::kFew) ? static_cast<int>(g_launch_allocs.size()) : -1;
@@ -744,7 +744,7 @@ void block_end() {
   Hot& h = t_hot;
   if (!h.counting) return;
   Worker& w = *h.worker;
-  w.block_work.emplace_back(h.block - 1, static_cast<float>(warp_ops(w.raw) - w.ops_at_begin + h.accesses) / 32);
+  w.block_work.emplace_back(w.linear, static_cast<float>(warp_ops(w.raw) - w.ops_at_begin + h.accesses) / 32);
   if (h.sampled) {
     flush_block(w);
     count_rereads(w);  // and the block's load sectors
@@ -867,6 +867,7 @@ void mufu() {
 void tma_row(const void* src, unsigned bytes) {
   Hot& h = t_hot;
   if (!h.counting || bytes == 0) return;
+  ++h.accesses;
   const uintptr_t s = reinterpret_cast<uintptr_t>(src);
   Space space;
   Alloc* al = nullptr;
@@ -919,6 +920,7 @@ static uintptr_t shim_site(const char* file, int line, int which) {
 
 void ldmatrix_row(const void* row, int num, bool trans, const char* file, int line) {
   Hot& h = t_hot;
+  if (h.counting) ++h.accesses;
   if (!h.sampled) return;
   const Kind k = static_cast<Kind>((trans ? kLdsmX1T : kLdsmX1) + (num == 1 ? 0 : num == 2 ? 1 : 2));
   h.streams[t_thread->linear].push_back(
@@ -928,6 +930,7 @@ void ldmatrix_row(const void* row, int num, bool trans, const char* file, int li
 void cp_async(const void* dst, const void* src, int src_bytes, const char* file, int line) {
   Hot& h = t_hot;
   if (!h.counting) return;
+  ++h.accesses;
   const uintptr_t s = reinterpret_cast<uintptr_t>(src);
   Space space;
   Alloc* al = nullptr;

@@ -64,7 +64,7 @@ struct Hot {
   uintptr_t few_lo[kFew], few_len[kFew];
   Alloc* few_alloc[kFew];
   uint32_t block;  // the running block's linear index + 1
-  uint64_t accesses;  // the running block's loads, stores and atomics so far, per thread (its work: block_end)
+  uint64_t accesses;  // the running block's loads, stores, atomics, TMA rows, cp.async and ldmatrix rows so far (its work: block_end)
   Worker* worker;
   std::vector<Rec>* streams;  // the worker's, one per thread of the block (by linear index)
 };

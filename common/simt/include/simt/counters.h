@@ -221,8 +221,8 @@ struct LaunchCounters {
   Counters counters;
   std::vector<AllocationSectors> allocations;
   // Each block's work, by its linear index (x fastest: the order the GPU starts them in): the
-  // operations it did, per warp (its threads' loads, stores and exponentials over 32, its warps'
-  // products, barriers and shuffles), so a block's share of the launch's tiles. Empty when no block
+  // operations it did, per warp (its threads' loads, stores, copies and exponentials over 32, its
+  // warps' products, barriers and shuffles), so a block's share of the launch's tiles. Empty when no block
   // ran (a dry run). The model's tail (model/model.h, busy).
   std::vector<float> block_work;
 };
