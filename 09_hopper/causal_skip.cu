@@ -1,6 +1,6 @@
 // causal_skip.cu: step g. Step f with chapter 06's causal policy: the K/V tiles above the diagonal
 // are never copied nor multiplied, only the tiles the diagonal (or the end of the keys) crosses are
-// masked, and the heaviest Q tiles are launched first.
+// masked, and under is_causal the heaviest Q tiles are launched first.
 //
 // Steps b to f applied is_causal key by key on every K/V tile: about half of a causal problem's
 // products and copies were thrown away. Here a block visits the tiles that chapter 06's
@@ -9,13 +9,17 @@
 // chains): consumer 0's rows end 64 rows earlier, so its last tile may be masked whole. Of the tiles
 // visited, only those crossing a consumer's own diagonal or the last key (ch06::crosses_diagonal)
 // go through the mask; the others take the scale into the exponent (softmax_s with masked =
-// false), as chapter 05's step h does. And since a block's work now grows with its Q tile, the
-// grid is (heads, Q tiles) with the last Q tile first (chapter 06's balanced order), so that the
-// last wave is made of light blocks. A grid's y holds 65535 blocks, Lq = 8 388 480 in Q tiles of 128
-// rows: past that chapter 06's heaviest_first_grid spreads the Q tiles over y and z, in the same
-// launch order, so that no grid dimension exceeds its limit for any Lq (the heads, on x, are at most
-// 65535 by the registry, as for steps b to f). A block whose rows see no key (bottom-right, Lq > Lk)
-// copies nothing and writes zeros; one the spread adds past the last row copies and writes nothing.
+// false), as chapter 05's step h does. And since a block's work now grows with its Q tile, under
+// is_causal the grid is (heads, Q tiles) with the last Q tile first (chapter 06's balanced order),
+// so that the last wave is made of light blocks. Without is_causal the blocks are alike, there is
+// nothing to balance, and the grid stays step f's (Q tiles, heads): the blocks in flight together
+// are then mostly one head's, reading the same K/V tiles while L2 holds them, where heads first
+// would spread them over as many heads, each reading its K/V from DRAM. A grid's y holds 65535
+// blocks, Lq = 8 388 480 in Q tiles of 128 rows: past that chapter 06's heaviest_first_grid spreads
+// the Q tiles over y and z, in the same launch order, so that no grid dimension exceeds its limit
+// for any Lq (the heads are at most 65535 by the registry, as for steps b to f). A block whose rows
+// see no key (bottom-right, Lq > Lk) copies nothing and writes zeros; one the spread adds past the
+// last row copies and writes nothing.
 // Cost: a branch per tile; consumer 0 may multiply one tile that it masks whole.
 #include "06_causal/causal.h"
 #include "ring.cuh"
@@ -23,14 +27,19 @@
 namespace ch09 {
 namespace {
 
+// Whether the grid is heaviest first, (heads, Q tiles counted down): only where the blocks differ.
+__host__ __device__ inline bool heaviest_first(const attn::AttentionParams& p) { return p.causal != attn::Causal::none; }
+
 template <class T, int D>
 __global__ void __launch_bounds__(kWsThreads, 1)
     causal_skip_kernel(const __grid_constant__ CUtensorMap q_map, const __grid_constant__ CUtensorMap k_map,
                        const __grid_constant__ CUtensorMap v_map, const attn::AttentionParams p) {
   constexpr int rows = kConsumers * kBr;
   const Ring<T, D> ring;
-  const int bh = static_cast<int>(blockIdx.x);
-  const int q0 = ch06::heaviest_first_tile(blockIdx.y, blockIdx.z, gridDim.y, gridDim.z) * rows;
+  const bool by_weight = heaviest_first(p);
+  const int bh = static_cast<int>(by_weight ? blockIdx.x : blockIdx.y);
+  const int q0 = (by_weight ? ch06::heaviest_first_tile(blockIdx.y, blockIdx.z, gridDim.y, gridDim.z)
+                            : static_cast<int>(blockIdx.x)) * rows;
   const int tiles = ch06::tiles_to_visit(p, q0, rows, kBc);
   if (!split_roles(ring, &q_map, &k_map, &v_map, q0, bh, tiles)) return;  // the producer is done
 
@@ -91,7 +100,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
 
 cudaError_t causal_skip(const attn::AttentionParams& p) {
   return launch_ring(
-      p, [](auto t, auto d) { return causal_skip_kernel<decltype(t), decltype(d)::value>; }, true);
+      p, [](auto t, auto d) { return causal_skip_kernel<decltype(t), decltype(d)::value>; }, heaviest_first(p));
 }
 
 }  // namespace ch09
