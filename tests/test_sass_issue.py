@@ -86,6 +86,15 @@ def main():
     wg = seq + [dict(ins("WARPGROUP.DEPBAR.LE", 1), never=False, args="gsb0, 0x0")]
     got = si.mix(wg, blks + [{"start": 3, "end": 4}], {0: 1, 1: 1, 2: 1})[2]
     check(got == alone + 1, f"mix: with wgmma (roles' blocks interleave) each block starts clear (got {got}, want {alone + 1})")
+    # The tile part (one_warp: the consumers' loop, in a warp's order) carries the tensor core's
+    # groups too: a DEPBAR in the block after its HGMMA waits for the group, 128 cycles (wgmma's
+    # latency) from its start, then its own cycle; each block clear, 1 + 1.
+    hg = [dict(ins("HGMMA.64x128x16.F32", 1), never=False, args="gsb0"),
+          dict(ins("WARPGROUP.DEPBAR.LE", 1), never=False, args="gsb0, 0x0")]
+    two = [{"start": 0, "end": 1}, {"start": 1, "end": 2}]
+    got = (si.mix(hg, two, {0: 1, 1: 1})[2], si.mix(hg, two, {0: 1, 1: 1}, one_warp=True)[2])
+    check(got == (2, si.WGMMA_LATENCY + 1),
+          f"mix: the tile part's DEPBAR waits for the block before's HGMMA (got {got}, want (2, {si.WGMMA_LATENCY + 1}))")
     hi = 0x042fec00000418ff  # an HMMA's upper word from nvdisasm -hex: stall 6, no scoreboard set, waits on scoreboard 1
     c = kr.control(hi)
     check(c == {"stall": 6, "wbar": 7, "rbar": 7, "wait": 2}, f"control bits of 0x{hi:016x} (got {c})")

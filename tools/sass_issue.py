@@ -174,7 +174,7 @@ FP32_OPS, IMAD_OPS = ("FFMA", "FADD", "FMUL"), ("IMAD", "IDP")
 RELEASE = "SYNCS.ARRIVE.TRANS64.A1T0"
 
 
-def mix(instrs, blocks, times):
+def mix(instrs, blocks, times, one_warp=False):
     """(instructions, [seen instructions of each kind], cycles, cycles from DRAM, FP32 instructions,
     IMAD instructions, release) of the blocks, each `times[block]` times; cycles: what one warp alone
     takes to issue them (block_cycles), with every global load hitting L2, and with every one going to
@@ -184,7 +184,11 @@ def mix(instrs, blocks, times):
     load whose result a later block waits for costs that wait (nvcc puts a guarded load in its
     guard's block and its first use after the join). Not in a part that holds wgmma (an HGMMA or
     WARPGROUP.DEPBAR): there a warpgroup's role takes some blocks and skips others, so address order
-    is not one warp's order, and each block starts clear."""
+    is not one warp's order, and each block starts clear; unless `one_warp` (the tile part: the
+    consumers' walked loop, whose address order is a warp's), and then the blocks are issued as one
+    sequence (walked()), the tensor core's groups carried too: a wait may be for products another
+    block issued (chapter 09's steps f and g issue P_{j-1} V_{j-1} beside S_j's products and wait
+    for them in the block after the mask's tests)."""
     total, seen, cycles, dram, fp32, imad = 0, [0] * len(KINDS), 0, 0, 0, 0
     carry = not any(instrs[i]["op"].startswith(("HGMMA", "WARPGROUP.DEPBAR"))
                     for b in times for i in range(blocks[b]["start"], blocks[b]["end"]))
@@ -204,25 +208,30 @@ def mix(instrs, blocks, times):
             if not instrs[i]["never"]:
                 fp32 += n * instrs[i]["op"].startswith(FP32_OPS)
                 imad += n * instrs[i]["op"].startswith(IMAD_OPS)
+    if one_warp and not carry:
+        seq = walked(instrs, blocks, times)
+        cycles, dram = block_issue(seq, 0, len(seq), L2_LATENCY)[0], block_issue(seq, 0, len(seq), DRAM_LATENCY)[0]
     return total, seen, cycles, dram, fp32, imad, release_cycles(instrs, blocks, times)
+
+
+def walked(instrs, blocks, times):
+    """The blocks' instructions as one sequence in address order, each block `times` times (rounded,
+    at least once)."""
+    return [instrs[i] for b in sorted(times) for _ in range(max(1, round(times[b])))
+            for i in range(blocks[b]["start"], blocks[b]["end"])]
 
 
 def release_cycles(instrs, blocks, times):
     """The cycles one warp alone takes from the blocks' start to the first arrival that gives a stage
     back (RELEASE), with it, every global load hitting L2; 0 without one. The blocks are issued as
-    one sequence in address order, each its `times`, the tensor core's groups carried from one to the
-    next: the arrival follows the wait for every group the iteration issued (the products of tile j - 1
-    that read the stage), which may be in another block than the products. In the tile part, the one
-    whose release says how long a consumer holds its stage, the blocks are the consumers' walked loop: their address
-    order is a warp's (in a part that holds both roles' blocks it need not be)."""
-    seq = []
-    for b in sorted(times):
-        for _ in range(max(1, round(times[b]))):
-            for i in range(blocks[b]["start"], blocks[b]["end"]):
-                seq.append(instrs[i])
-                if instrs[i]["op"].startswith(RELEASE) and not instrs[i]["never"]:
-                    return block_issue(seq, 0, len(seq), L2_LATENCY)[0]
-    return 0
+    one sequence (walked()), the tensor core's groups carried from one to the next: the arrival
+    follows the wait for every group the iteration issued (the products of tile j - 1 that read the
+    stage), which may be in another block than the products. In the tile part, the one whose release
+    says how long a consumer holds its stage, the blocks are the consumers' walked loop: their
+    address order is a warp's (in a part that holds both roles' blocks it need not be)."""
+    seq = walked(instrs, blocks, times)
+    at = next((n for n, x in enumerate(seq) if x["op"].startswith(RELEASE) and not x["never"]), None)
+    return 0 if at is None else block_issue(seq, 0, at + 1, L2_LATENCY)[0]
 
 
 def reaching(blocks, target):
@@ -287,7 +296,7 @@ def issue_profile(instrs, cold, params=None):
         walk = kr.common_path(instrs, blocks, loops, head, loops[head], cold, params)
         tile_blocks = loops[head]
         walked = set(walk[0]) if walk else tile_blocks
-        out["tile"] = mix(instrs, blocks, walk[0] if walk else {b: 1 for b in tile_blocks})
+        out["tile"] = mix(instrs, blocks, walk[0] if walk else {b: 1 for b in tile_blocks}, one_warp=True)
         described.append("tile %d/%d%s" % (out["tile"][0], sum(out["tile"][1]), "" if walk else " (every block once)"))
     else:
         with_bar = [h for h in sorted(loops) if count(loops[h] - inner_of(h), "BAR.SYNC")]

@@ -24,7 +24,8 @@
 // chapters 01 to 03 at P1 and P3 (the H200's logs) and of the variants Nsight Compute profiled.
 // Every comparison with the H200 models the kernels as it ran them: those whose code changed since
 // take their SASS rows from h200_sass_as_run.inc (the GEMM's, chapter 03's and chapter 04's loads,
-// since batched).
+// since batched; chapter 09's step g, since launched Q tiles first without is_causal), and step g
+// its grid as it ran (as_run, below).
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <array>
@@ -54,10 +55,45 @@ const SassKernel kAsRunRows[] = {
 };
 const SassRows kAsRun{kAsRunRows, static_cast<int>(sizeof kAsRunRows / sizeof kAsRunRows[0])};
 
+// Step g's grid as the H200 ran it (5676c28): heads first, (heads, Q tiles), without is_causal too,
+// where it launches step f's (Q tiles, heads) since 07c4141. Without is_causal its blocks are alike,
+// so only their places in the launch order differ: x and y exchanged, and with them the dimension
+// each shared K/V sector is read along (model/model.h, DRAM re-reads by the grid's order) and each
+// block's place among the works. Its SASS rows are the code it ran (h200_sass_as_run.inc).
+void exchange_x_y(simt::Counters& c) {
+  std::swap(c.grid_x, c.grid_y);
+  std::swap(c.shared_sectors[0], c.shared_sectors[1]);
+  std::swap(c.shared_reads[0], c.shared_reads[1]);
+}
+StageProfile as_run(StageProfile s) {
+  const bool step_g = std::any_of(s.kernels.begin(), s.kernels.end(),
+                                  [](const std::string& k) { return k.find("causal_skip_kernel") != std::string::npos; });
+  if (!step_g || s.path.causal != nullptr) return s;
+  exchange_x_y(s.counters);
+  for (size_t l = 0; l < s.launches.size(); ++l) {
+    simt::Counters& c = s.launches[l];
+    if (l < s.work.size() && s.work[l].size() == static_cast<size_t>(c.grid_x * c.grid_y * c.grid_z)) {
+      const long long gx = static_cast<long long>(c.grid_x), gy = static_cast<long long>(c.grid_y);
+      std::vector<float> heads_first(s.work[l].size());
+      for (size_t i = 0; i < heads_first.size(); ++i) {  // block (x, y, z) of today's grid is (y, x, z) of the H200's
+        const long long x = static_cast<long long>(i) % gx, y = static_cast<long long>(i) / gx % gy, z = static_cast<long long>(i) / (gx * gy);
+        heads_first[y + gy * (x + gx * z)] = s.work[l][i];
+      }
+      s.work[l] = std::move(heads_first);
+    }
+    exchange_x_y(c);
+  }
+  return s;
+}
+Profile as_run(Profile pr) {
+  for (StageProfile& s : pr.stages) s = as_run(std::move(s));
+  return pr;
+}
+
 // A profile (or a stage of one) modelled on the H200's profile as the H200 ran its kernels.
 template <class Counted>
 Remodelled as_run_on_h200(const Counted& c, bool latency = true, bool fill_drain = true) {
-  return remodel(c, *gpus::find_gpu("h200"), latency, fill_drain, kAsRun);
+  return remodel(as_run(c), *gpus::find_gpu("h200"), latency, fill_drain, kAsRun);
 }
 
 Problem figure5(int N, int d, bool causal) {
