@@ -573,6 +573,67 @@ TEST_CASE("busy: the blocks in launch order, each given to the SM given the leas
   CHECK(model(c, g, nullptr, true, &none).share == alike.share);
 }
 
+TEST_CASE("the ring: a refill waits for its stage where its copy and its hold outlast the stages", "[profile]") {
+  using namespace attn;
+  // ring_period alone: 2 stages, a tile given back one tile after it (lag 1), 1 us of hold, a copy's
+  // latency of 0.2 us, 1 us of the whole GPU's bandwidth for a stage of every SM.
+  const RingStage r{.stages = 2, .lag = 1, .hold_us = 1, .latency_us = 0.2, .all_sms_us = 1};
+  // The chains' own period of 3 us leaves room: 2 x 3 >= 0.2 / (1 - 1 / 3) + 3 + 1.
+  CHECK(ring_period(r, 3) == 3);
+  // 1.5 us does not: the least P with 2 P = 0.2 / (1 - 1 / P) + P + 1.
+  const double p = ring_period(r, 1.5);
+  CHECK(p > 1.5);
+  CHECK(2 * p == Approx(0.2 / (1 - 1 / p) + p + 1).epsilon(1e-9));
+  CHECK(ring_period({.stages = 2, .lag = 1, .hold_us = 1.2, .latency_us = 0.2, .all_sms_us = 1}, 1.5) > p);
+  // Given back in its own iteration (lag 0), the same tile fits its two stages.
+  CHECK(ring_period({.stages = 2, .lag = 0, .hold_us = 1, .latency_us = 0.2, .all_sms_us = 1}, 1.5) == 1.5);
+  // A ring no deeper than its lag has no refill to wait for (the counters give it none).
+  CHECK(ring_period({.stages = 1, .lag = 1, .hold_us = 1, .latency_us = 0.2, .all_sms_us = 1}, 1.5) == 1.5);
+  // Never as short as the bandwidth's own time for a stage of every SM: the latency grows without bound there.
+  CHECK(ring_period({.stages = 2, .lag = 0, .hold_us = 0.1, .latency_us = 0.01, .all_sms_us = 4}, 1) > 4);
+
+  // In the model: a warp-specialized block on every SM, two consumer warpgroups (8 warps) taking
+  // 500 tiles of 32 KB through 2 stages from L2, each given back a tile late, 1900 of a tile's 2000
+  // cycles into the iteration that frees it. Its exponentials keep the MUFUs busier than its
+  // products keep the tensor pipe (so that the products below lengthen the hold, not the period).
+  const gpus::Gpu& g = gpus::kGpus[0];
+  SassKernel k{"k", 64, false, {4, {}, 4, 4}, {100, {}, 2000, 2000}, {}, {20, {}, 30, 30}, {10, {}, 10, 10}, {}};
+  k.tile.seen[kSeenWgmma] = 1, k.tile.release = 1900;
+  simt::Counters c;
+  c.launches = 1, c.blocks = g.sms, c.threads_per_block = 384, c.producer_warps = 4.0 * g.sms;
+  c.wgmma = 8.0 * g.sms * 500, c.mufu = 6e8;
+  c.global[simt::kTmaLoad].requests = 4.0 * g.sms * 500, c.global[simt::kTmaLoad].sectors = 1024.0 * g.sms * 500;
+  c.fill_sectors = 2048.0 * g.sms;
+  const simt::Counters no_ring = c;
+  c.ring_stages = 2, c.ring_lag = 1, c.ring_stage_bytes = 32768;
+  c.ring_tiles = 500.0 * g.sms, c.ring_refills = 498.0 * g.sms;
+  const Modelled base = model(no_ring, g, &k), m = model(c, g, &k);
+  CHECK(base.ring == 0);
+  const double clock_mhz = g.clock_ghz * 1e3, period = (base.latency - base.fill_drain) / 500;
+  // The stage: its copy from L2 (nothing crosses DRAM here) at L2's latency, the whole GPU's L2
+  // bandwidth for 132 stages; held 1900 cycles (no products of the other consumer counted here).
+  const RingStage stage{.stages = 2, .lag = 1, .hold_us = 1900 / clock_mhz, .latency_us = g.l2_latency_clk / clock_mhz,
+                        .all_sms_us = 32768.0 * g.sms / (g.l2_tb_s * 1e12) * 1e6};
+  const double waited = ring_period(stage, period) - period;
+  INFO("period " << period << " us, the ring's " << ring_period(stage, period) << " us");
+  CHECK(waited > 0);
+  CHECK(m.ring == Approx(waited * 498));
+  CHECK(m.latency == Approx(base.latency + m.ring));
+  // The later consumer's release waits behind the other's products on the tensor pipe: a longer hold.
+  simt::Counters products = c;
+  products.wgmma_flop = 500.0 * g.sms * 2 * 1e6;  // 1 MFLOP per consumer and tile
+  CHECK(model(products, g, &k).latency - model(products, g, &k).ring == Approx(base.latency));  // the same period
+  CHECK(model(products, g, &k).ring > m.ring);
+  // Given back in the iteration that used it (lag 0), the tile fits its two stages here.
+  simt::Counters prompt = c;
+  prompt.ring_lag = 0;
+  CHECK(model(prompt, g, &k).ring == 0);
+  // Without the SASS's release the hold is the whole iteration: longer.
+  SassKernel whole = k;
+  whole.tile.release = 0;
+  CHECK(model(c, g, &whole).ring > m.ring);
+}
+
 TEST_CASE("DRAM re-reads: a block's own, once the blocks resident beside it have swept L2", "[profile]") {
   using namespace attn;
   const gpus::Gpu& g = *gpus::find_gpu("h100");

@@ -87,6 +87,18 @@
 // consumer groups on a scheduler wait for its fill and drain at once (no other block on the SM has
 // work for them): a wait of each group, not one they share.
 //
+// The ring. A block that copies its K/V tiles by TMA into a ring of S stages (chapter 09's steps c
+// onwards; Counters::ring_stages) refills a stage only once its consumers have given it back, so a
+// tile holds its stage from its copy's start to its release: the copy (its latency, longer as the
+// bandwidth fills: ring_period), then `lag` tile periods (a consumer that frees tile j - 1 while on
+// tile j, steps f and g, holds one), then its consumers' iteration up to the release: the SASS's
+// cycles to it (SassPart::release), the last consumer's behind the others' products on the tensor
+// pipe (two consumers take turns at it). S stages give a tile every (copy + hold) / (S - lag) at
+// most (Little's law); where that is longer than the chains' own period per tile, each refill waits
+// the difference (Modelled::ring), on top of the latency. Nothing new is fitted: the latencies and
+// rates are gpus.h's. A copy from DRAM takes longer than one from L2, so the ring binds first where
+// the grid's order makes K/V cross DRAM (chapter 09's heads-first step g at d = 128).
+//
 // The model is still a max of floors, each unit at its peak. Its DRAM traffic is one read of each
 // sector per launch, the re-reads the grid's order forces and a block's re-reads of its own data
 // that L2 no longer holds (dram_rereads, below), and it stands for
@@ -123,6 +135,7 @@ struct Modelled {
   bool beyond_l2 = false;    // the launch touches more than L2 holds: its re-reads are modelled (dram_rereads), not counted
   double groups = 0;         // per SM: groups of warps that hide each other's waits (above)
   double waits_dram = 0;     // of the chains' load waits, the share at DRAM's latency (crossings and hits in flight)
+  double ring = 0;           // in the latency: what the ring's refills wait for their stages beyond the chains (ring_period)
   double total() const { return std::max({dram, l2, l1, issue, fma, mufu, tensor, latency}) + launch; }
   // "DRAM", "L2", "L1", "issue", "FMA", "MUFU", "tensor", "latency", or "launch" when the launch costs more than all of them.
   const char* bound() const {
@@ -285,6 +298,35 @@ inline double busy(const std::vector<float>& work, int sms) {
   return most > 0 ? total / (sms * most) : 0;
 }
 
+// A ring of stages (Counters::ring_stages): S stages, a tile's stage given back `lag` tiles after
+// the consumers start on it and `hold` after their iteration on the tile that gives it back began;
+// a copy waits `latency` for its first bytes, and the whole GPU's bandwidth needs `all_sms` for one
+// stage of every SM at once. A tile holds its stage from the copy's start to its release: the copy,
+// then lag tile periods, then hold. With S stages a tile comes every P at most when
+//
+//   S x P >= copy(P) + lag x P + hold,     copy(P) = latency / (1 - all_sms / P)
+//
+// (Little's law over the stages). The copy's latency grows as the bandwidth fills (the factor
+// 1 / (1 - utilisation) of a queue whose server is busy that share of the time; all_sms / P is the
+// share: the SMs' copies are spread over the period, not in step). ring_period: the least P, no
+// less than the chains' own period, that meets it.
+struct RingStage {
+  double stages, lag, hold_us, latency_us, all_sms_us;
+};
+inline double ring_period(const RingStage& r, double period) {
+  const auto fits = [&](double p) {
+    return p > r.all_sms_us && (r.stages - r.lag) * p >= r.latency_us / (1 - r.all_sms_us / p) + r.hold_us;
+  };
+  if (r.stages <= r.lag || fits(period)) return period;
+  double lo = std::max(period, r.all_sms_us), hi = 2 * lo + r.hold_us + r.latency_us;
+  while (!fits(hi)) lo = hi, hi *= 2;
+  for (int i = 0; i < 60; ++i) {
+    const double mid = (lo + hi) / 2;
+    (fits(mid) ? hi : lo) = mid;
+  }
+  return hi;
+}
+
 // c: the counters of one launch; k: its kernel's SASS data (sass.h), or nullptr; work: its blocks'
 // (LaunchCounters::block_work, one per block), or nullptr (blocks alike).
 // fill_drain = false: without fill and drain (to show what they add).
@@ -364,6 +406,28 @@ inline Modelled model(const simt::Counters& c, const gpus::Gpu& g, const SassKer
     // per group; a lockstep block is one group per scheduler, so once.
     const double waits = chains + m.fill_drain * std::max(1.0, per_scheduler / std::min(per_sm, m.blocks_per_sm));
     m.latency = (waits + (per_scheduler - 1) * std::min(held, waits)) / per_scheduler;
+    // The ring's stages (see above): each refill waits for a stage given back.
+    if (c.ring_refills > 0 && c.ring_stages > c.ring_lag) {
+      // Per block: its SM holds `beside` at once, their tiles interleaved.
+      const double beside = std::min(per_sm, m.blocks_per_sm), tiles_per_sm = c.ring_tiles / (g.sms * m.share);
+      const double period = std::max(0.0, m.latency - m.fill_drain) * beside / tiles_per_sm;
+      const double consumers = std::max(1.0, (warps_per_block - producers) / 4);  // warpgroups
+      const double flop_per_clk = g.tensor_tflops * 1e12 / (g.sms * g.clock_ghz * 1e9);
+      const double others = (consumers - 1) * (c.wgmma_flop + c.mma_flop / g.mma_sync_fraction) / c.ring_tiles / consumers / flop_per_clk;
+      // The producer's own iteration, from the release it waited for to the copy it asks for.
+      double producer_cycles = 0;
+      for (int j = 0; j < kSassLoops; ++j)
+        if (k->producer_loops >> j & 1) producer_cycles += k->inner[j].cycles;
+      const RingStage stage{.stages = c.ring_stages,
+                            .lag = c.ring_lag,
+                            .hold_us = ((k->tile.release > 0 ? k->tile.release : k->tile.cycles) + others + producer_cycles) /
+                                       (g.clock_ghz * 1e3),
+                            .latency_us = wait / (g.clock_ghz * 1e3),
+                            .all_sms_us = c.ring_stage_bytes * g.sms * m.share * beside *
+                                          (from_dram / g.dram_copy_tb_s() + (1 - from_dram) / g.l2_tb_s) / 1e6};
+      m.ring = std::max(0.0, ring_period(stage, period) - period) * c.ring_refills / (g.sms * m.share) / beside;
+      m.latency += m.ring;
+    }
   }
   m.launch = g.launch_us * c.launches;
   m.beyond_l2 = dram_bytes(c) > g.l2_mb * 1e6;
