@@ -253,13 +253,15 @@ void print_stage(const StageProfile& s, const gpus::Gpu& g, int sample) {
               "latency %.2f us (its chains hold fill and drain %.2f) (%.0f%% of the SMs' time busy) + launch %.2f us\n",
               s.us, g.name, s.bound.c_str(), m.dram, m.l2, m.l1, m.issue, m.fma, m.mufu, m.tensor, m.latency, m.fill_drain,
               100 * m.share, m.launch);
-  // A TMA ring (chapter 09's steps c onwards): what the emulator counted of it; the model does not
-  // time it yet (notes/performance_model.md, "Chapter 09's SASS").
+  // A TMA ring (chapter 09's steps c onwards): what the emulator counted of it, and what its refills
+  // wait for their stages in the model (model.h, "The ring"; notes/performance_model.md, "Chapter
+  // 09's SASS").
   if (c.ring_stages > 0)
     std::printf("    ring      %.0f stages of %s bytes; a tile's stage given back %.0f tile%s after the consumers start on "
-                "it; %s of %s tiles copied into a stage an earlier tile gave back\n",
+                "it; %s of %s tiles copied into a stage an earlier tile gave back; their wait for a stage beyond the "
+                "chains %.2f us (in the latency)\n",
                 c.ring_stages, count(c.ring_stage_bytes).c_str(), c.ring_lag, c.ring_lag == 1 ? "" : "s",
-                count(c.ring_refills).c_str(), count(c.ring_tiles).c_str());
+                count(c.ring_refills).c_str(), count(c.ring_tiles).c_str(), m.ring);
   const int cc = sass_cc(g.cc());
   if (m.sass_known)
     std::printf("    issue     %s warp instructions (the sm_%d SASS's, weighted by the counts above: model/sass.h)%s%s\n",
@@ -684,7 +686,7 @@ const Profile& Profiler::finish(Profile prof, const std::vector<std::string>& st
                      kernels[i][l].c_str(), no.c_str());
       s.terms.dram += m.dram, s.terms.l2 += m.l2, s.terms.l1 += m.l1, s.terms.mufu += m.mufu, s.terms.tensor += m.tensor;
       s.terms.issue += m.issue, s.terms.fma += m.fma, s.terms.instructions += m.instructions, s.terms.sass_known &= m.sass_known;
-      s.terms.latency += m.latency, s.terms.fill_drain += m.fill_drain, s.terms.groups = std::max(s.terms.groups, m.groups);
+      s.terms.latency += m.latency, s.terms.fill_drain += m.fill_drain, s.terms.ring += m.ring, s.terms.groups = std::max(s.terms.groups, m.groups);
       if (!m.sass_known) s.unknown_kernel = kernels[i][l];
       s.terms.launch += m.launch, s.terms.share = std::max(s.terms.share, m.share);
       s.terms.beyond_l2 |= m.beyond_l2, s.terms.dram_rereads += m.dram_rereads, s.terms.l2_rereads += m.l2_rereads;
