@@ -30,15 +30,33 @@ __host__ __device__ inline int tiles_to_visit(const attn::AttentionParams& p, in
 // grid.y holds 65535 at most (with Q tiles of 128 rows, Lq up to 8 388 480), so the Q tiles go over
 // y and z, still counted down in launch order: z is the fewest that fit (513 at most for tiles of 64
 // rows and any int Lq), and y * z exceeds the tiles by fewer than z. x, the head, holds 2^31 - 1.
-inline dim3 heaviest_first_grid(unsigned heads, unsigned q_tiles) {
+// Sections (chapter 09's step g, after FlashAttention-3's tile scheduler): every head's heaviest
+// tile first means that between two Q tiles of one head, every head's K/V pass through L2, which
+// loses them once they exceed it. With `section` heads at a time (x), all the Q tiles of a section
+// run, heaviest first (y), before the next section (z) starts, so only a section's K/V need to stay
+// in L2. The last section may be short: its blocks past the last head have no work. section = heads
+// is the order above, and so is any section where the Q tiles need z (past 65535 of them).
+inline dim3 heaviest_first_grid(unsigned heads, unsigned q_tiles, unsigned section) {
   const unsigned z = (q_tiles + 65534) / 65535, y = (q_tiles + z - 1) / z;
-  return dim3(heads, y, z);
+  if (z > 1 || section < 1 || section > heads) section = heads;
+  return dim3(section, y, z * ((heads + section - 1) / section));
 }
+inline dim3 heaviest_first_grid(unsigned heads, unsigned q_tiles) { return heaviest_first_grid(heads, q_tiles, heads); }
 // The Q tile of block (y, z) of that grid: y * z - 1 down to 0 in launch order. The ranks the
 // rounding adds come first, with tiles past the last row, which visit nothing (tiles_to_visit).
 // Without z (one z, y = the tiles) it is q_tiles - 1 - y.
 __host__ __device__ inline int heaviest_first_tile(unsigned y, unsigned z, unsigned grid_y, unsigned grid_z) {
   return static_cast<int>(grid_y * (grid_z - z) - 1 - y);
+}
+// The head and the Q tile of block b of that grid. With sections (fewer heads on x than there are),
+// z is the section and the Q tiles fit in y; without, z spreads the Q tiles. A head >= heads is
+// past the last section's heads.
+struct HeadTile {
+  int head, tile;
+};
+__host__ __device__ inline HeadTile heaviest_first_block(uint3 b, dim3 grid, unsigned heads) {
+  if (grid.x < heads) return {static_cast<int>(b.z * grid.x + b.x), static_cast<int>(grid.y - 1 - b.y)};
+  return {static_cast<int>(b.x), heaviest_first_tile(b.y, b.z, grid.y, grid.z)};
 }
 
 // The (Q tile, K/V tile) pairs of one head that a pass with tiles Br x Bc visits: with skipping,

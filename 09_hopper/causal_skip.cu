@@ -1,6 +1,6 @@
 // causal_skip.cu: step g. Step f with chapter 06's causal policy: the K/V tiles above the diagonal
 // are never copied nor multiplied, only the tiles the diagonal (or the end of the keys) crosses are
-// masked, and under is_causal the heaviest Q tiles are launched first.
+// masked, and under is_causal the heaviest Q tiles are launched first, a section of heads at a time.
 //
 // Steps b to f applied is_causal key by key on every K/V tile: about half of a causal problem's
 // products and copies were thrown away. Here a block visits the tiles that chapter 06's
@@ -11,7 +11,10 @@
 // go through the mask; the others take the scale into the exponent (softmax_s with masked =
 // false), as chapter 05's step h does. And since a block's work now grows with its Q tile, under
 // is_causal the grid is (heads, Q tiles) with the last Q tile first (chapter 06's balanced order),
-// so that the last wave is made of light blocks. Without is_causal the blocks are alike, there is
+// so that the last wave is made of light blocks; in sections of heads whose K/V fit in L2
+// (FlashAttention-3's order: ch06::heaviest_first_grid, kv_section in hopper.h), since one block per
+// SM and a ring of two stages cannot hide K/V read again from DRAM, which every head's Q tiles in
+// turn would force past 32 MB of K/V (at B = 16, H = 32, N = 1024, d = 64: 470 MB of 670). Without is_causal the blocks are alike, there is
 // nothing to balance, and the grid stays step f's (Q tiles, heads): the blocks in flight together
 // are then mostly one head's, reading the same K/V tiles while L2 holds them, where heads first
 // would spread them over as many heads, each reading its K/V from DRAM. A grid's y holds 65535
@@ -20,7 +23,8 @@
 // for any Lq (the heads are at most 65535 by the registry, as for steps b to f). A block whose rows
 // see no key (bottom-right, Lq > Lk) copies nothing and writes zeros; one the spread adds past the
 // last row copies and writes nothing.
-// Cost: a branch per tile; consumer 0 may multiply one tile that it masks whole.
+// Cost: a branch per tile; consumer 0 may multiply one tile that it masks whole; under is_causal,
+// the last section's blocks past its heads (fewer than the sections per Q tile) start and return.
 #include "06_causal/causal.h"
 #include "ring.cuh"
 
@@ -36,10 +40,11 @@ __global__ void __launch_bounds__(kWsThreads, 1)
                        const __grid_constant__ CUtensorMap v_map, const attn::AttentionParams p) {
   constexpr int rows = kConsumers * kBr;
   const Ring<T, D> ring;
-  const bool by_weight = heaviest_first(p);
-  const int bh = static_cast<int>(by_weight ? blockIdx.x : blockIdx.y);
-  const int q0 = (by_weight ? ch06::heaviest_first_tile(blockIdx.y, blockIdx.z, gridDim.y, gridDim.z)
-                            : static_cast<int>(blockIdx.x)) * rows;
+  const int heads = p.B * p.H;
+  const ch06::HeadTile at = heaviest_first(p) ? ch06::heaviest_first_block(blockIdx, gridDim, static_cast<unsigned>(heads))
+                                              : ch06::HeadTile{static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.x)};
+  if (at.head >= heads) return;  // past the last section's heads
+  const int bh = at.head, q0 = at.tile * rows;
   const int tiles = ch06::tiles_to_visit(p, q0, rows, kBc);
   if (!split_roles(ring, &q_map, &k_map, &v_map, q0, bh, tiles)) return;  // the producer is done
 

@@ -4,6 +4,8 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <algorithm>
+
 #include "kernels/head_dims.h"
 #include "kernels/params.h"
 
@@ -39,5 +41,18 @@ inline constexpr long ws_smem_bytes(int d) { return ring_smem_bytes(d) + 2L * (k
 // Every launch asks for kAlign bytes beyond its tiles, to start them on a 1024-byte boundary
 // (smem_tiles.cuh's aligned_smem: the 128-byte swizzle repeats every 1024 bytes).
 inline constexpr int kAlign = 1024;
+
+// Step g under is_causal: the heads of a section of its heaviest-first grid
+// (ch06::heaviest_first_grid): as many as have their K and V in 32 MB, FlashAttention-3's budget
+// for them (its tile scheduler, hopper/tile_scheduler.hpp), which leaves Q, O and the rest of the
+// H100's and H200's 50 MB of L2 to the blocks in flight; at least one, and as many in each section
+// as the sections needed allow.
+inline unsigned kv_section(const attn::AttentionParams& p, size_t element_bytes, int D) {
+  const unsigned heads = static_cast<unsigned>(p.B * p.H);
+  const double kv_bytes = 2.0 * p.Lk * D * static_cast<double>(element_bytes);
+  const unsigned fit = static_cast<unsigned>(std::clamp(32.0 * (1 << 20) / kv_bytes, 1.0, static_cast<double>(heads)));
+  const unsigned sections = (heads + fit - 1) / fit;
+  return (heads + sections - 1) / sections;
+}
 
 }  // namespace ch09

@@ -104,7 +104,8 @@ __device__ __forceinline__ bool split_roles(const Ring<T, D>& ring, const CUtens
 // Launches a kernel of steps d onwards, kernel(t, d) naming its instantiation: Q tiles of
 // kConsumers * kBr rows, kWsThreads threads, the ring's shared memory. The grid is (Q tiles, heads),
 // heads at most 65535 (the registry's max_heads), or for step g, which launches the heaviest Q tiles
-// first (causal_skip.cu), chapter 06's (heads, Q tiles over y and z): no dimension past its limit.
+// first (causal_skip.cu), chapter 06's (heads of a section, Q tiles over y, sections or the Q
+// tiles' spread over z): no dimension past its limit.
 template <class Kernel>
 cudaError_t launch_ring(const attn::AttentionParams& p, Kernel&& kernel, bool heaviest_first = false) {
   if (p.Lk < 1) return cudaErrorInvalidValue;  // steps d to f wait for tile 0 (the harness refuses it first)
@@ -113,7 +114,8 @@ cudaError_t launch_ring(const attn::AttentionParams& p, Kernel&& kernel, bool he
     TensorMaps maps;
     if (const cudaError_t e = tensor_maps<decltype(t), D>(p, kBr, &maps); e != cudaSuccess) return e;
     const unsigned q_tiles = static_cast<unsigned>((p.Lq + rows - 1) / rows), heads = static_cast<unsigned>(p.B * p.H);
-    const dim3 grid = heaviest_first ? ch06::heaviest_first_grid(heads, q_tiles) : dim3(q_tiles, heads);
+    const dim3 grid =
+        heaviest_first ? ch06::heaviest_first_grid(heads, q_tiles, kv_section(p, sizeof(decltype(t)), D)) : dim3(q_tiles, heads);
     return simt::launch(kernel(t, d), grid, dim3(kWsThreads), ws_smem_bytes(D) + kAlign, maps.q, maps.k, maps.v, p);
   });
 }

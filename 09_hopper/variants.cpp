@@ -4,6 +4,7 @@
 // step e has the two consumer warpgroups take turns; step f overlaps each one's softmax with its own
 // P V; step g skips what is_causal hides, as chapter 06 does.
 #include <cstdio>
+#include <string>
 
 #include "05_flash_v2/flash_v2.h"
 #include "06_causal/causal.h"
@@ -97,14 +98,21 @@ const Register g([] {
   Variant v = ring_step("causal_skip",
                         "step f with chapter 06's policy: K/V tiles above the diagonal skipped, only the crossing ones "
                         "masked, heaviest Q tiles first",
-                        ch09::causal_skip, "128 (two consumer warpgroups taking turns, one producer), heaviest first");
+                        ch09::causal_skip, "128 (two consumer warpgroups taking turns, one producer)");
   v.best = true;
   v.hbm_bytes = [](const Problem& p) { return p.fa2_bytes_visited(skipped_pairs(p, true), ch09::kBc); };
   v.plan = [rows_plan = v.plan](const Problem& p) {
-    char s[120];
+    AttentionParams a{};
+    a.B = p.B, a.H = p.H, a.Lk = p.Lk;
+    const unsigned heads = static_cast<unsigned>(p.B * p.H), section = ch09::kv_section(a, 2, p.d);
+    char s[200];
     std::snprintf(s, sizeof s, "; %lld of %lld (Q tile, K/V tile) pairs visited per head", skipped_pairs(p, true),
                   skipped_pairs(p, false));
-    return rows_plan(p) + s;
+    std::string order = "; Q tiles first";
+    if (p.causal != Causal::none)
+      order = section < heads ? "; heaviest Q tiles first, " + std::to_string(section) + " heads at a time (their K/V in 32 MB)"
+                              : "; heaviest Q tiles first";
+    return rows_plan(p) + s + order;
   };
   return v;
 }());

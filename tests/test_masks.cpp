@@ -124,6 +124,54 @@ void check_heaviest_first(const std::vector<long long>& pairs) {
   CHECK(heaviest - pairs.begin() <= pairs.end() - heaviest);
 }
 
+// Chapter 09's step g launches under is_causal in sections of heads (ch06::heaviest_first_grid with
+// a section): every (head, Q tile) once, no grid dimension past its limit, the sections one after
+// the other in launch order, each with its heaviest Q tiles (the highest) first; where the Q tiles
+// need z, one section (the order of chapter 06's balanced).
+TEST_CASE("a heaviest-first grid in sections launches every head's Q tiles once, a section at a time", "[variants]") {
+  int sectioned = 0;
+  for (unsigned heads : {1u, 3u, 7u, 64u, 1000u})
+    for (unsigned q_tiles : {1u, 5u, 33u, 70000u})
+      for (unsigned section : {1u, 2u, 3u, 48u, heads, heads + 5}) {
+        if (q_tiles > 65535 && heads > 7) continue;  // tens of millions of blocks: the small heads show it
+        INFO("heads " << heads << ", Q tiles " << q_tiles << ", section " << section);
+        const dim3 g = ch06::heaviest_first_grid(heads, q_tiles, section);
+        REQUIRE(g.y <= 65535u);
+        REQUIRE(g.z <= 65535u);
+        const unsigned sections = (heads + g.x - 1) / g.x;
+        CHECK(g.x == (q_tiles > 65535 || section > heads ? heads : section));
+        sectioned += sections > 1;
+        std::vector<int> seen(static_cast<size_t>(heads) * q_tiles, 0);
+        int current = -1, previous_tile = 0, past_heads = 0;
+        for (unsigned z = 0; z < g.z; ++z)
+          for (unsigned y = 0; y < g.y; ++y)
+            for (unsigned x = 0; x < g.x; ++x) {
+              const ch06::HeadTile at = ch06::heaviest_first_block(uint3{x, y, z}, g, heads);
+              REQUIRE(at.head >= 0);
+              REQUIRE(at.tile >= 0);
+              const int s = at.head / static_cast<int>(g.x);
+              if (s != current) {
+                REQUIRE(s == current + 1);  // the sections in order, each whole before the next
+                current = s;
+              } else {
+                REQUIRE(at.tile <= previous_tile);  // and within one, the heaviest Q tiles first
+              }
+              previous_tile = at.tile;
+              if (at.head >= static_cast<int>(heads)) {
+                ++past_heads;
+                continue;
+              }
+              if (at.tile < static_cast<int>(q_tiles)) ++seen[static_cast<size_t>(at.head) * q_tiles + static_cast<size_t>(at.tile)];
+            }
+        CHECK(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
+        CHECK(past_heads == static_cast<int>((sections * g.x - heads) * g.y * (g.z / sections)));
+        CHECK(current == static_cast<int>(sections) - 1);
+        const dim3 balanced = ch06::heaviest_first_grid(heads, q_tiles);  // chapter 06's: one section
+        CHECK((balanced.x == heads && balanced.y == g.y && balanced.z * sections == g.z));
+      }
+  CHECK(sectioned > 20);
+}
+
 TEST_CASE("a window's tiles in closed form are those with a visible key, the partial ones masked", "[variants]") {
   const std::pair<int, int> windows[] = {{0, 0}, {5, 3}, {-1, 0}, {0, -1}, {100, 30}, {300, -1}, {-1, -1}, {1000, 2000}};
   int unequal = 0;  // problems whose Q tiles do not all visit as many tiles (the launch order matters)

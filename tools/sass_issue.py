@@ -186,7 +186,7 @@ def mix(instrs, blocks, times, one_warp=False):
     WARPGROUP.DEPBAR): there a warpgroup's role takes some blocks and skips others, so address order
     is not one warp's order, and each block starts clear; unless `one_warp` (the tile part: the
     consumers' walked loop, whose address order is a warp's), and then the blocks are issued as one
-    sequence (walked()), the tensor core's groups carried too: a wait may be for products another
+    sequence (as_sequence()), the tensor core's groups carried too: a wait may be for products another
     block issued (chapter 09's steps f and g issue P_{j-1} V_{j-1} beside S_j's products and wait
     for them in the block after the mask's tests)."""
     total, seen, cycles, dram, fp32, imad = 0, [0] * len(KINDS), 0, 0, 0, 0
@@ -208,28 +208,27 @@ def mix(instrs, blocks, times, one_warp=False):
             if not instrs[i]["never"]:
                 fp32 += n * instrs[i]["op"].startswith(FP32_OPS)
                 imad += n * instrs[i]["op"].startswith(IMAD_OPS)
+    seq = as_sequence(instrs, blocks, times)
     if one_warp and not carry:
-        seq = walked(instrs, blocks, times)
         cycles, dram = block_issue(seq, 0, len(seq), L2_LATENCY)[0], block_issue(seq, 0, len(seq), DRAM_LATENCY)[0]
-    return total, seen, cycles, dram, fp32, imad, release_cycles(instrs, blocks, times)
+    return total, seen, cycles, dram, fp32, imad, release_cycles(seq)
 
 
-def walked(instrs, blocks, times):
+def as_sequence(instrs, blocks, times):
     """The blocks' instructions as one sequence in address order, each block `times` times (rounded,
     at least once)."""
     return [instrs[i] for b in sorted(times) for _ in range(max(1, round(times[b])))
             for i in range(blocks[b]["start"], blocks[b]["end"])]
 
 
-def release_cycles(instrs, blocks, times):
-    """The cycles one warp alone takes from the blocks' start to the first arrival that gives a stage
-    back (RELEASE), with it, every global load hitting L2; 0 without one. The blocks are issued as
-    one sequence (walked()), the tensor core's groups carried from one to the next: the arrival
-    follows the wait for every group the iteration issued (the products of tile j - 1 that read the
-    stage), which may be in another block than the products. In the tile part, the one whose release
+def release_cycles(seq):
+    """The cycles one warp alone takes from the start of `seq` (blocks as one sequence: as_sequence())
+    to the first arrival that gives a stage back (RELEASE), with it, every global load hitting L2; 0
+    without one. The tensor core's groups are carried from block to block: the arrival follows the
+    wait for every group the iteration issued (the products of tile j - 1 that read the stage),
+    which may be in another block than the products. In the tile part, the one whose release
     says how long a consumer holds its stage, the blocks are the consumers' walked loop: their
     address order is a warp's (in a part that holds both roles' blocks it need not be)."""
-    seq = walked(instrs, blocks, times)
     at = next((n for n, x in enumerate(seq) if x["op"].startswith(RELEASE) and not x["never"]), None)
     return 0 if at is None else block_issue(seq, 0, at + 1, L2_LATENCY)[0]
 

@@ -65,10 +65,36 @@ void exchange_x_y(simt::Counters& c) {
   std::swap(c.shared_sectors[0], c.shared_sectors[1]);
   std::swap(c.shared_reads[0], c.shared_reads[1]);
 }
-StageProfile as_run(StageProfile s) {
+// And under is_causal every head in one section, where today's grid (heads of a section, Q tiles,
+// sections: ch06::heaviest_first_grid) runs a section's Q tiles before the next's: the blocks, less
+// those past the last section's heads, in the H200's order. A K/V sector is read along y in both.
+void one_section(simt::Counters& c, std::vector<float>* work, long long heads) {
+  const long long gx = static_cast<long long>(c.grid_x), gy = static_cast<long long>(c.grid_y), gz = static_cast<long long>(c.grid_z);
+  const long long sections = (heads + gx - 1) / gx, spread = gz / sections;
+  if (sections <= 1) return;
+  if (work != nullptr && work->size() == static_cast<size_t>(gx * gy * gz)) {
+    std::vector<float> heads_first(static_cast<size_t>(heads * gy * spread));
+    for (size_t i = 0; i < work->size(); ++i) {  // block (x, y, z) of today's grid is head (z / spread) gx + x's
+      const long long x = static_cast<long long>(i) % gx, y = static_cast<long long>(i) / gx % gy, z = static_cast<long long>(i) / (gx * gy);
+      const long long head = z / spread * gx + x;
+      if (head < heads) heads_first[static_cast<size_t>(head + heads * (y + gy * (z % spread)))] = (*work)[i];
+    }
+    *work = std::move(heads_first);
+  }
+  const double blocks = static_cast<double>(heads * gy * spread);
+  c.blocks_counted *= blocks / c.blocks;
+  c.blocks = blocks, c.grid_x = static_cast<double>(heads), c.grid_z = static_cast<double>(spread);
+}
+StageProfile as_run(StageProfile s, long long heads) {
   const bool step_g = std::any_of(s.kernels.begin(), s.kernels.end(),
                                   [](const std::string& k) { return k.find("causal_skip_kernel") != std::string::npos; });
-  if (!step_g || s.path.causal != nullptr) return s;
+  if (!step_g) return s;
+  if (s.path.causal != nullptr) {
+    REQUIRE(heads > 0);  // the problem's, which a stage alone does not hold
+    one_section(s.counters, nullptr, heads);
+    for (size_t l = 0; l < s.launches.size(); ++l) one_section(s.launches[l], l < s.work.size() ? &s.work[l] : nullptr, heads);
+    return s;
+  }
   exchange_x_y(s.counters);
   for (size_t l = 0; l < s.launches.size(); ++l) {
     simt::Counters& c = s.launches[l];
@@ -85,8 +111,9 @@ StageProfile as_run(StageProfile s) {
   }
   return s;
 }
+StageProfile as_run(const StageProfile& s) { return as_run(s, 0); }
 Profile as_run(Profile pr) {
-  for (StageProfile& s : pr.stages) s = as_run(std::move(s));
+  for (StageProfile& s : pr.stages) s = as_run(std::move(s), static_cast<long long>(pr.problem.B) * pr.problem.H);
   return pr;
 }
 
