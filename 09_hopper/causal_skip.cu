@@ -87,7 +87,8 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     issue_s<T, D>(S, q_desc, ring.k_desc(s));  // S_j
     issue_pv<T, D>(O, pa, ring.v_desc(prev));  // O += P_{j-1} V_{j-1}
     turn.pass();
-    simt::wgmma_wait<1>(S);  // S_j is done; P_{j-1} V_{j-1} may still run
+    simt::wgmma_wait<1>(S);  // S_j is done; P_{j-1} V_{j-1} may still run (in the source: ptxas hoists
+                             // the wait below above the softmax, notes/09 step f)
     softmax_s(S, m, l, alpha, p, row, bh, j * kBc, scale_log2, masked(j));  // P_j, in fp32 in S
     simt::wgmma_wait<0>(O);  // P_{j-1} V_{j-1} is done: its P registers and O are free again
     simt::wgmma_fence_operand(pa);  // so P_j's packing stays after the wait (O's is in wgmma_wait)

@@ -103,9 +103,9 @@ __device__ __forceinline__ bool split_roles(const Ring<T, D>& ring, const CUtens
 
 // Launches a kernel of steps d onwards, kernel(t, d) naming its instantiation: Q tiles of
 // kConsumers * kBr rows, kWsThreads threads, the ring's shared memory. The grid is (Q tiles, heads),
-// heads at most 65535 (the registry's max_heads), or for step g, which launches the heaviest Q tiles
-// first (causal_skip.cu), chapter 06's (heads of a section, Q tiles over y, sections or the Q
-// tiles' spread over z): no dimension past its limit.
+// heads at most 65535 (the registry's max_heads), or for step g under is_causal, which launches the
+// heaviest Q tiles first (causal_skip.cu), chapter 06's (heads of a section, Q tiles over y,
+// sections or the Q tiles' spread over z): no dimension past its limit.
 template <class Kernel>
 cudaError_t launch_ring(const attn::AttentionParams& p, Kernel&& kernel, bool heaviest_first = false) {
   if (p.Lk < 1) return cudaErrorInvalidValue;  // steps d to f wait for tile 0 (the harness refuses it first)

@@ -97,7 +97,7 @@ long long skipped_pairs(const Problem& p, bool skip) {
 const Register g([] {
   Variant v = ring_step("causal_skip",
                         "step f with chapter 06's policy: K/V tiles above the diagonal skipped, only the crossing ones "
-                        "masked, heaviest Q tiles first",
+                        "masked; under is_causal the heaviest Q tiles first, a section of heads at a time",
                         ch09::causal_skip, "128 (two consumer warpgroups taking turns, one producer)");
   v.best = true;
   v.hbm_bytes = [](const Problem& p) { return p.fa2_bytes_visited(skipped_pairs(p, true), ch09::kBc); };

@@ -256,12 +256,16 @@ void print_stage(const StageProfile& s, const gpus::Gpu& g, int sample) {
   // A TMA ring (chapter 09's steps c onwards): what the emulator counted of it, and what its refills
   // wait for their stages in the model (model.h, "The ring"; notes/performance_model.md, "Chapter
   // 09's SASS").
-  if (c.ring_stages > 0)
+  if (c.ring_stages > 0) {
+    char wait[64];  // the ring is timed from the kernel's SASS row (its release): none, no wait modelled
+    if (m.sass_known) std::snprintf(wait, sizeof wait, "%.2f us (in the latency)", m.ring);
+    else std::snprintf(wait, sizeof wait, "not modelled (no SASS row)");
     std::printf("    ring      %.0f stages of %s bytes; a tile's stage given back %.0f tile%s after the consumers start on "
                 "it; %s of %s tiles copied into a stage an earlier tile gave back; their wait for a stage beyond the "
-                "chains %.2f us (in the latency)\n",
+                "chains %s\n",
                 c.ring_stages, count(c.ring_stage_bytes).c_str(), c.ring_lag, c.ring_lag == 1 ? "" : "s",
-                count(c.ring_refills).c_str(), count(c.ring_tiles).c_str(), m.ring);
+                count(c.ring_refills).c_str(), count(c.ring_tiles).c_str(), wait);
+  }
   const int cc = sass_cc(g.cc());
   if (m.sass_known)
     std::printf("    issue     %s warp instructions (the sm_%d SASS's, weighted by the counts above: model/sass.h)%s%s\n",

@@ -95,9 +95,10 @@
 // cycles to it (SassPart::release), the last consumer's behind the others' products on the tensor
 // pipe (two consumers take turns at it). S stages give a tile every (copy + hold) / (S - lag) at
 // most (Little's law); where that is longer than the chains' own period per tile, each refill waits
-// the difference (Modelled::ring), on top of the latency. Nothing new is fitted: the latencies and
-// rates are gpus.h's. A copy from DRAM takes longer than one from L2, so the ring binds first where
-// the grid's order makes K/V cross DRAM (chapter 09's heads-first step g at d = 128).
+// the difference (Modelled::ring), on top of the latency; a warp-specialized block adds its
+// producer's iteration up to the copy (hold_us). Nothing new is fitted: the latencies and rates are
+// gpus.h's. A copy from DRAM takes longer than one from L2, so the ring binds first where the
+// grid's order makes K/V cross DRAM (chapter 09's step g heads first at d = 128, as the H200 ran it).
 //
 // The model is still a max of floors, each unit at its peak. Its DRAM traffic is one read of each
 // sector per launch, the re-reads the grid's order forces and a block's re-reads of its own data
@@ -211,11 +212,14 @@ inline double rereads_beyond(const double (&reread)[simt::kReuseBuckets], double
 // used: a sweep longer than the cache hits nothing, a shorter one everything), and each later group
 // reads it again. The readers are taken as every block from the lowest to the highest along the
 // highest dimension they differ in (Counters::shared_reads), k their mean over the sectors.
-// A heads-first grid (chapter 09's step g: x = batch x head) puts a head's Q tiles grid_x blocks
-// apart: at B = 4, H = 16, N = 4096, d = 128 its 2048 blocks read each head's K/V in groups of
+// A heads-first grid (chapter 09's step g as the H200 ran it: x = batch x head) puts a head's Q
+// tiles grid_x blocks apart: at B = 4, H = 16, N = 4096, d = 128 its 2048 blocks read each head's K/V in groups of
 // about 2, and the 64 heads between (134 MB of K/V) pass L2's 50 MB, so K/V cross DRAM about 16
 // times: 2.15 GB, where Nsight Compute read 2.22 GB on an H200 (results/nvidia-h200/ncu). A grid
 // with the Q tiles in x (chapter 05) keeps every reader of a head's K/V resident at once: once.
+// Step g now launches Q tiles first without is_causal, and with it heads first a section at a time
+// (x: the heads of a section, z: the sections): the window then holds a section's K/V, 32 MB at
+// most, and each crosses once.
 // The L2 capacity is gpus.h's (an assumption for the H100 and H200: 50 MB).
 // And a block's own re-reads (rereads_beyond, above): chapter 04's block per head reads its K/V
 // once per Q tile, at B = 4, H = 16, N = 4096, d = 128 2 MB between two reads of a sector, 128 MB
@@ -301,7 +305,7 @@ inline double busy(const std::vector<float>& work, int sms) {
 // A ring of stages (Counters::ring_stages): S stages, a tile's stage given back `lag` tiles after
 // the consumers start on it and `hold` after their iteration on the tile that gives it back began;
 // a copy waits `latency` for its first bytes, and the whole GPU's bandwidth needs `all_sms` for one
-// stage of every SM at once. A tile holds its stage from the copy's start to its release: the copy,
+// stage of every resident block at once. A tile holds its stage from the copy's start to its release: the copy,
 // then lag tile periods, then hold. With S stages a tile comes every P at most when
 //
 //   S x P >= copy(P) + lag x P + hold,     copy(P) = latency / (1 - all_sms / P)

@@ -69,8 +69,8 @@ struct SassPart {
   double imad;
   // The cycles one warp alone takes from the part's start to the first arrival that gives a ring's
   // stage back (an mbarrier arrival without bytes: chapter 09's consumers), with it, global loads
-  // hitting L2; 0 without one. How long into its iteration a consumer holds the stage it frees (not
-  // yet in model.h: notes/performance_model.md, "Chapter 09's SASS").
+  // hitting L2; 0 without one. How long into its iteration a consumer holds the stage it frees
+  // (model.h's ring: notes/performance_model.md, "Chapter 09's SASS").
   double release;
 };
 

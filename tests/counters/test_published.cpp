@@ -57,7 +57,8 @@ const SassRows kAsRun{kAsRunRows, static_cast<int>(sizeof kAsRunRows / sizeof kA
 
 // Step g's grid as the H200 ran it (5676c28): heads first, (heads, Q tiles), without is_causal too,
 // where it launches step f's (Q tiles, heads) since 07c4141. Without is_causal its blocks are alike,
-// so only their places in the launch order differ: x and y exchanged, and with them the dimension
+// so only their places in the launch order differ: x and y exchanged (its y counted the Q tiles
+// down), and with them the dimension
 // each shared K/V sector is read along (model/model.h, DRAM re-reads by the grid's order) and each
 // block's place among the works. Its SASS rows are the code it ran (h200_sass_as_run.inc).
 void exchange_x_y(simt::Counters& c) {
@@ -101,9 +102,10 @@ StageProfile as_run(StageProfile s, long long heads) {
     if (l < s.work.size() && s.work[l].size() == static_cast<size_t>(c.grid_x * c.grid_y * c.grid_z)) {
       const long long gx = static_cast<long long>(c.grid_x), gy = static_cast<long long>(c.grid_y);
       std::vector<float> heads_first(s.work[l].size());
-      for (size_t i = 0; i < heads_first.size(); ++i) {  // block (x, y, z) of today's grid is (y, x, z) of the H200's
+      for (size_t i = 0; i < heads_first.size(); ++i) {  // block (x, y, z) of today's grid is (y, gx - 1 - x, z) of the
+        // H200's, whose y counted the Q tiles down
         const long long x = static_cast<long long>(i) % gx, y = static_cast<long long>(i) / gx % gy, z = static_cast<long long>(i) / (gx * gy);
-        heads_first[y + gy * (x + gx * z)] = s.work[l][i];
+        heads_first[y + gy * ((gx - 1 - x) + gx * z)] = s.work[l][i];
       }
       s.work[l] = std::move(heads_first);
     }
@@ -405,7 +407,7 @@ TEST_CASE("the model beside chapter 09 measured and FlashAttention-3 published",
                     v.name.c_str(), ms, model_ms, model_ms / ms, roofline);
       t << line;
       INFO(line);
-      CHECK(std::fabs(std::log(model_ms / ms)) <= std::fabs(std::log(roofline)));  // equal where a floor binds (tma_ring: L2)
+      CHECK(std::fabs(std::log(model_ms / ms)) <= std::fabs(std::log(roofline)));  // equal where a floor binds
     }
     // Step c against the warp-specialized steps d to g, in the order the H200 measured.
     for (const char* later : {"warp_specialized", "ping_pong", "intra_overlap", "causal_skip"}) {
