@@ -102,12 +102,18 @@ def main():
                   and f"compute-sanitizer --tool {tool} --error-exitcode 9 {build}/bin/flashsteps backward" in calls,
                   f"compute-sanitizer {tool} on the forward and the backward")
         ncu = [line for line in calls.splitlines() if line.startswith("ncu --clock-control")]
-        best = [line for line in ncu if "-b 4 -H 16 -n 4096" in line]
+        best = [line for line in ncu if "-b 4 -H 16 -n 4096" in line and "--causal" not in line]
         profiled = [line.split(" -v ", 1)[-1].split(" ", 1)[0] for line in best]
         check(profiled == ["register_blocked", "lean_loop"]
               and all("--metrics gpu__time_duration.sum,dram__bytes_read.sum " in line for line in best),
               f"ncu on each best variant, nothing else (not the list's \"(best):\" legend), with the metrics "
               f"this ncu knows only (got {profiled})")
+        sections = [line for line in ncu if "--causal" in line]
+        check(len(sections) == 1 and ncu[-1] == sections[0]
+              and "-v causal_skip -v balanced --causal --reps 0 -b 4 -H 16 -n 4096 -d 128" in sections[0]
+              and "--metrics gpu__time_duration.sum,dram__bytes_read.sum " in sections[0],
+              f"ncu last on step g's sections beside balanced with is_causal, the DRAM bytes among its metrics "
+              f"(got {sections})")
         states = [line for line in ncu if "--section WarpStateStats" in line]
         check(len(states) == 4 and all("--metrics gpu__time_duration.sum,dram__bytes_read.sum,lts__t_sector_hit_rate.pct "
                                        in line for line in states)

@@ -266,6 +266,14 @@ profile() {
     ncu --clock-control none --csv --print-units base --log-file "$out/ncu_$v.csv" --metrics "$metric_list" \
       "$build/bin/flashsteps" run -v "$v" --reps 0 -b 4 -H 16 -n 4096 -d 128 --dtype fp16 || failed "$v"
   done
+  # Last, in what time is left: step g and chapter 06's balanced with is_causal at the same shape.
+  # Since 61c01c4 step g launches its heads a section at a time (32 MiB of K and V each), and the
+  # model reads its K and V once there (about 0.2 GB, notes/09_hopper.md, "What comes next"), where
+  # the H200's one-section grid read them again; balanced keeps one section.
+  echo "== ncu: causal_skip and balanced with is_causal"
+  ncu --clock-control none --csv --print-units base --log-file "$out/ncu_causal_sections.csv" --metrics "$metric_list" \
+    "$build/bin/flashsteps" run -v causal_skip -v balanced --causal --reps 0 -b 4 -H 16 -n 4096 -d 128 --dtype fp16 ||
+    failed "causal_skip and balanced with is_causal"
   return $status
 }
 
