@@ -104,7 +104,7 @@ const Register g([] {
   v.plan = [rows_plan = v.plan](const Problem& p) {
     AttentionParams a{};
     a.B = p.B, a.H = p.H, a.Lk = p.Lk;
-    const unsigned heads = static_cast<unsigned>(p.B * p.H), section = ch09::kv_section(a, 2, p.d);
+    const unsigned heads = static_cast<unsigned>(p.B * p.H), section = ch09::kv_section(a, dtype_size(p.dtype), p.d);
     char s[200];
     std::snprintf(s, sizeof s, "; %lld of %lld (Q tile, K/V tile) pairs visited per head", skipped_pairs(p, true),
                   skipped_pairs(p, false));
