@@ -39,7 +39,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     causal_skip_kernel(const __grid_constant__ CUtensorMap q_map, const __grid_constant__ CUtensorMap k_map,
                        const __grid_constant__ CUtensorMap v_map, const attn::AttentionParams p) {
   constexpr int rows = kConsumers * kBr;
-  const Ring<T, D> ring;
+  const Ring<T, D, kRotatedStages> ring;  // a stage more: each is given back a tile later
   const int heads = p.B * p.H;
   const ch06::HeadTile at = heaviest_first(p) ? ch06::heaviest_first_block(blockIdx, gridDim, static_cast<unsigned>(heads))
                                               : ch06::HeadTile{static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.x)};
@@ -87,10 +87,10 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     issue_s<T, D>(S, q_desc, ring.k_desc(s));  // S_j
     issue_pv<T, D>(O, pa, ring.v_desc(prev));  // O += P_{j-1} V_{j-1}
     turn.pass();
-    simt::wgmma_wait<1>(S);  // S_j is done; P_{j-1} V_{j-1} may still run (in the source: ptxas hoists
-                             // the wait below above the softmax, notes/09 step f)
+    simt::wgmma_wait<1>(S);  // S_j is done; P_{j-1} V_{j-1} may still run
     softmax_s(S, m, l, alpha, p, row, bh, j * kBc, scale_log2, masked(j));  // P_j, in fp32 in S
-    simt::wgmma_wait<0>(O);  // P_{j-1} V_{j-1} is done: its P registers and O are free again
+    simt::wgmma_wait_in_place<0>(O);  // P_{j-1} V_{j-1} is done (after the softmax: ptxas would
+                                      // hoist a plain wait above it): P's registers and O are free
     simt::wgmma_fence_operand(pa);  // so P_j's packing stays after the wait (O's is in wgmma_wait)
     simt::mbarrier_arrive(&ring.empty[prev]);  // and so are K and V of tile j - 1
     ch05::rescale_o<D>(O.tiles(), alpha);
@@ -105,7 +105,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
 }  // namespace
 
 cudaError_t causal_skip(const attn::AttentionParams& p) {
-  return launch_ring(
+  return launch_ring<kRotatedStages>(
       p, [](auto t, auto d) { return causal_skip_kernel<decltype(t), decltype(d)::value>; }, heaviest_first(p));
 }
 

@@ -37,7 +37,13 @@ inline constexpr long ring_smem_bytes(int d) { return 2L * (kBr + 2 * kStages * 
 // counts with two consumers). 160 KiB of tiles at d = 128.
 inline constexpr int kConsumers = 2, kWsThreads = kThreads * (1 + kConsumers);
 inline constexpr unsigned kProducerRegs = 24, kConsumerRegs = 240;
-inline constexpr long ws_smem_bytes(int d) { return ring_smem_bytes(d) + 2L * (kConsumers - 1) * kBr * d; }
+// Steps f and g: a consumer gives a stage back only after its softmax of the next tile (step f's
+// rotation), a tile later than in steps d and e, so their ring has a stage more, for the producer to
+// keep as many copies in flight: 224 KiB of tiles at d = 128, of the 227 a block may have.
+inline constexpr int kRotatedStages = kStages + 1;
+inline constexpr long ws_smem_bytes(int d, int stages = kStages) {
+  return ring_smem_bytes(d) + (stages - kStages) * (4L * kBc * d + 16) + 2L * (kConsumers - 1) * kBr * d;
+}
 // Every launch asks for kAlign bytes beyond its tiles, to start them on a 1024-byte boundary
 // (smem_tiles.cuh's aligned_smem: the 128-byte swizzle repeats every 1024 bytes).
 inline constexpr int kAlign = 1024;

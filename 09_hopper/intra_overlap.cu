@@ -11,8 +11,11 @@
 // alpha and P_j packed over P_{j-1} (which is why the softmax's halves are separate: softmax_s, then
 // rescale_o and pack_p). Tile 0's
 // softmax comes before the loop, and the last tile's P V after it.
+// The wait for P_{j-1} V_{j-1} is wgmma_wait_in_place: ptxas would move a plain wait above the
+// softmax, which would then wait for the products instead of running under them (notes/09 step f).
 // Cost: P_{j-1} and the rescale factors live across the loop's turn (registers); a stage is held
-// until its P V is done, half a tile longer, so the ring's copies have less lead.
+// until its P V is done, a tile longer, so the ring has a stage more (kRotatedStages: 224 KiB of
+// shared memory at d = 128) for its copies to keep their lead; the fence, an instruction a tile.
 #include "ring.cuh"
 
 namespace ch09 {
@@ -22,7 +25,7 @@ template <class T, int D>
 __global__ void __launch_bounds__(kWsThreads, 1)
     intra_overlap_kernel(const __grid_constant__ CUtensorMap q_map, const __grid_constant__ CUtensorMap k_map,
                          const __grid_constant__ CUtensorMap v_map, const attn::AttentionParams p) {
-  const Ring<T, D> ring;
+  const Ring<T, D, kRotatedStages> ring;  // a stage more: each is given back a tile later
   const int bh = static_cast<int>(blockIdx.y), q0 = static_cast<int>(blockIdx.x) * kConsumers * kBr;
   const int tiles = (p.Lk + kBc - 1) / kBc;
   if (!split_roles(ring, &q_map, &k_map, &v_map, q0, bh, tiles)) return;  // the producer is done
@@ -58,7 +61,8 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     turn.pass();
     simt::wgmma_wait<1>(S);  // S_j is done; P_{j-1} V_{j-1} may still run
     softmax_s(S, m, l, alpha, p, row, bh, j * kBc, scale_log2);  // P_j, in fp32 in S
-    simt::wgmma_wait<0>(O);  // P_{j-1} V_{j-1} is done: its P registers and O are free again
+    simt::wgmma_wait_in_place<0>(O);  // P_{j-1} V_{j-1} is done (after the softmax: ptxas would
+                                      // hoist a plain wait above it): P's registers and O are free
     simt::wgmma_fence_operand(pa);  // so P_j's packing stays after the wait (O's is in wgmma_wait)
     simt::mbarrier_arrive(&ring.empty[prev]);  // and so are K and V of tile j - 1
     ch05::rescale_o<D>(O.tiles(), alpha);
@@ -73,7 +77,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
 }  // namespace
 
 cudaError_t intra_overlap(const attn::AttentionParams& p) {
-  return launch_ring(p, [](auto t, auto d) { return intra_overlap_kernel<decltype(t), decltype(d)::value>; });
+  return launch_ring<kRotatedStages>(p, [](auto t, auto d) { return intra_overlap_kernel<decltype(t), decltype(d)::value>; });
 }
 
 }  // namespace ch09

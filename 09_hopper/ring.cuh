@@ -10,26 +10,26 @@
 
 namespace ch09 {
 
-template <class T, int D>
+template <class T, int D, int Stages = kStages>
 struct Ring {
   T* Qs = aligned_smem<T>();             // [kConsumers][D / 64][kBr][64]
-  T* Ks = Qs + kConsumers * kBr * D;     // [kStages][D / 64][kBc][64]
-  T* Vs = Ks + kStages * kBc * D;        // the same
-  uint64_t* full = reinterpret_cast<uint64_t*>(Vs + kStages * kBc * D);  // a stage has landed
-  uint64_t* empty = full + kStages;      // every consumer thread is done with a stage
-  uint64_t* q_full = empty + kStages;
+  T* Ks = Qs + kConsumers * kBr * D;     // [Stages][D / 64][kBc][64]
+  T* Vs = Ks + Stages * kBc * D;         // the same
+  uint64_t* full = reinterpret_cast<uint64_t*>(Vs + Stages * kBc * D);  // a stage has landed
+  uint64_t* empty = full + Stages;       // every consumer thread is done with a stage
+  uint64_t* q_full = empty + Stages;
 
   // By one thread, before the block's last __syncthreads.
   __device__ __forceinline__ void init() const {
-    for (int s = 0; s < kStages; ++s) {
+    for (int s = 0; s < Stages; ++s) {
       simt::mbarrier_init(&full[s], 1);
       simt::mbarrier_init(&empty[s], kConsumers * kThreads);
     }
     simt::mbarrier_init(q_full, 1);
   }
 
-  // The producer's one thread: every consumer's Q, then tile j into stage j % kStages, once both
-  // consumers are done with tile j - kStages.
+  // The producer's one thread: every consumer's Q, then tile j into stage j % Stages, once both
+  // consumers are done with tile j - Stages.
   __device__ __forceinline__ void produce(const CUtensorMap* q_map, const CUtensorMap* k_map, const CUtensorMap* v_map,
                                           int q0, int bh, int tiles) const {
     constexpr unsigned kTileBytes = kBc * D * sizeof(T);  // a whole box, zeros past the last key included
@@ -38,8 +38,8 @@ struct Ring {
       for (int cb = 0; cb < D / 64; ++cb)
         simt::tma_load_3d(Qs + (c * (D / 64) + cb) * kBr * 64, q_map, cb * 64, q0 + c * kBr, bh, q_full);
     for (int j = 0; j < tiles; ++j) {
-      const int s = j % kStages;
-      if (j >= kStages) simt::mbarrier_wait_parity(&empty[s], static_cast<unsigned>(j / kStages - 1) & 1u);
+      const int s = j % Stages;
+      if (j >= Stages) simt::mbarrier_wait_parity(&empty[s], static_cast<unsigned>(j / Stages - 1) & 1u);
       simt::mbarrier_arrive_expect_tx(&full[s], 2 * kTileBytes);
       for (int cb = 0; cb < D / 64; ++cb) {
         simt::tma_load_3d(Ks + (s * (D / 64) + cb) * kBc * 64, k_map, cb * 64, j * kBc, bh, &full[s]);
@@ -50,8 +50,8 @@ struct Ring {
 
   // A consumer waits for tile j, and gets its stage's descriptors.
   __device__ __forceinline__ int wait_tile(int j) const {
-    const int s = j % kStages;
-    simt::mbarrier_wait_parity(&full[s], static_cast<unsigned>(j / kStages) & 1u);
+    const int s = j % Stages;
+    simt::mbarrier_wait_parity(&full[s], static_cast<unsigned>(j / Stages) & 1u);
     return s;
   }
   __device__ __forceinline__ uint64_t q_desc(int c) const { return k_major(Qs + c * kBr * D); }
@@ -86,8 +86,8 @@ struct PingPong {
 // the block's last __syncthreads (after it, roles meet only on the mbarriers); the producer
 // warpgroup gives its registers back and its thread 0 copies Q and the block's tiles, then returns
 // false; a consumer takes the registers and gets true. No copy when no tile is visited (step g).
-template <class T, int D>
-__device__ __forceinline__ bool split_roles(const Ring<T, D>& ring, const CUtensorMap* q_map, const CUtensorMap* k_map,
+template <class T, int D, int Stages>
+__device__ __forceinline__ bool split_roles(const Ring<T, D, Stages>& ring, const CUtensorMap* q_map, const CUtensorMap* k_map,
                                             const CUtensorMap* v_map, int q0, int bh, int tiles) {
   if (threadIdx.x == 0) ring.init();
   simt::fence_mbarrier_init();
@@ -102,11 +102,11 @@ __device__ __forceinline__ bool split_roles(const Ring<T, D>& ring, const CUtens
 }
 
 // Launches a kernel of steps d onwards, kernel(t, d) naming its instantiation: Q tiles of
-// kConsumers * kBr rows, kWsThreads threads, the ring's shared memory. The grid is (Q tiles, heads),
+// kConsumers * kBr rows, kWsThreads threads, the shared memory of its ring of Stages. The grid is (Q tiles, heads),
 // heads at most 65535 (the registry's max_heads), or for step g under is_causal, which launches the
 // heaviest Q tiles first (causal_skip.cu), chapter 06's (heads of a section, Q tiles over y,
 // sections or the Q tiles' spread over z): no dimension past its limit.
-template <class Kernel>
+template <int Stages = kStages, class Kernel>
 cudaError_t launch_ring(const attn::AttentionParams& p, Kernel&& kernel, bool heaviest_first = false) {
   if (p.Lk < 1) return cudaErrorInvalidValue;  // steps d to f wait for tile 0 (the harness refuses it first)
   return dispatch(p, [&](auto t, auto d) {
@@ -116,7 +116,7 @@ cudaError_t launch_ring(const attn::AttentionParams& p, Kernel&& kernel, bool he
     const unsigned q_tiles = static_cast<unsigned>((p.Lq + rows - 1) / rows), heads = static_cast<unsigned>(p.B * p.H);
     const dim3 grid =
         heaviest_first ? ch06::heaviest_first_grid(heads, q_tiles, kv_section(p, sizeof(decltype(t)), D)) : dim3(q_tiles, heads);
-    return simt::launch(kernel(t, d), grid, dim3(kWsThreads), ws_smem_bytes(D) + kAlign, maps.q, maps.k, maps.v, p);
+    return simt::launch(kernel(t, d), grid, dim3(kWsThreads), ws_smem_bytes(D, Stages) + kAlign, maps.q, maps.k, maps.v, p);
   });
 }
 

@@ -67,12 +67,16 @@ const Register c([] {
   return v;
 }());
 // Steps d onwards: Q tiles of kConsumers * kBr rows, the ring of ring.cuh filled by the producer.
+// Steps f and g give a stage back a tile later, and have a stage more (hopper.h's kRotatedStages).
 Variant ring_step(const char* name, const char* description, cudaError_t (*kernel)(const AttentionParams&),
-                  const char* rows) {
-  Variant v = step(name, description, kernel, [](const Problem&) { return ch09::kConsumers * ch09::kBr; },
-                   [](int d) { return ch09::ws_smem_bytes(d); });
-  v.plan = [rows](const Problem& p) {
-    return plan(p, rows, "TMA into 2 stages by the producer", ch09::ws_smem_bytes(p.d));
+                  const char* rows, bool rotated = false) {
+  const int stages = rotated ? ch09::kRotatedStages : ch09::kStages;
+  long (*tiles)(int) = rotated ? +[](int d) { return ch09::ws_smem_bytes(d, ch09::kRotatedStages); }
+                               : +[](int d) { return ch09::ws_smem_bytes(d); };
+  Variant v = step(name, description, kernel, [](const Problem&) { return ch09::kConsumers * ch09::kBr; }, tiles);
+  v.plan = [rows, stages](const Problem& p) {
+    const std::string copies = "TMA into " + std::to_string(stages) + " stages by the producer";
+    return plan(p, rows, copies.c_str(), ch09::ws_smem_bytes(p.d, stages));
   };
   return v;
 }
@@ -86,8 +90,9 @@ const Register e(
               ch09::ping_pong, "128 (two consumer warpgroups taking turns, one producer)"));
 const Register f(
     ring_step("intra_overlap",
-              "step e with each consumer's softmax of tile j overlapping its own P V of tile j - 1 (wgmma_wait<1>)",
-              ch09::intra_overlap, "128 (two consumer warpgroups taking turns, one producer)"));
+              "step e with each consumer's softmax of tile j overlapping its own P V of tile j - 1 (wgmma_wait<1>), "
+              "a ring of 3 stages",
+              ch09::intra_overlap, "128 (two consumer warpgroups taking turns, one producer)", true));
 // Step g's (Q tile, K/V tile) pairs per head: chapter 06's tiles_to_visit on its Q tiles of 128 rows.
 long long skipped_pairs(const Problem& p, bool skip) {
   AttentionParams a{};
@@ -98,7 +103,7 @@ const Register g([] {
   Variant v = ring_step("causal_skip",
                         "step f with chapter 06's policy: K/V tiles above the diagonal skipped, only the crossing ones "
                         "masked; under is_causal the heaviest Q tiles first, a section of heads at a time",
-                        ch09::causal_skip, "128 (two consumer warpgroups taking turns, one producer)");
+                        ch09::causal_skip, "128 (two consumer warpgroups taking turns, one producer)", true);
   v.best = true;
   v.hbm_bytes = [](const Problem& p) { return p.fa2_bytes_visited(skipped_pairs(p, true), ch09::kBc); };
   v.plan = [rows_plan = v.plan](const Problem& p) {

@@ -27,7 +27,7 @@ std::vector<Problem> shape_sweep() {
         }
   // A long K: 9 tiles of 128 keys (the last ragged) turn every stage of a ring over several times,
   // so that a pipeline's barrier phases and refills are exercised beyond their first uses
-  // (chapter 09's rings of 2 stages; chapter 05's cp.async).
+  // (chapter 09's rings of 2 and 3 stages; chapter 05's cp.async).
   for (Causal c : {Causal::none, Causal::top_left, Causal::bottom_right}) {
     Problem p;
     p.B = 1, p.H = 1, p.Lq = 130, p.Lk = 1100, p.d = 64, p.dtype = DType::fp16, p.causal = c;

@@ -12,7 +12,8 @@ report: nothing runs on a GPU.
 
   tools/hopper_resources.py                               # print the table
   tools/hopper_resources.py --out results/static-sm90a    # write 09_hopper_ptxas.txt there
-  tools/hopper_resources.py --check                       # exit 1 if a kernel spills or has a stack frame
+  tools/hopper_resources.py --check                       # exit 1 if a kernel spills, has a stack frame, or
+                                                          # runs no softmax under a P V it waits for in place
   tools/hopper_resources.py --check --ptxas-logs build-gpu   # the same from the gpu build's own ptxas
                                                           # reports (<object>.ptxas), compiling nothing
 
@@ -67,7 +68,8 @@ def report(nvcc, nvdisasm, src, tmp):
         specialized = any(k.startswith("USETMAXREG") for k in sass_counts)
         loop = tile_loop_ceilings(funcs.get(name, []), d, any(k.startswith("UTMALDG") for k in sass_counts),
                                   4 * consumers if specialized else 4, kbc)
-        rows.append({"file": os.path.basename(src), "kernel": kernel, "dtype": dtype, "d": d, "registers": regs,
+        rows.append({"file": os.path.basename(src), "in_place": "wgmma_wait_in_place" in open(src).read(),
+                     "kernel": kernel, "dtype": dtype, "d": d, "registers": regs,
                      "frame": frame, "spill": "%d/%d" % (st, ld), "sass": sass_counts, "loop": loop,
                      "serialized": SERIALIZED in r.stdout + r.stderr})  # the file's, whichever kernel it names
     return rows
@@ -131,7 +133,23 @@ def tile_loop_ceilings(instrs, d, tma, consumer_warps, kbc):
     if tma:
         shared += 2 * kbc * d * 2 / consumer_warps
     return {"instrs": len(loop), "hgmma": len(hg), "per_hgmma": len(loop) / len(hg), "work": work, "top_reg": top,
-            "issue": min(1.0, 4.0 * work / len(loop)), "shared": min(1.0, work / (shared / 128))}
+            "issue": min(1.0, 4.0 * work / len(loop)), "shared": min(1.0, work / (shared / 128)),
+            "under_pv": exponentials_under_pv(loop)}
+
+
+def exponentials_under_pv(loop):
+    """The MUFU.EX2 a warp issues between the loop's first P V HGMMA (A from registers) and the wait
+    that retires it (the next WARPGROUP.DEPBAR.LE gsb0, 0x0): the softmax that runs under the
+    products. 0 where the softmax comes before P V is issued or after its wait (steps b to e, and
+    steps f and g with a wait ptxas hoisted); the tile's exponentials where the wait stays after the
+    softmax (wgmma_wait_in_place). None without a P V from registers."""
+    start = next((n for n, x in enumerate(loop) if x["op"].startswith("HGMMA")
+                  and re.match(r"\S*\s+R\d+, R\d+,", x["args"])), None)
+    if start is None:
+        return None
+    end = next((n for n in range(start, len(loop)) if loop[n]["op"].startswith("WARPGROUP.DEPBAR")
+                and re.search(r"gsb0,\s*0x0", loop[n]["args"])), len(loop))
+    return sum(1 for x in loop[start:end] if x["op"].startswith("MUFU.EX2") and not x["never"])
 
 
 def check_logs(build):
@@ -169,7 +187,8 @@ def main():
     ap.add_argument("--out", help="folder to write 09_hopper_ptxas.txt into")
     ap.add_argument("--check", action="store_true",
                     help="exit 1 if a kernel spills, has a stack frame or serialized wgmma, or (compiling) launches "
-                         "with fewer registers than its setmaxnreg budget")
+                         "with fewer registers than its setmaxnreg budget or runs no softmax under a P V it waits for "
+                         "with wgmma_wait_in_place")
     ap.add_argument("--nvcc", help="nvcc to use (default: on PATH or /usr/local/cuda/bin)")
     ap.add_argument("--nvdisasm", help="nvdisasm to use")
     ap.add_argument("--ptxas-logs", metavar="BUILD", help="with --check: check the ptxas reports a gpu build left")
@@ -198,15 +217,18 @@ def main():
              "# instructions per HGMMA, and the issue and shared-memory ceilings as % of the 989 TFLOP/s peak",
              "# (upper bounds from the instruction stream alone: no latency, no memory system).",
              "# 'loop top R': the highest register the loop names (R0 counts as the first).",
-             "%-10s %-8s %-5s %4s %9s %7s %13s %10s %11s %6s %9s %7s %8s  %s" % (
+             "# 'EX2 under PV': the loop's MUFU.EX2 between its P V's first HGMMA and the wait that retires it,",
+             "# the softmax run under the products (exponentials_under_pv; '-' without a P V from registers).",
+             "%-10s %-8s %-5s %4s %9s %7s %13s %10s %11s %6s %9s %7s %8s %12s  %s" % (
                  "file", "kernel", "dtype", "d", "registers", "stack B", "spill st/ld B", "loop top R", "loop instr",
-                 "HGMMA", "per HGMMA", "issue %", "shared %", "SASS")]
+                 "HGMMA", "per HGMMA", "issue %", "shared %", "EX2 under PV", "SASS")]
     for r in rows:
         sass = ", ".join("%s x%d" % (k, v) for k, v in sorted(r["sass"].items()))
         lp = r["loop"] or {}
-        loop = ("%10s %11d %6d %9.1f %7.0f %8.0f" % ("R%d" % lp["top_reg"], lp["instrs"], lp["hgmma"], lp["per_hgmma"],
-                                                      100 * lp["issue"], 100 * lp["shared"])
-                if lp else "%10s %11s %6s %9s %7s %8s" % (("-",) * 6))
+        under = "-" if lp.get("under_pv") is None else str(lp["under_pv"])
+        loop = ("%10s %11d %6d %9.1f %7.0f %8.0f %12s" % ("R%d" % lp["top_reg"], lp["instrs"], lp["hgmma"], lp["per_hgmma"],
+                                                           100 * lp["issue"], 100 * lp["shared"], under)
+                if lp else "%10s %11s %6s %9s %7s %8s %12s" % (("-",) * 7))
         lines.append("%-10s %-8s %-5s %4d %9d %7d %13s %s  %s" % (r["file"], r["kernel"], r["dtype"], r["d"],
                                                                  r["registers"], r["frame"], r["spill"], loop, sass))
     text = "\n".join(lines) + "\n"
@@ -217,11 +239,19 @@ def main():
     else:
         sys.stdout.write(text)
     if a.check:
-        bad = [r for r in rows if r["frame"] or r["spill"] != "0/0" or r["serialized"] or budget_short(r)]
+        # A kernel that asks for its P V wait in place (wgmma_wait_in_place) must run the tile's
+        # exponentials under its P V: at least kBc / 2, a thread's share of a 64 x kBc tile of S.
+        kbc = hopper_constants(("kBc",))[0]
+
+        def hoisted(r):
+            return r["in_place"] and (r["loop"] or {}).get("under_pv") is not None and r["loop"]["under_pv"] < kbc // 2
+
+        bad = [r for r in rows if r["frame"] or r["spill"] != "0/0" or r["serialized"] or budget_short(r) or hoisted(r)]
         for r in bad:
             print("hopper_resources: %s %s %s d=%d: spills %s B, stack frame %d B, wgmma serialized: %s, "
-                  "setmaxnreg budget short by %d registers" % (r["file"], r["kernel"], r["dtype"], r["d"], r["spill"],
-                                                             r["frame"], r["serialized"], budget_short(r)), file=sys.stderr)
+                  "setmaxnreg budget short by %d registers, P V wait above the softmax: %s" % (
+                      r["file"], r["kernel"], r["dtype"], r["d"], r["spill"], r["frame"], r["serialized"],
+                      budget_short(r), hoisted(r)), file=sys.stderr)
         sys.exit(1 if bad else 0)
 
 

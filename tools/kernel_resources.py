@@ -734,9 +734,10 @@ def branch_taken(state, block_end):
     return _pred(state, p.lstrip("@"))
 
 
-def common_path(instrs, blocks, loops, head, body, cold, params=None, limit=200000):
+def common_path(instrs, blocks, loops, head, body, cold, params=None, limit=200000, order=None):
     """One iteration of the loop (head, body) as it runs on the common path: {block: times}, plus the
-    inner loops' trip counts {header: trips or None}. A branch whose condition the evaluator knows is
+    inner loops' trip counts {header: trips or None}; and, if `order` is a list, the blocks appended
+    to it in the order walked, each as often as it runs. A branch whose condition the evaluator knows is
     followed; otherwise the successor that leads back to `head` through the fewest cold (mask)
     instructions, and on a tie the one with the most instructions (the copy of the next K/V tile,
     which every tile but the last issues). Returns None when the walk does not come back to head."""
@@ -799,6 +800,8 @@ def common_path(instrs, blocks, loops, head, body, cold, params=None, limit=2000
     undecided = set()
     while True:
         times[b] = times.get(b, 0) + 1
+        if order is not None:
+            order.append(b)
         if b in trips:
             trips[b] += 1
         x = blocks[b]

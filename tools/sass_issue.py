@@ -174,7 +174,7 @@ FP32_OPS, IMAD_OPS = ("FFMA", "FADD", "FMUL"), ("IMAD", "IDP")
 RELEASE = "SYNCS.ARRIVE.TRANS64.A1T0"
 
 
-def mix(instrs, blocks, times, one_warp=False):
+def mix(instrs, blocks, times, one_warp=False, order=None):
     """(instructions, [seen instructions of each kind], cycles, cycles from DRAM, FP32 instructions,
     IMAD instructions, release) of the blocks, each `times[block]` times; cycles: what one warp alone
     takes to issue them (block_cycles), with every global load hitting L2, and with every one going to
@@ -186,9 +186,9 @@ def mix(instrs, blocks, times, one_warp=False):
     WARPGROUP.DEPBAR): there a warpgroup's role takes some blocks and skips others, so address order
     is not one warp's order, and each block starts clear; unless `one_warp` (the tile part: the
     consumers' walked loop, whose address order is a warp's), and then the blocks are issued as one
-    sequence (as_sequence()), the tensor core's groups carried too: a wait may be for products another
-    block issued (chapter 09's steps f and g issue P_{j-1} V_{j-1} beside S_j's products and wait
-    for them in the block after the mask's tests)."""
+    sequence (as_sequence(), in the walk's `order` where given), the tensor core's groups carried
+    too: a wait may be for products another block issued (chapter 09's steps f and g issue
+    P_{j-1} V_{j-1} beside S_j's products and wait for them in the block after the mask's tests)."""
     total, seen, cycles, dram, fp32, imad = 0, [0] * len(KINDS), 0, 0, 0, 0
     carry = not any(instrs[i]["op"].startswith(("HGMMA", "WARPGROUP.DEPBAR"))
                     for b in times for i in range(blocks[b]["start"], blocks[b]["end"]))
@@ -208,15 +208,18 @@ def mix(instrs, blocks, times, one_warp=False):
             if not instrs[i]["never"]:
                 fp32 += n * instrs[i]["op"].startswith(FP32_OPS)
                 imad += n * instrs[i]["op"].startswith(IMAD_OPS)
-    seq = as_sequence(instrs, blocks, times)
+    seq = as_sequence(instrs, blocks, times, order)
     if one_warp and not carry:
         cycles, dram = block_issue(seq, 0, len(seq), L2_LATENCY)[0], block_issue(seq, 0, len(seq), DRAM_LATENCY)[0]
     return total, seen, cycles, dram, fp32, imad, release_cycles(seq)
 
 
-def as_sequence(instrs, blocks, times):
-    """The blocks' instructions as one sequence in address order, each block `times` times (rounded,
-    at least once)."""
+def as_sequence(instrs, blocks, times, order=None):
+    """The blocks' instructions as one sequence: in the order a walk visited them (`order`, a block
+    as often as it ran: an inner loop's blocks in turn, trip after trip), else in address order,
+    each block `times` times (rounded, at least once)."""
+    if order is not None:
+        return [instrs[i] for b in order for i in range(blocks[b]["start"], blocks[b]["end"])]
     return [instrs[i] for b in sorted(times) for _ in range(max(1, round(times[b])))
             for i in range(blocks[b]["start"], blocks[b]["end"])]
 
@@ -292,10 +295,12 @@ def issue_profile(instrs, cold, params=None):
     out, described, tile_blocks = {"tile": none}, [], set()
     head = kr.tile_loop_head(instrs, blocks, loops)
     if head is not None:
-        walk = kr.common_path(instrs, blocks, loops, head, loops[head], cold, params)
+        order = []
+        walk = kr.common_path(instrs, blocks, loops, head, loops[head], cold, params, order=order)
         tile_blocks = loops[head]
         walked = set(walk[0]) if walk else tile_blocks
-        out["tile"] = mix(instrs, blocks, walk[0] if walk else {b: 1 for b in tile_blocks}, one_warp=True)
+        out["tile"] = mix(instrs, blocks, walk[0] if walk else {b: 1 for b in tile_blocks}, one_warp=True,
+                          order=order if walk else None)
         described.append("tile %d/%d%s" % (out["tile"][0], sum(out["tile"][1]), "" if walk else " (every block once)"))
     else:
         with_bar = [h for h in sorted(loops) if count(loops[h] - inner_of(h), "BAR.SYNC")]

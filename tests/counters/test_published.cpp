@@ -24,8 +24,9 @@
 // chapters 01 to 03 at P1 and P3 (the H200's logs) and of the variants Nsight Compute profiled.
 // Every comparison with the H200 models the kernels as it ran them: those whose code changed since
 // take their SASS rows from h200_sass_as_run.inc (the GEMM's, chapter 03's and chapter 04's loads,
-// since batched; chapter 09's step g, since launched Q tiles first without is_causal), and step g
-// its grid as it ran (as_run, below).
+// since batched; chapter 09's step g, since launched Q tiles first without is_causal; steps f and
+// g, whose wait for P V stays after the softmax since), steps f and g their ring of 2 stages, and
+// step g its grid as it ran (as_run, below).
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <array>
@@ -39,6 +40,8 @@
 #include <tuple>
 #include <vector>
 
+#include "06_causal/causal.h"
+#include "09_hopper/hopper.h"
 #include "gpus/gpus.h"
 #include "harness/decode/decode.h"
 #include "harness/profile.h"
@@ -86,12 +89,32 @@ void one_section(simt::Counters& c, std::vector<float>* work, long long heads) {
   c.blocks_counted *= blocks / c.blocks;
   c.blocks = blocks, c.grid_x = static_cast<double>(heads), c.grid_z = static_cast<double>(spread);
 }
-StageProfile as_run(StageProfile s, long long heads) {
-  const bool step_g = std::any_of(s.kernels.begin(), s.kernels.end(),
-                                  [](const std::string& k) { return k.find("causal_skip_kernel") != std::string::npos; });
+// Steps f and g as the H200 ran them: a ring of 2 stages (hopper.h's kStages), where they have a
+// stage more since (kRotatedStages): each block's tiles past its first 2 refill a stage. A block's
+// tiles are step f's every K/V tile, step g's those tiles_to_visit gives (chapter 06).
+void two_stages(simt::Counters& c, const Problem& p, bool skip) {
+  if (c.ring_stages == 0) return;
+  AttentionParams a{};
+  a.Lq = p.Lq, a.Lk = p.Lk, a.causal = p.causal;
+  const int rows = ch09::kConsumers * ch09::kBr;
+  double refills = 0;
+  for (int q0 = 0; q0 < p.Lq; q0 += rows)
+    refills += std::max(0, (skip ? ch06::tiles_to_visit(a, q0, rows, ch09::kBc) : (p.Lk + ch09::kBc - 1) / ch09::kBc) - ch09::kStages);
+  c.ring_stages = ch09::kStages, c.ring_refills = refills * p.B * p.H;
+}
+bool runs(const StageProfile& s, const char* kernel) {
+  return std::any_of(s.kernels.begin(), s.kernels.end(), [&](const std::string& k) { return k.find(kernel) != std::string::npos; });
+}
+StageProfile as_run(StageProfile s, const Problem* p) {
+  const bool step_f = runs(s, "intra_overlap_kernel"), step_g = runs(s, "causal_skip_kernel");
+  if (step_f || step_g) {
+    REQUIRE(p != nullptr);  // the problem's, which a stage alone does not hold
+    two_stages(s.counters, *p, step_g);
+    for (simt::Counters& c : s.launches) two_stages(c, *p, step_g);
+  }
   if (!step_g) return s;
+  const long long heads = static_cast<long long>(p->B) * p->H;
   if (s.path.causal != nullptr) {
-    REQUIRE(heads > 0);  // the problem's, which a stage alone does not hold
     one_section(s.counters, nullptr, heads);
     for (size_t l = 0; l < s.launches.size(); ++l) one_section(s.launches[l], l < s.work.size() ? &s.work[l] : nullptr, heads);
     return s;
@@ -113,9 +136,9 @@ StageProfile as_run(StageProfile s, long long heads) {
   }
   return s;
 }
-StageProfile as_run(const StageProfile& s) { return as_run(s, 0); }
+StageProfile as_run(const StageProfile& s) { return as_run(s, nullptr); }
 Profile as_run(Profile pr) {
-  for (StageProfile& s : pr.stages) s = as_run(std::move(s), static_cast<long long>(pr.problem.B) * pr.problem.H);
+  for (StageProfile& s : pr.stages) s = as_run(std::move(s), &pr.problem);
   return pr;
 }
 
@@ -123,6 +146,10 @@ Profile as_run(Profile pr) {
 template <class Counted>
 Remodelled as_run_on_h200(const Counted& c, bool latency = true, bool fill_drain = true) {
   return remodel(as_run(c), *gpus::find_gpu("h200"), latency, fill_drain, kAsRun);
+}
+// A stage of steps f and g needs its problem (as_run).
+Remodelled as_run_on_h200(const StageProfile& s, const Problem& p) {
+  return remodel(as_run(s, &p), *gpus::find_gpu("h200"), true, true, kAsRun);
 }
 
 Problem figure5(int N, int d, bool causal) {
@@ -574,7 +601,7 @@ TEST_CASE("the model's DRAM reads beside what Nsight Compute read on the H200", 
       REQUIRE(ns.count(id) == 1);
       INFO(name << ", launch " << id << ": Nsight Compute's " << kernel.at(id) << ", the emulator's " << s.kernels.at(0));
       REQUIRE(base_name(kernel.at(id)) == base_name(s.kernels.at(0)));  // the same kernel, in the same order
-      const Remodelled r = as_run_on_h200(s);
+      const Remodelled r = as_run_on_h200(s, pr.problem);
       const double ms = ns.at(id) / 1e6, model_ms = r.us / 1e3;
       ncu_ms += ms;
       std::snprintf(line, sizeof line, "%-18s %-34.34s %9.3f ms %9.3f ms  %5.2f  %-8s today %9.3f ms\n", id == 0 ? name : "",

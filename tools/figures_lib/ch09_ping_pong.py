@@ -7,7 +7,7 @@ from .style import BLUE, GREEN, GREY, LIGHT, ORANGE, RED, ROOT, CheckFailed, Fan
 
 
 PP_CALL = re.compile(r"\b(take|pass|start|wait_tile|attend_tile|issue_s|issue_pv|softmax_s|rescale_o|pack_p|"
-                     r"mbarrier_arrive|store_rows)\s*(?:<[^<>()]*>)?\s*\(|\bwgmma_wait<(\d+)>\s*\(")
+                     r"mbarrier_arrive|store_rows)\s*(?:<[^<>()]*>)?\s*\(|\bwgmma_wait(?:_in_place)?<(\d+)>\s*\(")
 
 
 def uncommented(path):
@@ -16,7 +16,8 @@ def uncommented(path):
 
 
 def consumer_calls(text):
-    """The calls of C++ text that 09_ping_pong.svg models, in source order: wgmma_wait<N> as "wait<N>", the
+    """The calls of C++ text that 09_ping_pong.svg models, in source order: wgmma_wait<N> (and
+    wgmma_wait_in_place<N>, the same wait where the source has it) as "wait<N>", the
     others by name (turn.take() is "take", PingPong::start(c) is "start")."""
     return [m.group(1) or f"wait<{m.group(2)}>" for m in PP_CALL.finditer(text)]
 

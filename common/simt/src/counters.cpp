@@ -541,7 +541,11 @@ void shared_reads(const Alloc& al, AllocationSectors& c) {
 }
 
 // The block's ring (Counters::ring_stages). Its stages are the mbarriers that carried TMA bytes in
-// more than one phase (a one-shot copy, chapter 09's Q, is no stage). A consumer gives each tile
+// more than one phase (a one-shot copy, chapter 09's Q, is no stage), and those that carried a
+// stage's bytes in one: a block with fewer tiles than twice its stages refills only some of them
+// (4 tiles in 3 stages, chapters 09's steps f and g: one), the others taking one tile each. A one-shot
+// copy of exactly a stage's bytes would be taken for a stage too (chapter 09's Q is a half or a
+// quarter of one). A consumer gives each tile
 // back by an arrival without bytes, in order: its tiles are the most arrivals of any warp (a block
 // whose tiles no stage took twice has as many, and no refill: every count stays a polynomial in a
 // sampled problem's rows); each stage's phases but its first are refills. When a warp gives back
@@ -551,9 +555,14 @@ void shared_reads(const Alloc& al, AllocationSectors& c) {
 // phase.
 void count_ring(Worker& w) {
   if (w.ring_bars.empty()) return;  // no TMA copy: no ring
+  std::vector<uint64_t> stage_bytes;  // a phase's bytes in the stages refilled
+  for (const Worker::RingBar& b : w.ring_bars)
+    if (b.tx_phases > 1) stage_bytes.push_back(b.tx_bytes / b.tx_phases);
   const auto stage = [&](const void* bar) {
     for (const Worker::RingBar& b : w.ring_bars)
-      if (b.bar == bar) return b.tx_phases > 1;
+      if (b.bar == bar)
+        return b.tx_phases > 1 ||
+               (b.tx_phases == 1 && std::find(stage_bytes.begin(), stage_bytes.end(), b.tx_bytes) != stage_bytes.end());
     return false;
   };
   uint64_t stages = 0, phases = 0, bytes = 0, tiles = 0, lag = 0;

@@ -21,6 +21,12 @@
 //   wgmma_wait<Pending>(d1[, d2])      waits until at most Pending groups are in flight; then the
 //                                      accumulators named (none, one or two) may be read, and the
 //                                      compiler may not move their reads above the wait
+//   wgmma_wait_in_place<Pending>(d)    the same, where the source has it: ptxas may otherwise
+//                                      schedule a wait as early in its basic block as it likes (a
+//                                      wait too early is never wrong, only slower), above work
+//                                      written before it; a CTA-scope fence (fence.acq_rel.cta,
+//                                      MEMBAR.ALL.CTA) first is an instruction ptxas does not
+//                                      move the wait across (compiler output, notes/09 step f)
 //
 // T is __half or __nv_bfloat16. Shared-memory layouts, in 16-byte chunks of 8 elements (PTX ISA,
 // "Shared Memory Matrix Layout"; CUTLASS's canonical GMMA layouts). K-major (TransA/TransB false:
@@ -234,6 +240,10 @@ template <int Pending, int N1, int N2>
 __device__ __forceinline__ void wgmma_wait(WgmmaAccumulator<N1>&, WgmmaAccumulator<N2>&, SIMT_CALLER) {
   wgmma_wait<Pending>(simt_file, simt_line);
 }
+template <int Pending, int N>
+__device__ __forceinline__ void wgmma_wait_in_place(WgmmaAccumulator<N>&, SIMT_CALLER) {
+  wgmma_wait<Pending>(simt_file, simt_line);  // the CPU runs the source's order
+}
 template <int N>
 __device__ __forceinline__ void wgmma_fence_operand(WgmmaAccumulator<N>&) {}  // the compiler's matter
 template <int R>
@@ -290,6 +300,13 @@ __device__ __forceinline__ void wgmma_wait(WgmmaAccumulator<N1>& d1, WgmmaAccumu
   wgmma_wait<Pending>();
   wgmma_fence_operand(d1);
   wgmma_fence_operand(d2);
+}
+template <int Pending, int N>
+__device__ __forceinline__ void wgmma_wait_in_place(WgmmaAccumulator<N>& d) {
+#if SIMT_WGMMA_ARCH
+  asm volatile("fence.acq_rel.cta;\n" ::: "memory");
+#endif
+  wgmma_wait<Pending>(d);
 }
 #endif
 
