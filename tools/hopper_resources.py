@@ -68,7 +68,8 @@ def report(nvcc, nvdisasm, src, tmp):
         specialized = any(k.startswith("USETMAXREG") for k in sass_counts)
         loop = tile_loop_ceilings(funcs.get(name, []), d, any(k.startswith("UTMALDG") for k in sass_counts),
                                   4 * consumers if specialized else 4, kbc)
-        rows.append({"file": os.path.basename(src), "in_place": "wgmma_wait_in_place" in open(src).read(),
+        calls = re.sub(r"//[^\n]*", "", open(src).read())  # a call, not a comment's mention
+        rows.append({"file": os.path.basename(src), "in_place": re.search(r"\bwgmma_wait_in_place<", calls) is not None,
                      "kernel": kernel, "dtype": dtype, "d": d, "registers": regs,
                      "frame": frame, "spill": "%d/%d" % (st, ld), "sass": sass_counts, "loop": loop,
                      "serialized": SERIALIZED in r.stdout + r.stderr})  # the file's, whichever kernel it names
