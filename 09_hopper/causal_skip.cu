@@ -13,7 +13,7 @@
 // is_causal the grid is (heads, Q tiles) with the last Q tile first (chapter 06's balanced order),
 // so that the last wave is made of light blocks; in sections of heads whose K/V fit in L2
 // (FlashAttention-3's order: ch06::heaviest_first_grid, kv_section in hopper.h), since one block per
-// SM and a ring of two stages cannot hide K/V read again from DRAM, which every head's Q tiles in
+// SM and a ring of a few stages cannot hide K/V read again from DRAM, which every head's Q tiles in
 // turn would force past 32 MB of K/V (at B = 16, H = 32, N = 1024, d = 64: 470 MB of 670). Without is_causal the blocks are alike, there is
 // nothing to balance, and the grid stays step f's (Q tiles, heads): the blocks in flight together
 // are then mostly one head's, reading the same K/V tiles while L2 holds them, where heads first

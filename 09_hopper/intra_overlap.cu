@@ -6,7 +6,7 @@
 // consumer's could fill the gap. Here the loop is rotated by half a tile (FlashAttention-3's
 // intra-warpgroup overlap): in its turn a consumer issues S_j = Q K_j^T and then O += P_{j-1} V_{j-1},
 // two groups; wgmma_wait<1> waits for the older one only, S_j, and the softmax of tile j runs
-// while P_{j-1} V_{j-1} is still in the tensor cores. Only then wgmma_wait<0>: O is complete up to
+// while P_{j-1} V_{j-1} is still in the tensor cores. Only then the wait for it: O is complete up to
 // tile j - 1, the stage of tile j - 1 goes back to the producer, and O is rescaled by tile j's
 // alpha and P_j packed over P_{j-1} (which is why the softmax's halves are separate: softmax_s, then
 // rescale_o and pack_p). Tile 0's
