@@ -55,6 +55,8 @@ def report(nvcc, nvdisasm, src, tmp):
             continue
         for op in re.findall(r"\b(HGMMA\.[0-9x]+\.F32(?:\.BF16)?|WARPGROUP\.\w+|BAR\.(?:SYNC|ARV)|UTMALDG\.\w+|SYNCS\.\w+|USETMAXREG[.\w]*)\b", line):
             counts[cur][op] = counts[cur].get(op, 0) + 1
+    # Whether the file calls wgmma_wait_in_place (a call, not a comment's mention): once per file.
+    in_place = re.search(r"\bwgmma_wait_in_place<", re.sub(r"//[^\n]*", "", open(src).read())) is not None
     rows = []
     for entry in re.split(r"ptxas info\s+: Compiling entry function '", r.stdout + r.stderr)[1:]:
         name = entry.split("'")[0]
@@ -68,8 +70,7 @@ def report(nvcc, nvdisasm, src, tmp):
         specialized = any(k.startswith("USETMAXREG") for k in sass_counts)
         loop = tile_loop_ceilings(funcs.get(name, []), d, any(k.startswith("UTMALDG") for k in sass_counts),
                                   4 * consumers if specialized else 4, kbc)
-        calls = re.sub(r"//[^\n]*", "", open(src).read())  # a call, not a comment's mention
-        rows.append({"file": os.path.basename(src), "in_place": re.search(r"\bwgmma_wait_in_place<", calls) is not None,
+        rows.append({"file": os.path.basename(src), "in_place": in_place,
                      "kernel": kernel, "dtype": dtype, "d": d, "registers": regs,
                      "frame": frame, "spill": "%d/%d" % (st, ld), "sass": sass_counts, "loop": loop,
                      "serialized": SERIALIZED in r.stdout + r.stderr})  # the file's, whichever kernel it names
@@ -128,7 +129,7 @@ def tile_loop_ceilings(instrs, d, tma, consumer_warps, kbc):
     work = sum(kr.hgmma_n(x) // 8 for x in hg)
     shared = 0.0
     for x in hg:
-        a_in_regs = re.match(r"\S*\s+R\d+, R\d+,", x["args"]) is not None
+        a_in_regs = a_from_registers(x)
         shared += ((0 if a_in_regs else 64 * 16 * 2) + kr.hgmma_n(x) * 16 * 2) / 4.0
     shared += 128 * sum(0 if x["never"] else kr.wavefronts(x["op"]) for x in loop)
     if tma:
@@ -138,14 +139,18 @@ def tile_loop_ceilings(instrs, d, tma, consumer_warps, kbc):
             "under_pv": exponentials_under_pv(loop)}
 
 
+def a_from_registers(x):
+    """Whether an HGMMA takes its A operand from registers (wgmma_rs: P V), not from a descriptor."""
+    return re.match(r"\S*\s+R\d+, R\d+,", x["args"]) is not None
+
+
 def exponentials_under_pv(loop):
     """The MUFU.EX2 a warp issues between the loop's first P V HGMMA (A from registers) and the wait
     that retires it (the next WARPGROUP.DEPBAR.LE gsb0, 0x0): the softmax that runs under the
     products. 0 where the softmax comes before P V is issued or after its wait (steps b to e, and
     steps f and g with a wait ptxas hoisted); the tile's exponentials where the wait stays after the
     softmax (wgmma_wait_in_place). None without a P V from registers."""
-    start = next((n for n, x in enumerate(loop) if x["op"].startswith("HGMMA")
-                  and re.match(r"\S*\s+R\d+, R\d+,", x["args"])), None)
+    start = next((n for n, x in enumerate(loop) if x["op"].startswith("HGMMA") and a_from_registers(x)), None)
     if start is None:
         return None
     end = next((n for n in range(start, len(loop)) if loop[n]["op"].startswith("WARPGROUP.DEPBAR")
