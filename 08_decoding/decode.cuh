@@ -1,4 +1,4 @@
-// decode.cuh: the decoding kernel of steps b to f, one template whose flags are the steps' ideas.
+// decode.cuh: the decoding kernel of steps b to g, one template whose flags are the steps' ideas.
 //
 // A block of 128 threads owns up to R query rows that read the same KV head, and streams that
 // head's keys. A key row of d elements is d / E lanes of 16 bytes (E = 8 fp16 or bf16 values): a
@@ -16,6 +16,9 @@
 //   KvTogether  every key's row found first (a paged cache's U table entries read together), then
 //          the U keys' K and V rows asked for together, before the first is used (step f): a step
 //          of the key loop waits on the table once and on the cache once, not key by key.
+//   Prefetch  each step's K and V rows asked for during the step before, the next step's loads
+//          before this step's arithmetic (step g): the cache's wait overlaps a step of work, at the
+//          cost of a second step's rows in registers.
 //
 // The scores are in base 2 (Q pre-multiplied by scale * log2 e): exp2 is the GPU's exponential.
 // The new tokens' keys and values are read from k_new, v_new, and written into the cache by the
@@ -68,7 +71,31 @@ __device__ __forceinline__ long long key_row(const attn::DecodeParams& p, int b,
   }
 }
 
-template <class T, int D, int R, bool Split, bool Paged, bool KvTogether>
+// Steps f and g: where the U keys of sequence b from `first` on are, then their 2U loads into `to`
+// (K's rows, then V's), with no branch among them, so that the compiler can ask for all before it
+// waits for any: a paged cache's U table reads go out together, then the U K rows (ptxas moves step
+// f's V rows below the softmax's start; its step's chain still waits twice: sass_sm90.inc). A key
+// past the range reads the range's last row, unused. The table has a page for each new token's row
+// (the append's); a new token's rows are read where they are given.
+template <class T, int D, bool Paged, int U>
+__device__ __forceinline__ void ask(const attn::DecodeParams& p, int b, int first, int end, int cached, long long head,
+                                    const T* (&kp)[U], const T* (&vp)[U], float4* to) {
+  const long long row_stride = static_cast<long long>(p.Hkv) * D;
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const int jj = min(first + u, end - 1);
+    const long long row = key_row<Paged>(p, b, jj);  // read even for a new token: no branch
+    const long long fresh = ((static_cast<long long>(b) * p.Lq + jj - cached) * p.Hkv) * D + head;
+    const long long at = jj < cached ? row * row_stride + head : fresh;
+    kp[u] = (jj < cached ? static_cast<const T*>(p.k_cache) : static_cast<const T*>(p.k_new)) + at;
+    vp[u] = (jj < cached ? static_cast<const T*>(p.v_cache) : static_cast<const T*>(p.v_new)) + at;
+  }
+#pragma unroll
+  for (int u = 0; u < U; ++u)
+    to[u] = *reinterpret_cast<const float4*>(kp[u]), to[U + u] = *reinterpret_cast<const float4*>(vp[u]);
+}
+
+template <class T, int D, int R, bool Split, bool Paged, bool KvTogether, bool Prefetch = false>
 __global__ void __launch_bounds__(kThreads) decode_kernel(const attn::DecodeParams p, float* part_o, float* part_lse) {
   using S = Shape<T, D>;
   constexpr int E = S::E, Lanes = S::lanes, G = S::groups, U = kKeysPerStep;
@@ -79,6 +106,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const attn::DecodePara
   // share a bank; the readers' neighbouring columns stay neighbours but once per E.
   constexpr int kRowWords = Lanes * (E + 1);
   __shared__ float merge_o[G][merge_group_words(Lanes, E, R)];
+  static_assert(KvTogether || !Prefetch, "step g asks for step f's loads a step ahead");
   static_assert(sizeof merge_m + sizeof merge_l + sizeof merge_o == decode_smem_bytes(sizeof(T), D, R),
                 "decoding.h's decode_smem_bytes is what this kernel declares");
 
@@ -135,29 +163,29 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const attn::DecodePara
       const long long from = ((static_cast<long long>(b) * p.Lq + t) * p.Hkv + hk) * D + c;
       K[to] = K_new[from], V[to] = V_new[from];
     }
+  // Step g: each step's rows asked for a step ahead, the first step's before the loop.
+  float4 next[Prefetch ? 2 * U : 1];
+  if constexpr (Prefetch) {
+    const T* kp[U];
+    const T* vp[U];
+    if (begin < end) ask<T, D, Paged>(p, b, begin + grp * U, end, cached, head, kp, vp, next);
+  }
   // Every group runs the same number of steps (the shuffles need every lane of a warp).
   for (int base = begin; base < end; base += G * U) {
     float s[R][U];
     const T* kp[U];
     const T* vp[U];
-    float4 kv[KvTogether ? 2 * U : 1];  // step f: the U keys' K rows, then their V rows
+    float4 kv[KvTogether ? 2 * U : 1];  // steps f and g: the U keys' K rows, then their V rows
+    if constexpr (Prefetch) {
+#pragma unroll
+      for (int i = 0; i < 2 * U; ++i) kv[i] = next[i];  // asked for during the last step
+      ask<T, D, Paged>(p, b, base + G * U + grp * U, end, cached, head, kp, vp, next);  // before the arithmetic
+    } else if constexpr (KvTogether) {
+      ask<T, D, Paged>(p, b, base + grp * U, end, cached, head, kp, vp, kv);
+    }
     if constexpr (KvTogether) {
-      // Where every key's rows are, then their 2U loads, with no branch among them, so that the
-      // compiler can ask for all before it waits for any: a paged cache's U table reads go out
-      // together, then the U K rows (ptxas moves V's below the softmax's start; the step's chain
-      // still waits twice: sass_sm90.inc). A key past the range reads the range's last row, and is
-      // not used (kp, vp null). The table has a page for each new token's row (the append's).
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        const int jj = min(base + grp * U + u, end - 1);
-        const long long row = key_row<Paged>(p, b, jj);  // read even for a new token: no branch
-        const long long fresh = ((static_cast<long long>(b) * p.Lq + jj - cached) * p.Hkv) * D + head;
-        const long long at = jj < cached ? row * row_stride + head : fresh;
-        kp[u] = (jj < cached ? K : K_new) + at, vp[u] = (jj < cached ? V : V_new) + at;
-      }
-#pragma unroll
-      for (int u = 0; u < U; ++u)
-        kv[u] = *reinterpret_cast<const float4*>(kp[u]), kv[U + u] = *reinterpret_cast<const float4*>(vp[u]);
+      // From here on steps f and g read kp and vp only as a flag (their rows are in kv): null for a
+      // key past the range.
 #pragma unroll
       for (int u = 0; u < U; ++u)
         if (base + grp * U + u >= end) kp[u] = vp[u] = nullptr;
@@ -262,7 +290,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const attn::DecodePara
 
 // The grid and the launch of one instantiation: a block per (sequence, KV head, chunk of R rows),
 // times the splits.
-template <int R, bool Split, bool Paged, bool KvTogether = false>
+template <int R, bool Split, bool Paged, bool KvTogether = false, bool Prefetch = false>
 cudaError_t launch_decode(const attn::DecodeParams& p, float* part_o, float* part_lse) {
   // A kernel reads the cache it was compiled for: a table it would not read, or none where it needs
   // one, is refused, never another sequence's keys read in silence.
@@ -276,7 +304,7 @@ cudaError_t launch_decode(const attn::DecodeParams& p, float* part_o, float* par
       return cudaErrorInvalidValue;
     } else {
       return attn::dispatch_head_dim(DecodeDims{}, p.d, [&](auto dim) {
-        return simt::launch(decode_kernel<T, decltype(dim)::value, R, Split, Paged, KvTogether>, grid, dim3(kThreads), 0, p, part_o,
+        return simt::launch(decode_kernel<T, decltype(dim)::value, R, Split, Paged, KvTogether, Prefetch>, grid, dim3(kThreads), 0, p, part_o,
                             part_lse);
       });
     }
@@ -284,13 +312,13 @@ cudaError_t launch_decode(const attn::DecodeParams& p, float* part_o, float* par
 }
 
 // R chosen at run time among the compiled 1, 2, 4, 8: the fewest that hold the KV head's rows.
-template <bool Split, bool Paged, bool KvTogether = false>
+template <bool Split, bool Paged, bool KvTogether = false, bool Prefetch = false>
 cudaError_t launch_packed(const attn::DecodeParams& p, float* part_o, float* part_lse) {
   const int rows = p.group() * p.Lq;
-  if (rows <= 1) return launch_decode<1, Split, Paged, KvTogether>(p, part_o, part_lse);
-  if (rows <= 2) return launch_decode<2, Split, Paged, KvTogether>(p, part_o, part_lse);
-  if (rows <= 4) return launch_decode<4, Split, Paged, KvTogether>(p, part_o, part_lse);
-  return launch_decode<8, Split, Paged, KvTogether>(p, part_o, part_lse);
+  if (rows <= 1) return launch_decode<1, Split, Paged, KvTogether, Prefetch>(p, part_o, part_lse);
+  if (rows <= 2) return launch_decode<2, Split, Paged, KvTogether, Prefetch>(p, part_o, part_lse);
+  if (rows <= 4) return launch_decode<4, Split, Paged, KvTogether, Prefetch>(p, part_o, part_lse);
+  return launch_decode<8, Split, Paged, KvTogether, Prefetch>(p, part_o, part_lse);
 }
 
 }  // namespace ch08

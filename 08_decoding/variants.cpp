@@ -1,4 +1,4 @@
-// variants.cpp: chapter 08 in the decoding registry (harness/decode/decode.h): its six steps, the kernels
+// variants.cpp: chapter 08 in the decoding registry (harness/decode/decode.h): its seven steps, the kernels
 // each launches, and their cost models.
 //
 // Bytes, with t the dtype's size, C the cache's K and V of every key attended once
@@ -41,7 +41,7 @@ double table_bytes(const DecodeProblem& p) {
   return 4.0 * pages * p.Hkv * chunks(p);
 }
 
-// The static shared memory of steps b to f's blocks: merge arrays for R rows.
+// The static shared memory of steps b to g's blocks: merge arrays for R rows.
 size_t merge_smem(const DecodeProblem& p, int R) {
   return ch08::decode_smem_bytes(static_cast<int>(dtype_size(p.dtype)), p.d, R);
 }
@@ -68,7 +68,7 @@ std::string grid_plan(const DecodeProblem& p, int R, int splits) {
          std::to_string(ch08::kDecodeThreads) + " threads on " + std::to_string(decode_sms()) + " SMs";
 }
 
-// Step a appends in a stage of its own; steps b to f in their kernel (decode.cuh).
+// Step a appends in a stage of its own; steps b to g in their kernel (decode.cuh).
 void append_stage(const DecodeParams& a, Stages& st) {
   st.run("append K, V", [&] { return ch08::append_kv(a); });
 }
@@ -154,7 +154,7 @@ const RegisterDecode gqa({
         },
 });
 
-// Steps e and f: a paged cache, a KV head's rows packed, split; the kernel is the step's.
+// Steps e to g: a paged cache, a KV head's rows packed, split; the kernel is the step's.
 DecodeVariant paged_kernels(Variant v, cudaError_t (*kernel)(const DecodeParams&)) {
   return {
       .info = std::move(v),
@@ -178,7 +178,10 @@ DecodeVariant paged_kernels(Variant v, cudaError_t (*kernel)(const DecodeParams&
 const RegisterDecode paged_step(paged_kernels(
     info("paged", "the cache in pages of any size, found through a block table per sequence"), ch08::paged));
 const RegisterDecode kv_together_step(paged_kernels(
-    info("kv_together", "each step's table entries, then its K and V rows, asked for before any is used: two waits per step", true),
+    info("kv_together", "each step's table entries, then its K and V rows, asked for before any is used: two waits per step"),
     ch08::kv_together));
+const RegisterDecode pipelined_step(paged_kernels(
+    info("pipelined", "the next step's K and V rows asked for before this step's arithmetic: the cache's wait hidden", true),
+    ch08::pipelined));
 
 }  // namespace

@@ -253,7 +253,7 @@ profile() {
   echo "== ncu: chapter 08, steps b to f at a 32k context"
   ncu "${why[@]}" --kernel-name regex:decode_kernel --log-file "$out/ncu_ch08_steps.csv" "$build/bin/flashsteps" \
     decode -b 1 --cache-len 32768 \
-    --reps 0 -v decode_kernel -v split_kv -v gqa_packed -v paged -v kv_together || failed "chapter 08"
+    --reps 0 -v decode_kernel -v split_kv -v gqa_packed -v paged -v kv_together -v pipelined || failed "chapter 08"
   echo "== ncu: chapter 09, steps f and g, stalls by SASS instruction"
   # shellcheck disable=SC2086
   ncu --clock-control none --csv --section SourceCounters --page source --print-source sass \

@@ -174,7 +174,7 @@ FP32_OPS, IMAD_OPS = ("FFMA", "FADD", "FMUL"), ("IMAD", "IDP")
 RELEASE = "SYNCS.ARRIVE.TRANS64.A1T0"
 
 
-def mix(instrs, blocks, times, one_warp=False, order=None):
+def mix(instrs, blocks, times, one_warp=False, order=None, loop=False):
     """(instructions, [seen instructions of each kind], cycles, cycles from DRAM, FP32 instructions,
     IMAD instructions, release) of the blocks, each `times[block]` times; cycles: what one warp alone
     takes to issue them (block_cycles), with every global load hitting L2, and with every one going to
@@ -188,19 +188,18 @@ def mix(instrs, blocks, times, one_warp=False, order=None):
     consumers' walked loop, whose address order is a warp's), and then the blocks are issued as one
     sequence (as_sequence(), in the walk's `order` where given), the tensor core's groups carried
     too: a wait may be for products another block issued (chapter 09's steps f and g issue
-    P_{j-1} V_{j-1} beside S_j's products and wait for them in the block after the mask's tests)."""
-    total, seen, cycles, dram, fp32, imad = 0, [0] * len(KINDS), 0, 0, 0, 0
+    P_{j-1} V_{j-1} beside S_j's products and wait for them in the block after the mask's tests).
+    `loop`: the blocks are one iteration of a loop, costed in its steady state: issued twice, the
+    second time starting with the scoreboards the first left set, and the cycles are the second's.
+    A load one iteration asks for and the next waits for (chapter 08's step g asks for the next
+    step's rows) then costs what is left of its latency when the next iteration needs it; where no
+    load outlives its iteration the two passes are the same."""
+    total, seen, fp32, imad = 0, [0] * len(KINDS), 0, 0
     carry = not any(instrs[i]["op"].startswith(("HGMMA", "WARPGROUP.DEPBAR"))
                     for b in times for i in range(blocks[b]["start"], blocks[b]["end"]))
-    at_l2, at_dram = None, None
     for b in sorted(times):
         n = times[b]
         total += n * (blocks[b]["end"] - blocks[b]["start"])
-        c, after_l2 = block_issue(instrs, blocks[b]["start"], blocks[b]["end"], L2_LATENCY, at_l2)
-        d, after_dram = block_issue(instrs, blocks[b]["start"], blocks[b]["end"], DRAM_LATENCY, at_dram)
-        cycles, dram = cycles + n * c, dram + n * d
-        if carry:
-            at_l2, at_dram = after_l2, after_dram
         for i in range(blocks[b]["start"], blocks[b]["end"]):
             k = kind(instrs[i])
             if k is not None:
@@ -208,9 +207,26 @@ def mix(instrs, blocks, times, one_warp=False, order=None):
             if not instrs[i]["never"]:
                 fp32 += n * instrs[i]["op"].startswith(FP32_OPS)
                 imad += n * instrs[i]["op"].startswith(IMAD_OPS)
+
+    def issue(at_l2, at_dram):  # (cycles, from DRAM, scoreboards after, from DRAM) of one pass
+        cycles, dram = 0, 0
+        for b in sorted(times):
+            c, after_l2 = block_issue(instrs, blocks[b]["start"], blocks[b]["end"], L2_LATENCY, at_l2)
+            d, after_dram = block_issue(instrs, blocks[b]["start"], blocks[b]["end"], DRAM_LATENCY, at_dram)
+            cycles, dram = cycles + times[b] * c, dram + times[b] * d
+            if carry:
+                at_l2, at_dram = after_l2, after_dram
+        return cycles, dram, at_l2, at_dram
+
+    cycles, dram, at_l2, at_dram = issue(None, None)
+    if loop and carry:
+        cycles, dram = issue(at_l2, at_dram)[:2]
     seq = as_sequence(instrs, blocks, times, order)
     if one_warp and not carry:
-        cycles, dram = block_issue(seq, 0, len(seq), L2_LATENCY)[0], block_issue(seq, 0, len(seq), DRAM_LATENCY)[0]
+        (cycles, at_l2), (dram, at_dram) = block_issue(seq, 0, len(seq), L2_LATENCY), block_issue(seq, 0, len(seq), DRAM_LATENCY)
+        if loop:
+            cycles = block_issue(seq, 0, len(seq), L2_LATENCY, at_l2)[0]
+            dram = block_issue(seq, 0, len(seq), DRAM_LATENCY, at_dram)[0]
     return total, seen, cycles, dram, fp32, imad, release_cycles(seq)
 
 
@@ -300,7 +316,7 @@ def issue_profile(instrs, cold, params=None):
         tile_blocks = loops[head]
         walked = set(walk[0]) if walk else tile_blocks
         out["tile"] = mix(instrs, blocks, walk[0] if walk else {b: 1 for b in tile_blocks}, one_warp=True,
-                          order=order if walk else None)
+                          order=order if walk else None, loop=True)
         described.append("tile %d/%d%s" % (out["tile"][0], sum(out["tile"][1]), "" if walk else " (every block once)"))
     else:
         with_bar = [h for h in sorted(loops) if count(loops[h] - inner_of(h), "BAR.SYNC")]
@@ -309,7 +325,7 @@ def issue_profile(instrs, cold, params=None):
             head = deepest[0]
             tile_blocks = loops[head] - inner_of(head)
             walked = warm(tile_blocks)
-            out["tile"] = mix(instrs, blocks, {b: 1 for b in warm(tile_blocks)})
+            out["tile"] = mix(instrs, blocks, {b: 1 for b in warm(tile_blocks)}, loop=True)
             described.append("tile %d/%d" % (out["tile"][0], sum(out["tile"][1])))
     groups, between, outer = {}, {}, set()
     for h in loops:
@@ -330,14 +346,14 @@ def issue_profile(instrs, cold, params=None):
     parts = []
     for _, h in groups.values():
         walk = kr.common_path(instrs, blocks, loops, h, loops[h], cold, params)
-        parts.append((h, mix(instrs, blocks, walk[0] if walk else {b: 1 for b in loops[h]})))
+        parts.append((h, mix(instrs, blocks, walk[0] if walk else {b: 1 for b in loops[h]}, loop=True)))
     for h, own in between.items():
         if warm(own):
-            parts.append((h, mix(instrs, blocks, {b: 1 for b in warm(own)})))
+            parts.append((h, mix(instrs, blocks, {b: 1 for b in warm(own)}, loop=True)))
     parts.sort()
     out["inner"] = [part for _, part in parts]
     described += ["%d/%d" % (p[0], sum(p[1])) for p in out["inner"]]
-    out["outer"] = mix(instrs, blocks, {b: 1 for b in warm(outer)})
+    out["outer"] = mix(instrs, blocks, {b: 1 for b in warm(outer)}, loop=True)
     if outer:
         described.append("outer %d/%d" % (out["outer"][0], sum(out["outer"][1])))
     fixed = warm(reach - set().union(*loops.values(), set()))
