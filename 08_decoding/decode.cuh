@@ -3,8 +3,9 @@
 // A block of 128 threads owns up to R query rows that read the same KV head, and streams that
 // head's keys. A key row of d elements is d / E lanes of 16 bytes (E = 8 fp16 or bf16 values): a
 // *group* of lanes. The block's G = 128 / lanes groups take keys in turn, U at a time, so that each
-// lane can have U 16-byte loads in flight before it needs the first (the compiler keeps them
-// together only where no branch and no dependent load comes between them). Each group keeps its own online
+// lane can have U 16-byte loads in flight before it needs the first (2U with V's rows in step f, and
+// in step g a second step's 2U beside them; the compiler keeps them together only where no branch
+// and no dependent load comes between them). Each group keeps its own online
 // softmax (m, l and its slice of O, for each row); at the end the G groups' states are merged in
 // shared memory, by the same rescaling as the combine of the splits.
 //
@@ -185,7 +186,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const attn::DecodePara
     }
     if constexpr (KvTogether) {
       // From here on steps f and g read kp and vp only as a flag (their rows are in kv): null for a
-      // key past the range.
+      // key past this step's range. In step g they point at the next step's rows, never read.
 #pragma unroll
       for (int u = 0; u < U; ++u)
         if (base + grp * U + u >= end) kp[u] = vp[u] = nullptr;

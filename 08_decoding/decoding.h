@@ -24,7 +24,7 @@ cudaError_t split_kv(const attn::DecodeParams& p);        // c: the keys split a
 cudaError_t gqa_packed(const attn::DecodeParams& p);      // d: a KV head's query rows share each load
 cudaError_t paged(const attn::DecodeParams& p);           // e: the cache in pages through a block table
 cudaError_t kv_together(const attn::DecodeParams& p);     // f: a step's loads all asked for before any is used
-cudaError_t pipelined(const attn::DecodeParams& p);       // g: the next step's loads asked for before this step's arithmetic
+cudaError_t rows_ahead(const attn::DecodeParams& p);      // g: the next step's loads asked for before this step's arithmetic
 
 // Step a's workspace: one sequence's Q, K, V (heads repeated) and O in chapter 05's [H, L, d] layout.
 size_t prefill_workspace(int Hq, int Lq, int max_keys, int d, int elem_bytes);

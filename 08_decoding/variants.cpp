@@ -180,8 +180,8 @@ const RegisterDecode paged_step(paged_kernels(
 const RegisterDecode kv_together_step(paged_kernels(
     info("kv_together", "each step's table entries, then its K and V rows, asked for before any is used: two waits per step"),
     ch08::kv_together));
-const RegisterDecode pipelined_step(paged_kernels(
-    info("pipelined", "the next step's K and V rows asked for before this step's arithmetic: the cache's wait hidden", true),
-    ch08::pipelined));
+const RegisterDecode rows_ahead_step(paged_kernels(
+    info("rows_ahead", "the next step's K and V rows asked for before this step's arithmetic: the cache's wait hidden", true),
+    ch08::rows_ahead));
 
 }  // namespace

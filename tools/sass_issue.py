@@ -189,11 +189,15 @@ def mix(instrs, blocks, times, one_warp=False, order=None, loop=False):
     sequence (as_sequence(), in the walk's `order` where given), the tensor core's groups carried
     too: a wait may be for products another block issued (chapter 09's steps f and g issue
     P_{j-1} V_{j-1} beside S_j's products and wait for them in the block after the mask's tests).
-    `loop`: the blocks are one iteration of a loop, costed in its steady state: issued twice, the
-    second time starting with the scoreboards the first left set, and the cycles are the second's.
-    A load one iteration asks for and the next waits for (chapter 08's step g asks for the next
-    step's rows) then costs what is left of its latency when the next iteration needs it; where no
-    load outlives its iteration the two passes are the same."""
+    `loop`: the blocks are one whole iteration of a loop (an innermost loop's, or the tile loop's
+    with its inner loops walked), costed in its steady state: issued twice, the second time starting
+    with the scoreboards the first left set (a global or shared load's, MUFU's, a shuffle's), and
+    the cycles are the second's. A result one iteration asks for and the next waits for then costs
+    what is left of its latency when the next iteration needs it, not nothing. Today no row
+    changes: chapter 03's step c asks for the next row's scores and chapter 08's step g for the
+    next step's rows, and each iteration is longer than the latency. In the wgmma path the tensor
+    core's groups are not carried from one pass to the next (each pass waits for its own), and
+    `release` is still counted from clear scoreboards."""
     total, seen, fp32, imad = 0, [0] * len(KINDS), 0, 0
     carry = not any(instrs[i]["op"].startswith(("HGMMA", "WARPGROUP.DEPBAR"))
                     for b in times for i in range(blocks[b]["start"], blocks[b]["end"]))
@@ -325,7 +329,7 @@ def issue_profile(instrs, cold, params=None):
             head = deepest[0]
             tile_blocks = loops[head] - inner_of(head)
             walked = warm(tile_blocks)
-            out["tile"] = mix(instrs, blocks, {b: 1 for b in warm(tile_blocks)}, loop=True)
+            out["tile"] = mix(instrs, blocks, {b: 1 for b in warm(tile_blocks)}, loop=not inner_of(head))
             described.append("tile %d/%d" % (out["tile"][0], sum(out["tile"][1])))
     groups, between, outer = {}, {}, set()
     for h in loops:
@@ -348,12 +352,12 @@ def issue_profile(instrs, cold, params=None):
         walk = kr.common_path(instrs, blocks, loops, h, loops[h], cold, params)
         parts.append((h, mix(instrs, blocks, walk[0] if walk else {b: 1 for b in loops[h]}, loop=True)))
     for h, own in between.items():
-        if warm(own):
-            parts.append((h, mix(instrs, blocks, {b: 1 for b in warm(own)}, loop=True)))
+        if warm(own):  # not a whole iteration (its inner loops apart): costed from clear scoreboards
+            parts.append((h, mix(instrs, blocks, {b: 1 for b in warm(own)})))
     parts.sort()
     out["inner"] = [part for _, part in parts]
     described += ["%d/%d" % (p[0], sum(p[1])) for p in out["inner"]]
-    out["outer"] = mix(instrs, blocks, {b: 1 for b in warm(outer)}, loop=True)
+    out["outer"] = mix(instrs, blocks, {b: 1 for b in warm(outer)})  # its inner loops apart, as `between`
     if outer:
         described.append("outer %d/%d" % (out["outer"][0], sum(out["outer"][1])))
     fixed = warm(reach - set().union(*loops.values(), set()))

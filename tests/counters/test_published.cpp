@@ -314,7 +314,7 @@ TEST_CASE("the model beside measured and published FlashAttention-2 structures",
   // contiguous cache of 32768 keys and the new one), measured in promise.csv. The last step the H200
   // measured (the chapter's best when it ran: paged) is held within 15 %; every measured step within
   // 1.5x (2x before the hits on a miss in flight, model.h's dram_in_flight_hits) and closer than the
-  // floors. The steps added since (kv_together, pipelined) have no measurement: printed as such.
+  // floors. The steps added since (kv_together, rows_ahead) have no measurement: printed as such.
   Problem as_run;  // the measured rows' shape: one query row against 32769 keys per head
   as_run.B = 1, as_run.H = 32, as_run.Lq = 1, as_run.Lk = 32769, as_run.d = 128, as_run.dtype = DType::fp16;
   const std::string promise_csv = std::string(FLASHSTEPS_SOURCE_DIR) + "/results/nvidia-h200/promise.csv";
@@ -368,8 +368,9 @@ TEST_CASE("the model beside measured and published FlashAttention-2 structures",
 // published points have: the longer cache streams closer to the bandwidth, because what a call
 // costs whatever its length (the launches, the blocks' first waits, the combine) weighs less; and
 // the line through the two points splits each time so: its slope, the time per MB of cache, no
-// faster than what a copy reaches of DRAM (gpus.h's [copy]), and its intercept, the per-call part,
-// positive. Both lines are printed, the model's and the one through FlashInfer's two points.
+// faster than what a copy reaches of DRAM (gpus.h's [copy]); its intercept, the per-call part, is
+// positive exactly when the longer cache streams closer, so that is held once. Both lines are
+// printed, the model's and the one through FlashInfer's two points.
 TEST_CASE("chapter 08's best beside FlashInfer's published decoding", "[published]") {
   OneHead one;
   const gpus::Gpu& h100 = *gpus::find_gpu("h100");
@@ -415,7 +416,6 @@ TEST_CASE("chapter 08's best beside FlashInfer's published decoding", "[publishe
   std::printf("%s", t.str().c_str());
   INFO(t.str());
   CHECK(mb[1] / model_us[1] > mb[0] / model_us[0]);
-  CHECK(model[0] > 0);
   CHECK(1 / model[1] <= h100.dram_copy_tb_s() * 1.0001);  // MB per us: TB/s
 }
 

@@ -1,4 +1,4 @@
-// pipelined.cu: step g. Step f's kernel with each step's K and V rows asked for one step ahead:
+// rows_ahead.cu: step g. Step f's kernel with each step's K and V rows asked for one step ahead:
 // the next step's loads go out before this step's arithmetic (the first step's before the loop).
 // Why: step f's step waits for its rows, then computes with no load of its own in flight, and two
 // warps per scheduler (notes/08) cannot fill that wait. Now the cache's wait overlaps a step of
@@ -12,7 +12,7 @@
 
 namespace ch08 {
 
-cudaError_t pipelined(const attn::DecodeParams& p) {
+cudaError_t rows_ahead(const attn::DecodeParams& p) {
   if (p.block_table == nullptr) return gqa_packed(p);  // an unpaged cache: step d's kernels, as steps e and f
   if (p.splits <= 1) return launch_packed<false, true, true, true>(p, nullptr, nullptr);
   const Partials part = partials(p);
