@@ -66,6 +66,12 @@ ATTN_HOST_DEVICE constexpr Tiles fa2_tiles(int d) {
 // multiple of 64, none (pipeline.cuh).
 ATTN_HOST_DEVICE constexpr int row_elems(int d, bool swizzle) { return swizzle && d % 64 == 0 ? d : d + 8; }
 
+// The dynamic shared memory of steps g and h with tiles t: Q and t.stages stages of K and V,
+// swizzled (or padded) rows of `elem`-byte inputs.
+ATTN_HOST_DEVICE constexpr long tile_smem_bytes(Tiles t, int d, int elem) {
+  return 1L * elem * row_elems(d, true) * (t.Br + 2 * t.stages * t.Bc);
+}
+
 // The threads of a block and the dynamic shared memory each step's kernel asks for at head dim d,
 // with `elem`-byte inputs: the launches use them, and so does tools/kernel_resources.py.
 enum class Step { split_k, split_q, tensor_cores, cp_async, swizzle, ldmatrix_x4, rows_32, lean_loop };
@@ -86,10 +92,8 @@ ATTN_HOST_DEVICE constexpr long smem_bytes(Step step, int d, int elem) {
     case Step::ldmatrix_x4:
       return 1L * elem * row_elems(d, true) * (kBr + 2 * 2 * kBc);
     case Step::rows_32:
-    case Step::lean_loop: {
-      const Tiles t = fa2_tiles(d);
-      return 1L * elem * row_elems(d, true) * (t.Br + 2 * t.stages * t.Bc);
-    }
+    case Step::lean_loop:
+      return tile_smem_bytes(fa2_tiles(d), d, elem);
   }
   return 0;
 }

@@ -14,7 +14,7 @@
 //    one FFMA and one exp2 per score, and the row maximum is taken on the raw scores;
 //  - exp2 as ex2.approx.ftz.f32 (simt::ex2_approx_ftz): one MUFU.EX2, no subnormal handling.
 // The kernel takes a Policy: which Q tile a block runs, which K/V tiles it visits (how many, and the
-// j-th's index) and which need the mask. This chapter's (EveryTile) visits every tile in order;
+// j-th's index), which need the mask and, if it names them, its tiles (kTiles; else fa2_tiles). This chapter's (EveryTile) visits every tile in order;
 // chapter 06 plugs in its own, and chapter 10 one whose tiles come from a list, masked by a rule
 // (a Policy with mask_mod(p): mask_tile in fa2_tile.cuh), and whose scores a score_mod changes (a
 // Policy with score_mod(p, b, h): score_tile, on every tile), and one whose blocks each solve one part
@@ -45,6 +45,14 @@ struct EveryTile {
   }
 };
 
+// The tiles a Policy's blocks run: chapter 05's for the head dim (fa2_tiles), unless the Policy
+// names its own (kTiles), as FlashAttention-2's kernel traits give one kernel other tiles.
+template <class Policy, int D>
+ATTN_HOST_DEVICE constexpr Tiles policy_tiles() {
+  if constexpr (requires { Policy::kTiles; }) return Policy::kTiles;
+  else return fa2_tiles(D);
+}
+
 // The problem a block works in: the launch's, or the part a Policy gives it (its tensors and sizes).
 template <class Policy>
 __device__ __forceinline__ attn::AttentionParams part_of(const attn::AttentionParams& p) {
@@ -53,10 +61,10 @@ __device__ __forceinline__ attn::AttentionParams part_of(const attn::AttentionPa
 }
 
 template <class T, int D, class Policy>
-__global__ void __launch_bounds__(block_threads(Step::lean_loop, D)) lean_loop_kernel(const attn::AttentionParams launched) {
+__global__ void __launch_bounds__(32 * policy_tiles<Policy, D>().warps) lean_loop_kernel(const attn::AttentionParams launched) {
   const attn::AttentionParams p = part_of<Policy>(launched);
   using L = Swizzled<D>;
-  constexpr Tiles kT = fa2_tiles(D);
+  constexpr Tiles kT = policy_tiles<Policy, D>();
   constexpr int kM = kT.m_tiles, Br = kT.Br, Bc = kT.Bc, kStages = kT.stages, kThreads = 32 * kT.warps;
   static_assert(Br == kT.warps * kM * 16, "each warp owns kM m-tiles of the Q tile");
   T* Qs = simt::dynamic_smem<T>();

@@ -872,7 +872,7 @@ TEST_CASE("the SASS data knows when a kernel's source changed since it was writt
   CHECK(fnv1a64("a") == 0xaf63dc4c8601ec8cull);   // the published test vector
   // Which kernels a stale file touches: its chapter's namespace, chapter 06's policy inside chapter
   // 05's kernel, and everything for a file under common/.
-  const std::string ch06 = "void ch05::lean_loop_kernel<__half, 128, ch06::(anonymous namespace)::SkipTiles<0, 0>>(attn::AttentionParams)";
+  const std::string ch06 = "void ch05::lean_loop_kernel<__half, 128, ch06::SkipTiles<0, 0>>(attn::AttentionParams)";
   CHECK(built_from(ch06, {"06_causal/skip_tiles.cu"}));
   CHECK(built_from(ch06, {"05_flash_v2/lean_loop.cuh"}));
   CHECK_FALSE(built_from(ch06, {"03_tiled_softmax/online_softmax.cuh"}));

@@ -1,0 +1,66 @@
+// eight_warps.cu: the launches of eight_warps.h. A Policy names its tiles (lean_loop.cuh's
+// policy_tiles): each here is the library's own Policy with 8-warp tiles, launched as the library
+// launches it, so the emulator counts what the H200 ran.
+#include "eight_warps.h"
+
+#include <algorithm>
+
+#include "06_causal/skip_tiles.cuh"
+
+namespace eight_warps {
+namespace {
+
+constexpr ch05::Tiles kEightWarps{8, 2, 8 * 2 * 16, 32, 2};
+
+template <class Policy>
+struct EightWarps : Policy {
+  static constexpr ch05::Tiles kTiles = kEightWarps;
+};
+
+// f(std::integral_constant<int, D>{}) for fp16 at d = 96 or 128, the head dims that ran 8 warps.
+template <class F>
+cudaError_t dispatch(const attn::AttentionParams& p, F&& f) {
+  if (p.dtype != attn::DType::fp16) return cudaErrorInvalidValue;
+  if (p.d == 96) return f(std::integral_constant<int, 96>{});
+  if (p.d == 128) return f(std::integral_constant<int, 128>{});
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace
+
+cudaError_t lean_loop(const attn::AttentionParams& p) {
+  return dispatch(p, [&](auto d) {
+    constexpr int D = decltype(d)::value;
+    return simt::launch(ch05::lean_loop_kernel<__half, D, EightWarps<ch05::EveryTile>>,
+                        dim3((p.Lq + kEightWarps.Br - 1) / kEightWarps.Br, p.B * p.H), dim3(32 * kEightWarps.warps),
+                        ch05::tile_smem_bytes(kEightWarps, D, sizeof(__half)), p);
+  });
+}
+
+cudaError_t balanced(const attn::AttentionParams& p) {
+  return dispatch(p, [&](auto d) {
+    constexpr int D = decltype(d)::value;
+    using ch06::Mode, ch06::SkipTiles;
+    if (p.mask_kind != attn::MaskKind::none) return ch06::launch_tiles<__half, D, EightWarps<SkipTiles<Mode::mask, false>>>(p);
+    if (p.causal == attn::Causal::none) return ch06::launch_tiles<__half, D, EightWarps<SkipTiles<Mode::none, false>>>(p);
+    return ch06::launch_tiles<__half, D, EightWarps<SkipTiles<Mode::causal, true>>>(p);
+  });
+}
+
+std::string library_name(const std::string& kernel) {
+  const std::string wrapper = "EightWarps<";
+  const size_t open = kernel.find(wrapper);
+  if (open == std::string::npos) return kernel;
+  // The wrapper's qualified name starts after the kernel's '<' or ", " before it.
+  const size_t angle = kernel.rfind('<', open - 1), comma = kernel.rfind(", ", open);
+  const size_t at = std::max(angle == std::string::npos ? 0 : angle + 1, comma == std::string::npos ? 0 : comma + 2);
+  size_t end = open + wrapper.size();  // one past the wrapper's closing '>'
+  for (int depth = 1; end < kernel.size() && depth > 0; ++end) depth += kernel[end] == '<' ? 1 : kernel[end] == '>' ? -1 : 0;
+  const std::string inner = kernel.substr(open + wrapper.size(), end - 1 - open - wrapper.size());
+  std::string rest = kernel.substr(end);
+  // The demangler puts a space between two '>' only: "EightWarps<ch05::EveryTile> >" loses it.
+  if (inner.back() != '>' && rest.rfind(" >", 0) == 0) rest.erase(0, 1);
+  return kernel.substr(0, at) + inner + rest;
+}
+
+}  // namespace eight_warps
