@@ -33,10 +33,9 @@ DecodeProblem llama(int B, int context, int splits = 0) {
 }
 
 const DecodeVariant& best() {
-  for (const DecodeVariant& v : decode_registry())
-    if (v.info.best) return v;
-  FAIL("no best decoding variant");
-  return decode_registry().front();
+  const DecodeVariant* v = best_decode();
+  if (v == nullptr) FAIL("no best decoding variant");
+  return *v;
 }
 
 struct Outcome {

@@ -408,9 +408,7 @@ TEST_CASE("the model beside measured and published FlashAttention-2 structures",
 TEST_CASE("chapter 08's best beside FlashInfer's published decoding", "[published]") {
   OneHead one;
   const gpus::Gpu& h100 = *gpus::find_gpu("h100");
-  const DecodeVariant* best = nullptr;
-  for (const DecodeVariant& v : decode_registry())
-    if (v.info.best) best = &v;
+  const DecodeVariant* best = best_decode();
   REQUIRE(best != nullptr);
   std::ostringstream t;
   t << "decoding, B=1 Hq=Hkv=32 d=128 fp16, a contiguous cache: the H100 model of chapter 08's best (" << best->info.name

@@ -43,9 +43,7 @@ void tour_decoding(const Problem& f, const RunOptions& o, Profiler* profiler) {
   p.B = f.B, p.Hq = p.Hkv = f.H, p.d = f.d, p.dtype = f.dtype, p.Lq = 1, p.seed = f.seed;
   p.cache_lens = {std::max(f.Lk - 1, 0)};
   const DecodeVariant* base = find_decode("prefill_kernel");
-  const DecodeVariant* best = nullptr;
-  for (const DecodeVariant& v : decode_registry())
-    if (v.info.best) best = &v;
+  const DecodeVariant* best = best_decode();
   if (!base || !best) return;
   std::printf("\ndecoding (chapter 08; flashsteps decode for more): one new token per sequence against a cache of %d "
               "keys, %d heads: %s\n",

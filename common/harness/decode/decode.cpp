@@ -241,6 +241,11 @@ const DecodeVariant* find_decode(const std::string& name) {
     if (v.info.name == name) return &v;
   return nullptr;
 }
+const DecodeVariant* best_decode() {
+  for (const DecodeVariant& v : decode_registry())
+    if (v.info.best) return &v;
+  return nullptr;
+}
 RegisterDecode::RegisterDecode(DecodeVariant v) { decode_registry().push_back(std::move(v)); }
 
 DecodeChecker::DecodeChecker(const DecodeProblem& p, const DecodeInputs& in, const RunOptions& o) : p_(p) {

@@ -99,6 +99,7 @@ struct DecodeVariant {
 
 std::vector<DecodeVariant>& decode_registry();
 const DecodeVariant* find_decode(const std::string& name);
+const DecodeVariant* best_decode();  // the chapter's best (Variant::best), nullptr if none is
 struct RegisterDecode {
   explicit RegisterDecode(DecodeVariant v);
 };
