@@ -36,24 +36,26 @@ inline constexpr int kWarps = 4, kBr = 64, kBc = 64;
 //   d <= 64:  Bc = 64, 4 warps: O 64 + S 64 registers. Bc = 128 (FlashAttention-2's choice at
 //             d = 64) puts S at 128 and the scores in local memory.
 //   d = 96, 128: Bc = 32: O 128 + S 32 at d = 128 already fill the 255 registers; at d = 128 Bc = 48
-//             (63 % on paper with 4 warps) and Bc = 64 (67 %) spill. Bc = 32 with 4 warps is 57 %; with 8
-//             warps (Br = 256) each warp issues half the copies: 61.5 %, with the same registers
-//             per thread. 8 warps of 255 registers take the whole register file: 1 block per SM,
-//             the same 8 warps per SM as 2 blocks of 4.
+//             (63 % on paper with 4 warps) and Bc = 64 (67 %) spill. Bc = 32 with 4 warps is 57 %;
+//             8 warps (Br = 256) would share each tile's copies among twice the warps, 61.5 %, but
+//             8 warps of 255 registers take the whole register file: 1 block per SM, every warp of
+//             it stopped at each __syncthreads. 2 blocks of 4 give the SM the same 8 warps, and each
+//             block's waits are the other's turn at the pipes (FlashAttention-2 runs 4 warps here).
 //   d = 256:  O alone would take 256 registers with 32 rows per warp: one m-tile (Br = 64), and
 //             Bc = 32 to keep Q + 2 stages of K, V at 96 KiB, 2 blocks per SM.
 // Q is re-read from shared memory at every k-step: kept in registers it would take d/2 more per
 // lane. Two cp.async stages: blocks per SM are set by the registers, and 2 stages already fit them
-// in 228 KiB (48 KiB x 2 blocks at d = 64, 96 KiB x 1 at 128, 96 KiB x 2 at 256); a third stage
+// in 228 KiB (48 KiB x 2 blocks at d = 64, 64 KiB x 2 at 128, 96 KiB x 2 at 256); a third stage
 // would cost shared memory and no occupancy, and one tile in flight while the warps of the SM work
 // on the other is what hides the copy.
 struct Tiles {
   int warps, m_tiles, Br, Bc, stages;  // Br = warps x m_tiles x 16
 };
-// Whether 8 warps beat 2 blocks of 4 at d = 96, 128 is for a GPU to say: a build with
-// -DFLASHSTEPS_D128_WARPS=4 has the other choice (tools/gpu_session.sh's `tune` step runs both).
+// The H200 ran blocks of 8 warps at d = 96, 128 (results/nvidia-h200: one block per SM, the
+// tensor pipe 42 % active); a build with -DFLASHSTEPS_D128_WARPS=8 has them again, and
+// tools/gpu_session.sh's `tune` step times both builds.
 #ifndef FLASHSTEPS_D128_WARPS
-#define FLASHSTEPS_D128_WARPS 8
+#define FLASHSTEPS_D128_WARPS 4
 #endif
 static_assert(FLASHSTEPS_D128_WARPS == 4 || FLASHSTEPS_D128_WARPS == 8, "FLASHSTEPS_D128_WARPS: 4 or 8");
 ATTN_HOST_DEVICE constexpr Tiles fa2_tiles(int d) {

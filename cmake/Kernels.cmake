@@ -64,9 +64,10 @@ function(flashsteps_ptxas_report target)
   endif()
 endfunction()
 
-# -DFLASHSTEPS_D128_WARPS=4: chapter 05's steps g, h (and chapter 06) at d = 96, 128 with blocks of
-# 4 warps instead of the book's 8 (05_flash_v2/flash_v2.h), for a GPU to compare the two.
-set(FLASHSTEPS_D128_WARPS "" CACHE STRING "warps per block of chapter 05's steps g, h at d = 96, 128: 4 or 8 (empty: the book's 8)")
+# -DFLASHSTEPS_D128_WARPS=8: chapter 05's steps g, h (and chapter 06) at d = 96, 128 with blocks of
+# 8 warps, as the H200 ran them, instead of the book's 4 (05_flash_v2/flash_v2.h), for a GPU to
+# compare the two.
+set(FLASHSTEPS_D128_WARPS "" CACHE STRING "warps per block of chapter 05's steps g, h at d = 96, 128: 4 or 8 (empty: the book's 4)")
 if(FLASHSTEPS_D128_WARPS)
   if(NOT FLASHSTEPS_D128_WARPS MATCHES "^(4|8)$")
     message(FATAL_ERROR "FLASHSTEPS_D128_WARPS must be 4 or 8 (got '${FLASHSTEPS_D128_WARPS}')")

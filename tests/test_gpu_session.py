@@ -129,10 +129,10 @@ def main():
               f"the hit rates this ncu knows, steps f and g by SASS instruction (got {states})")
         sdpa = [line for line in calls.splitlines() if "bench_torch_sdpa.py" in line]
         check(any("--variants all:05,06 --shapes flash" in line for line in sdpa), "chapters 05, 06 beside SDPA")
-        check("-DFLASHSTEPS_D128_WARPS=4" in calls and "--target flashsteps_capi" in calls,
-              "tune builds the 4-warp C interface")
-        check(any(f"{build}-d128w4/lib/libflashsteps_capi.so" in line and "tune_d128_warps4.csv" in line for line in sdpa)
-              and any(f"{build}/lib/libflashsteps_capi.so" in line and "tune_d128_warps8.csv" in line for line in sdpa),
+        check("-DFLASHSTEPS_D128_WARPS=8" in calls and "--target flashsteps_capi" in calls,
+              "tune builds the 8-warp C interface")
+        check(any(f"{build}-d128w8/lib/libflashsteps_capi.so" in line and "tune_d128_warps8.csv" in line for line in sdpa)
+              and any(f"{build}/lib/libflashsteps_capi.so" in line and "tune_d128_warps4.csv" in line for line in sdpa),
               "tune runs each build in its own process, into its own CSV")
         check("07_backward -v tensor_cores" in calls and "bench_torch_sdpa_backward.py" in calls,
               "the backward beside PyTorch's")

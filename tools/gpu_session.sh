@@ -277,19 +277,19 @@ profile() {
   return $status
 }
 
-# Chapter 05's steps g, h and chapter 06 at d = 96, 128 with 4 warps per block (Br = 128) against the
-# book's 8 (Br = 256; 05_flash_v2/flash_v2.h): a second build of the C interface with
-# -DFLASHSTEPS_D128_WARPS=4, then each build in its own process beside the flash backend (FA2), so
-# each ratio is same-run; d = 64 is the same kernel in both builds, the control for process-to-process
-# noise. Rows: tune_d128_warps8.csv and tune_d128_warps4.csv.
+# Chapter 05's steps g, h and chapter 06 at d = 96, 128 with the book's 4 warps per block (Br = 128)
+# against 8 (Br = 256, as the H200 ran them; 05_flash_v2/flash_v2.h): a second build of the C
+# interface with -DFLASHSTEPS_D128_WARPS=8, then each build in its own process beside the flash
+# backend (FA2), so each ratio is same-run; d = 64 is the same kernel in both builds, the control for
+# process-to-process noise. Rows: tune_d128_warps4.csv and tune_d128_warps8.csv.
 tune() {
-  local w4=$build-d128w4
-  configure "$w4" -DFLASHSTEPS_D128_WARPS=4 || return 1
-  cmake --build "$w4" -j "$(nproc)" --target flashsteps_capi || return 1
+  local w8=$build-d128w8
+  configure "$w8" -DFLASHSTEPS_D128_WARPS=8 || return 1
+  cmake --build "$w8" -j "$(nproc)" --target flashsteps_capi || return 1
   local warps lib status=0
-  for warps in 8 4; do
+  for warps in 4 8; do
     lib=$build/lib/libflashsteps_capi.so
-    if [ "$warps" = 4 ]; then lib=$w4/lib/libflashsteps_capi.so; fi
+    if [ "$warps" = 8 ]; then lib=$w8/lib/libflashsteps_capi.so; fi
     echo "== d = 96, 128 with $warps warps per block ($lib)"
     python3 "$root/tools/bench_torch_sdpa.py" --chapters "$lib" --variants best:05,06 --backends flash \
       --shapes flash --dtype fp16 --reps 20 --budget 75 --csv "$out/tune_d128_warps$warps.csv" || status=1
