@@ -172,15 +172,15 @@ def main():
     ap.add_argument("--align", choices=["top-left", "bottom-right", "none"], default="top-left",
                     help="causal alignment (none: not causal); default top-left")
     ap.add_argument("--br", type=int, default=128,
-                    help="rows of Q per tile (the kernel's Br, fa2_tiles in 05_flash_v2/flash_v2.h: 128 up to d = 64, "
-                         "256 at d = 96 and 128, 64 above)")
+                    help="rows of Q per tile (the kernel's Br, fa2_tiles in 05_flash_v2/flash_v2.h: 128 up to d = 128, "
+                         "64 above)")
     ap.add_argument("--bc", type=int, default=32,
                     help="keys per K/V tile (the kernel's Bc, fa2_tiles: 64 for d <= 64, 32 above)")
     ap.add_argument("-H", "--heads", type=int, default=16, help="heads H (default 16)")
     ap.add_argument("-b", "--batch", type=int, default=2, help="batch B (default 2); blocks cover B*H heads")
     ap.add_argument("--sms", type=int, default=132, help="multiprocessors (default 132, H100/H200)")
     ap.add_argument("--blocks-per-sm", type=int, default=2,
-                    help="resident blocks per SM (default 2: 2 blocks of 4 warps at d <= 64; 1 block of 8 warps at d = 96, 128)")
+                    help="resident blocks per SM (default 2: 2 blocks of 4 warps up to d = 128)")
     ap.add_argument("--overhead", type=float, default=0.0,
                     help="fixed cost of every block, in K/V tiles (default 0)")
     ap.add_argument("--orders", default="mask_every_tile,skip_tiles,balanced",
