@@ -3,8 +3,6 @@
 // launches it, so the emulator counts what the H200 ran.
 #include "eight_warps.h"
 
-#include <algorithm>
-
 #include "06_causal/skip_tiles.cuh"
 
 namespace eight_warps {
@@ -45,22 +43,6 @@ cudaError_t balanced(const attn::AttentionParams& p) {
     if (p.causal == attn::Causal::none) return ch06::launch_tiles<__half, D, EightWarps<SkipTiles<Mode::none, false>>>(p);
     return ch06::launch_tiles<__half, D, EightWarps<SkipTiles<Mode::causal, true>>>(p);
   });
-}
-
-std::string library_name(const std::string& kernel) {
-  const std::string wrapper = "EightWarps<";
-  const size_t open = kernel.find(wrapper);
-  if (open == std::string::npos) return kernel;
-  // The wrapper's qualified name starts after the kernel's '<' or ", " before it.
-  const size_t angle = kernel.rfind('<', open - 1), comma = kernel.rfind(", ", open);
-  const size_t at = std::max(angle == std::string::npos ? 0 : angle + 1, comma == std::string::npos ? 0 : comma + 2);
-  size_t end = open + wrapper.size();  // one past the wrapper's closing '>'
-  for (int depth = 1; end < kernel.size() && depth > 0; ++end) depth += kernel[end] == '<' ? 1 : kernel[end] == '>' ? -1 : 0;
-  const std::string inner = kernel.substr(open + wrapper.size(), end - 1 - open - wrapper.size());
-  std::string rest = kernel.substr(end);
-  // The demangler puts a space between two '>' only: "EightWarps<ch05::EveryTile> >" loses it.
-  if (inner.back() != '>' && rest.rfind(" >", 0) == 0) rest.erase(0, 1);
-  return kernel.substr(0, at) + inner + rest;
 }
 
 }  // namespace eight_warps

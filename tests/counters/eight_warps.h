@@ -6,18 +6,11 @@
 #pragma once
 #include <cuda_runtime.h>
 
-#include <string>
-
 #include "kernels/params.h"
 
 namespace eight_warps {
 
 cudaError_t lean_loop(const attn::AttentionParams& p);  // chapter 05's step h (and chapter 09's fa2_baseline)
 cudaError_t balanced(const attn::AttentionParams& p);   // chapter 06's best: ch06::skip_tiles(p, true)
-
-// A launch's kernel as the library names it: its Policy without the EightWarps wrapper of
-// eight_warps.cu (names without one pass unchanged), so the SASS rows of the kernel the H200 ran are
-// found under it.
-std::string library_name(const std::string& kernel);
 
 }  // namespace eight_warps
