@@ -237,6 +237,20 @@ struct OneHead {
   const Profile& run(const Variant& v, const Problem& p) { return profiler.run(v, p, profiler.plan(v, p), checks, false); }
 };
 
+// A variant's profile on p as the H200 ran it (as_ran), and today's: the same profile where the two
+// kernels are one. Both checked against the reference.
+struct RanAndToday {
+  Profile ran, today;
+};
+RanAndToday ran_and_today(OneHead& one, const Variant& v, const Problem& p) {
+  const Variant& as_it_ran = as_ran(v, p);
+  RanAndToday r{one.run(as_it_ran, p), {}};
+  REQUIRE(r.ran.result.verdict.pass);
+  r.today = &as_it_ran == &v ? r.ran : one.run(v, p);
+  REQUIRE(r.today.result.verdict.pass);
+  return r;
+}
+
 // (d, is_causal, N) -> measured, modelled, and modelled without fill and drain (ms).
 using Times = std::map<std::tuple<int, bool, int>, std::array<double, 3>>;
 
@@ -310,11 +324,8 @@ TEST_CASE("the model beside measured and published FlashAttention-2 structures",
         const Problem p = figure5(N, d, causal);
         const Variant* v = find_variant(causal ? "balanced" : "lean_loop");
         REQUIRE(v != nullptr);
-        const Profile ran = one.run(as_ran(*v, p), p);  // as the H200 ran it
-        REQUIRE(ran.result.verdict.pass);
+        const auto [ran, pr] = ran_and_today(one, *v, p);  // as the H200 ran it, and today's kernel
         const double h200_us = as_run_on_h200(ran).us, h200_roofline_us = as_run_on_h200(ran, false).us;
-        const Profile& pr = &as_ran(*v, p) == v ? ran : one.run(*v, p);  // today's kernel
-        REQUIRE(pr.result.verdict.pass);
         const double h100_us = remodel(pr, h100).us;
         const double model_h100 = flop(p) / h100_us / 1e6;
         const PublishedRate* fa2 = flash_attention2_h100(p.B, p.H, N, N, d, true, causal, true, false);
@@ -730,10 +741,7 @@ TEST_CASE("the model's DRAM reads beside what Nsight Compute read on the H200", 
     REQUIRE(measured > 0);
     const Variant* v = find_variant(name);
     REQUIRE(v != nullptr);
-    const Profile pr = one.run(as_ran(*v, p), p);  // as the H200 ran it
-    REQUIRE(pr.result.verdict.pass);
-    const Profile today = &as_ran(*v, p) == v ? pr : one.run(*v, p);
-    REQUIRE(today.result.verdict.pass);
+    const auto [pr, today] = ran_and_today(one, *v, p);  // as the H200 ran it, and today's kernel
     REQUIRE(today.stages.size() == pr.stages.size());
     const Remodelled m = as_run_on_h200(pr);
     double once = 0;
