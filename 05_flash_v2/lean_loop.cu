@@ -5,13 +5,8 @@
 namespace ch05 {
 
 cudaError_t lean_loop(const attn::AttentionParams& p) {
-  return dispatch_tensor_core(p, [&](auto t, auto d) {
-    using T = decltype(t);
-    constexpr int D = decltype(d)::value;
-    constexpr Tiles kT = fa2_tiles(D);
-    return simt::launch(lean_loop_kernel<T, D, EveryTile>, dim3((p.Lq + kT.Br - 1) / kT.Br, p.B * p.H),
-                        dim3(block_threads(Step::lean_loop, D)), smem_bytes(Step::lean_loop, D, sizeof(T)), p);
-  });
+  return dispatch_tensor_core(
+      p, [&](auto t, auto d) { return launch_policy<decltype(t), decltype(d)::value, EveryTile>(p); });
 }
 
 }  // namespace ch05

@@ -139,4 +139,18 @@ __global__ void __launch_bounds__(32 * policy_tiles<Policy, D>().warps) lean_loo
   for (int m = 0; m < kM; ++m) store_rows<T>(st[m], row(m), p, bh);
 }
 
+// Every launch of the kernel: its threads and shared memory from the Policy's tiles, so that a
+// launch and the kernel it launches cannot disagree. The grid is the Policy's; by default a block
+// per Q tile of Br rows and (batch, head), (Q tiles, heads).
+template <class T, int D, class Policy>
+cudaError_t launch_policy(const attn::AttentionParams& p, dim3 grid) {
+  constexpr Tiles kT = policy_tiles<Policy, D>();
+  return simt::launch(lean_loop_kernel<T, D, Policy>, grid, dim3(32 * kT.warps), tile_smem_bytes(kT, D, sizeof(T)), p);
+}
+template <class T, int D, class Policy>
+cudaError_t launch_policy(const attn::AttentionParams& p) {
+  constexpr int Br = policy_tiles<Policy, D>().Br;
+  return launch_policy<T, D, Policy>(p, dim3((p.Lq + Br - 1) / Br, p.B * p.H));
+}
+
 }  // namespace ch05

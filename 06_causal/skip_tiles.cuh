@@ -36,8 +36,7 @@ cudaError_t launch_tiles(const attn::AttentionParams& p) {
   constexpr ch05::Tiles kT = ch05::policy_tiles<Policy, D>();
   const unsigned q_tiles = static_cast<unsigned>((p.Lq + kT.Br - 1) / kT.Br), heads = static_cast<unsigned>(p.B * p.H);
   const dim3 grid = Policy::kHeaviest ? heaviest_first_grid(heads, q_tiles) : dim3(q_tiles, heads);
-  return simt::launch(ch05::lean_loop_kernel<T, D, Policy>, grid, dim3(32 * kT.warps),
-                      ch05::tile_smem_bytes(kT, D, sizeof(T)), p);
+  return ch05::launch_policy<T, D, Policy>(p, grid);
 }
 
 }  // namespace ch06

@@ -37,9 +37,7 @@ cudaError_t launch_listed(const attn::AttentionParams& p, const void* lists) {
     using T = decltype(t);
     constexpr int D = decltype(d)::value;
     constexpr ch05::Tiles kT = ch05::fa2_tiles(D);
-    return simt::launch(ch05::lean_loop_kernel<T, D, Policy<kT.Br, kT.Bc>>,
-                        dim3((a.Lq + kT.Br - 1) / kT.Br, a.B * a.H), dim3(ch05::block_threads(ch05::Step::lean_loop, D)),
-                        ch05::smem_bytes(ch05::Step::lean_loop, D, sizeof(T)), a);
+    return ch05::launch_policy<T, D, Policy<kT.Br, kT.Bc>>(a);
   });
 }
 

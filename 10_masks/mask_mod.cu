@@ -23,14 +23,8 @@ struct EveryTileMod : ch05::EveryTile {
 
 cudaError_t mask_mod(const attn::AttentionParams& p) {
   if (!has_rule(p)) return cudaErrorInvalidValue;
-  return ch05::dispatch_tensor_core(p, [&](auto t, auto d) {
-    using T = decltype(t);
-    constexpr int D = decltype(d)::value;
-    constexpr ch05::Tiles kT = ch05::fa2_tiles(D);
-    return simt::launch(ch05::lean_loop_kernel<T, D, EveryTileMod>, dim3((p.Lq + kT.Br - 1) / kT.Br, p.B * p.H),
-                        dim3(ch05::block_threads(ch05::Step::lean_loop, D)),
-                        ch05::smem_bytes(ch05::Step::lean_loop, D, sizeof(T)), p);
-  });
+  return ch05::dispatch_tensor_core(
+      p, [&](auto t, auto d) { return ch05::launch_policy<decltype(t), decltype(d)::value, EveryTileMod>(p); });
 }
 
 }  // namespace ch10

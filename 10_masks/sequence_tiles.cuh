@@ -78,12 +78,9 @@ cudaError_t launch_sequences(const attn::AttentionParams& p, const void* map) {
     using T = decltype(t);
     constexpr int D = decltype(d)::value;
     constexpr ch05::Tiles kT = ch05::fa2_tiles(D);
-    const auto launch = [&](auto kernel) {
-      return simt::launch(kernel, tile_map_grid(a.H, a.Lq, a.mod.arg, kT.Br), dim3(ch05::block_threads(ch05::Step::lean_loop, D)),
-                          ch05::smem_bytes(ch05::Step::lean_loop, D, sizeof(T)), a);
-    };
-    if (scored) return launch(ch05::lean_loop_kernel<T, D, Scored<T, kT.Br, kT.Bc>>);
-    return launch(ch05::lean_loop_kernel<T, D, Policy<T, kT.Br, kT.Bc>>);
+    const dim3 grid = tile_map_grid(a.H, a.Lq, a.mod.arg, kT.Br);
+    if (scored) return ch05::launch_policy<T, D, Scored<T, kT.Br, kT.Bc>>(a, grid);
+    return ch05::launch_policy<T, D, Policy<T, kT.Br, kT.Bc>>(a, grid);
   });
 }
 

@@ -77,12 +77,9 @@ cudaError_t window(const attn::AttentionParams& p) {
     constexpr int D = decltype(d)::value;
     constexpr ch05::Tiles kT = ch05::fa2_tiles(D);
     const auto q_tiles = static_cast<unsigned>((p.Lq + kT.Br - 1) / kT.Br), heads = static_cast<unsigned>(p.B * p.H);
-    const auto launch = [&](auto kernel) {
-      return simt::launch(kernel, ch06::heaviest_first_grid(heads, q_tiles), dim3(ch05::block_threads(ch05::Step::lean_loop, D)),
-                          ch05::smem_bytes(ch05::Step::lean_loop, D, sizeof(T)), p);
-    };
-    if (scored) return launch(ch05::lean_loop_kernel<T, D, WindowRange<kT.Br, kT.Bc, ScoredFromEnd>>);
-    return launch(ch05::lean_loop_kernel<T, D, WindowRange<kT.Br, kT.Bc, FromEnd>>);
+    const dim3 grid = ch06::heaviest_first_grid(heads, q_tiles);
+    if (scored) return ch05::launch_policy<T, D, WindowRange<kT.Br, kT.Bc, ScoredFromEnd>>(p, grid);
+    return ch05::launch_policy<T, D, WindowRange<kT.Br, kT.Bc, FromEnd>>(p, grid);
   });
 }
 

@@ -19,10 +19,7 @@ struct UserTiles : ch05::EveryTile {
 
 cudaError_t run(const attn::AttentionParams& p) {
   if (p.dtype != attn::DType::fp16 || p.d != kD) return cudaErrorInvalidValue;
-  constexpr ch05::Tiles kT = ch05::fa2_tiles(kD);
-  return simt::launch(ch05::lean_loop_kernel<__half, kD, UserTiles>, dim3((p.Lq + kT.Br - 1) / kT.Br, p.B * p.H),
-                      dim3(ch05::block_threads(ch05::Step::lean_loop, kD)),
-                      ch05::smem_bytes(ch05::Step::lean_loop, kD, sizeof(__half)), p);
+  return ch05::launch_policy<__half, kD, UserTiles>(p);
 }
 
 }  // namespace user_mods

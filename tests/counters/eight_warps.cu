@@ -29,9 +29,7 @@ cudaError_t dispatch(const attn::AttentionParams& p, F&& f) {
 cudaError_t lean_loop(const attn::AttentionParams& p) {
   return dispatch(p, [&](auto d) {
     constexpr int D = decltype(d)::value;
-    return simt::launch(ch05::lean_loop_kernel<__half, D, EightWarps<ch05::EveryTile>>,
-                        dim3((p.Lq + kEightWarps.Br - 1) / kEightWarps.Br, p.B * p.H), dim3(32 * kEightWarps.warps),
-                        ch05::tile_smem_bytes(kEightWarps, D, sizeof(__half)), p);
+    return ch05::launch_policy<__half, D, EightWarps<ch05::EveryTile>>(p);
   });
 }
 
