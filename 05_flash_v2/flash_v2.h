@@ -75,7 +75,9 @@ ATTN_HOST_DEVICE constexpr long tile_smem_bytes(Tiles t, int d, int elem) {
 }
 
 // The threads of a block and the dynamic shared memory each step's kernel asks for at head dim d,
-// with `elem`-byte inputs: the launches use them, and so does tools/kernel_resources.py.
+// with `elem`-byte inputs: the launches of steps a to g use them, the registry and
+// tools/kernel_resources.py too. Step h's launches take both from their Policy's tiles
+// (lean_loop.cuh's launch_policy), which are these unless the Policy names its own.
 enum class Step { split_k, split_q, tensor_cores, cp_async, swizzle, ldmatrix_x4, rows_32, lean_loop };
 ATTN_HOST_DEVICE constexpr int block_threads(Step step, int d) {
   return 32 * (step == Step::rows_32 || step == Step::lean_loop ? fa2_tiles(d).warps : kWarps);

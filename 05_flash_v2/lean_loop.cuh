@@ -15,11 +15,11 @@
 //  - exp2 as ex2.approx.ftz.f32 (simt::ex2_approx_ftz): one MUFU.EX2, no subnormal handling.
 // The kernel takes a Policy: which Q tile a block runs, which K/V tiles it visits (how many, and the
 // j-th's index), which need the mask and, if it names them, its tiles (kTiles; else fa2_tiles).
-// This chapter's (EveryTile) visits every tile in order; chapter 06 plugs in its own, and chapter
-// 10 one whose tiles come from a list, masked by a rule
-// (a Policy with mask_mod(p): mask_tile in fa2_tile.cuh), and whose scores a score_mod changes (a
-// Policy with score_mod(p, b, h): score_tile, on every tile), and one whose blocks each solve one part
-// of the problem as a problem of its own (a Policy with part(p): one sequence of a packed batch).
+// This chapter's (EveryTile) visits every tile in order; chapter 06 plugs in its own, and
+// chapter 10 one whose tiles come from a list, masked by a rule (a Policy with mask_mod(p):
+// mask_tile in fa2_tile.cuh), and whose scores a score_mod changes (a Policy with
+// score_mod(p, b, h): score_tile, on every tile), and one whose blocks each solve one part of the
+// problem as a problem of its own (a Policy with part(p): one sequence of a packed batch).
 // Cost: a second copy routine for the last tile; P's exponentials lose subnormal results (below
 // 2^-126 of the row's largest term, nothing a sum of at least 1 can see).
 #pragma once
