@@ -1,6 +1,7 @@
 // hopper.h: chapter 09, FlashAttention-2's loop on Hopper's own instructions, one at a time: the
-// tensor cores fed from shared memory (wgmma) first; then TMA copies, warp specialization and the
-// overlaps of FlashAttention-3. Each step compiles for sm_90a and runs on the CPU emulator.
+// tensor cores fed from shared memory (wgmma) first; then TMA copies, warp specialization, the
+// overlaps of FlashAttention-3 and its tiles by head dim. Each step compiles for sm_90a and runs on
+// the CPU emulator.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -21,6 +22,7 @@ cudaError_t warp_specialized(const attn::AttentionParams& p);  // d: a producer 
 cudaError_t ping_pong(const attn::AttentionParams& p);         // e: the consumers take turns (named barriers)
 cudaError_t intra_overlap(const attn::AttentionParams& p);     // f: softmax of tile j under P V of tile j - 1
 cudaError_t causal_skip(const attn::AttentionParams& p);       // g: chapter 06's causal policy on step f
+cudaError_t head_dim_tiles(const attn::AttentionParams& p);    // h: step g with three consumers at d = 64
 
 // The tiles of step b: a warpgroup of 128 threads owns Br = 64 query rows and walks K/V tiles of
 // Bc = 128 keys (S: 64 floats per thread, as O at d = 128).
@@ -41,9 +43,24 @@ inline constexpr unsigned kProducerRegs = 24, kConsumerRegs = 240;
 // rotation), a tile later than in steps d and e, so their ring has a stage more, for the producer to
 // keep as many copies in flight: 224 KiB of tiles at d = 128, of the 227 a block may have.
 inline constexpr int kRotatedStages = kStages + 1;
-inline constexpr long ws_smem_bytes(int d, int stages = kStages) {
-  return ring_smem_bytes(d) + (stages - kStages) * (4L * kBc * d + 16) + 2L * (kConsumers - 1) * kBr * d;
+inline constexpr long ws_smem_bytes(int d, int stages = kStages, int consumers = kConsumers) {
+  return ring_smem_bytes(d) + (stages - kStages) * (4L * kBc * d + 16) + 2L * (consumers - 1) * kBr * d;
 }
+// Step h: the consumers a block has by head dim, as FlashAttention-3 sizes its tiles by head dim
+// (hopper/tile_size.h, tile_size_fwd_sm90: Q tiles of 192 rows at d = 64, 128 at d = 128). A
+// consumer's S, O and P at d = 64 fit in 160 registers (step h's loop names R153 at most, no spill:
+// results/static-sm90a), so three consumers share each K/V tile, 128 x 32 + 384 x 160 = 65536
+// registers (FlashAttention-3's counts with three); at d = 128 they take more than 160 (step g's
+// loop names R187), and step h is step g.
+__host__ __device__ inline constexpr int consumers_for(int d) { return d <= 64 ? 3 : kConsumers; }
+__host__ __device__ inline constexpr int ws_threads(int consumers) { return kThreads * (1 + consumers); }
+__host__ __device__ inline constexpr unsigned producer_regs(int consumers) {
+  return consumers == kConsumers ? kProducerRegs : 32;
+}
+__host__ __device__ inline constexpr unsigned consumer_regs(int consumers) {
+  return consumers == kConsumers ? kConsumerRegs : 160;
+}
+static_assert(kThreads * (producer_regs(3) + 3 * consumer_regs(3)) <= 65536, "three consumers' registers fit an SM's 64K");
 // Every launch asks for kAlign bytes beyond its tiles, to start them on a 1024-byte boundary
 // (smem_tiles.cuh's aligned_smem: the 128-byte swizzle repeats every 1024 bytes).
 inline constexpr int kAlign = 1024;

@@ -10,10 +10,10 @@
 
 namespace ch09 {
 
-template <class T, int D, int Stages = kStages>
+template <class T, int D, int Stages = kStages, int Consumers = kConsumers>
 struct Ring {
-  T* Qs = aligned_smem<T>();             // [kConsumers][D / 64][kBr][64]
-  T* Ks = Qs + kConsumers * kBr * D;     // [Stages][D / 64][kBc][64]
+  T* Qs = aligned_smem<T>();             // [Consumers][D / 64][kBr][64]
+  T* Ks = Qs + Consumers * kBr * D;      // [Stages][D / 64][kBc][64]
   T* Vs = Ks + Stages * kBc * D;         // the same
   uint64_t* full = reinterpret_cast<uint64_t*>(Vs + Stages * kBc * D);  // a stage has landed
   uint64_t* empty = full + Stages;       // every consumer thread is done with a stage
@@ -23,18 +23,18 @@ struct Ring {
   __device__ __forceinline__ void init() const {
     for (int s = 0; s < Stages; ++s) {
       simt::mbarrier_init(&full[s], 1);
-      simt::mbarrier_init(&empty[s], kConsumers * kThreads);
+      simt::mbarrier_init(&empty[s], Consumers * kThreads);
     }
     simt::mbarrier_init(q_full, 1);
   }
 
-  // The producer's one thread: every consumer's Q, then tile j into stage j % Stages, once both
-  // consumers are done with tile j - Stages.
+  // The producer's one thread: every consumer's Q, then tile j into stage j % Stages, once every
+  // consumer is done with tile j - Stages.
   __device__ __forceinline__ void produce(const CUtensorMap* q_map, const CUtensorMap* k_map, const CUtensorMap* v_map,
                                           int q0, int bh, int tiles) const {
     constexpr unsigned kTileBytes = kBc * D * sizeof(T);  // a whole box, zeros past the last key included
-    simt::mbarrier_arrive_expect_tx(q_full, kConsumers * kBr * D * sizeof(T));
-    for (int c = 0; c < kConsumers; ++c)
+    simt::mbarrier_arrive_expect_tx(q_full, Consumers * kBr * D * sizeof(T));
+    for (int c = 0; c < Consumers; ++c)
       for (int cb = 0; cb < D / 64; ++cb)
         simt::tma_load_3d(Qs + (c * (D / 64) + cb) * kBr * 64, q_map, cb * 64, q0 + c * kBr, bh, q_full);
     for (int j = 0; j < tiles; ++j) {
@@ -59,26 +59,29 @@ struct Ring {
   __device__ __forceinline__ uint64_t v_desc(int s) const { return n_major<kBc>(Vs + s * kBc * D); }
 };
 
-// Steps e onwards: the two consumers take turns at issuing their S chains (attend_tile's Turn).
-// Consumer c's named barrier is kTurn + c, for both warpgroups' 256 threads: c takes its turn by
-// waiting on it (bar.sync, 128 threads), the other gives it by arriving (bar.arrive, 128) once its
-// own chain is issued. Consumer 1 gives consumer 0 the first turn (start), and nobody passes the
-// turn after the last chain of all, which no turn follows.
-inline constexpr unsigned kTurn = 1;  // named barriers 1 and 2 (0 is __syncthreads')
+// Steps e onwards: the consumers take turns at issuing their S chains (attend_tile's Turn), in
+// order, consumer c after consumer c - 1 (two in steps e to g: back and forth; three in step h at
+// d = 64). Consumer c's named barrier is kTurn + c, for two warpgroups' 256 threads: c takes its
+// turn by waiting on it (bar.sync, 128 threads), the consumer before it gives it by arriving
+// (bar.arrive, 128) once its own chain is issued. The last consumer gives consumer 0 the first turn
+// (start), and nobody passes the turn after the last chain of all, the last consumer's on the last
+// tile, which no turn follows.
+inline constexpr unsigned kTurn = 1;  // named barriers 1, 2 (and 3); 0 is __syncthreads'
 struct PingPong {
+  static constexpr int kWaiters = 2 * kThreads;  // the consumer taking the turn and the one giving it
   unsigned mine, other;
   bool pass_on;
   // Consumer c's turn for its chain of tile j.
-  __device__ __forceinline__ PingPong(int c, int j, int tiles)
-      : mine(kTurn + static_cast<unsigned>(c)), other(kTurn + static_cast<unsigned>(1 - c)), pass_on(c == 0 || j + 1 < tiles) {
-    static_assert(kConsumers == 2, "the turn goes back and forth between two consumers");
+  __device__ __forceinline__ PingPong(int c, int j, int tiles, int consumers = kConsumers)
+      : mine(kTurn + static_cast<unsigned>(c)),
+        other(kTurn + static_cast<unsigned>((c + 1) % consumers)),
+        pass_on(c + 1 < consumers || j + 1 < tiles) {}
+  __device__ __forceinline__ static void start(int c, int consumers = kConsumers) {
+    if (c == consumers - 1) simt::named_barrier_arrive(kTurn, kWaiters);
   }
-  __device__ __forceinline__ static void start(int c) {
-    if (c == 1) simt::named_barrier_arrive(kTurn, kConsumers * kThreads);
-  }
-  __device__ __forceinline__ void take() const { simt::named_barrier_sync(mine, kConsumers * kThreads); }
+  __device__ __forceinline__ void take() const { simt::named_barrier_sync(mine, kWaiters); }
   __device__ __forceinline__ void pass() const {
-    if (pass_on) simt::named_barrier_arrive(other, kConsumers * kThreads);
+    if (pass_on) simt::named_barrier_arrive(other, kWaiters);
   }
 };
 
@@ -86,37 +89,39 @@ struct PingPong {
 // the block's last __syncthreads (after it, roles meet only on the mbarriers); the producer
 // warpgroup gives its registers back and its thread 0 copies Q and the block's tiles, then returns
 // false; a consumer takes the registers and gets true. No copy when no tile is visited (step g).
-template <class T, int D, int Stages>
-__device__ __forceinline__ bool split_roles(const Ring<T, D, Stages>& ring, const CUtensorMap* q_map, const CUtensorMap* k_map,
-                                            const CUtensorMap* v_map, int q0, int bh, int tiles) {
+template <class T, int D, int Stages, int Consumers>
+__device__ __forceinline__ bool split_roles(const Ring<T, D, Stages, Consumers>& ring, const CUtensorMap* q_map,
+                                            const CUtensorMap* k_map, const CUtensorMap* v_map, int q0, int bh, int tiles) {
   if (threadIdx.x == 0) ring.init();
   simt::fence_mbarrier_init();
   __syncthreads();
   if (threadIdx.x < kThreads) {  // warpgroup 0, the producer
-    simt::setmaxnreg_dec<kProducerRegs>();  // by all 32 lanes of each of its warps, before the branch
+    simt::setmaxnreg_dec<producer_regs(Consumers)>();  // by all 32 lanes of each of its warps, before the branch
     if (threadIdx.x == 0 && tiles > 0) ring.produce(q_map, k_map, v_map, q0, bh, tiles);
     return false;
   }
-  simt::setmaxnreg_inc<kConsumerRegs>();
+  simt::setmaxnreg_inc<consumer_regs(Consumers)>();
   return true;
 }
 
 // Launches a kernel of steps d onwards, kernel(t, d) naming its instantiation: Q tiles of
-// kConsumers * kBr rows, kWsThreads threads, the shared memory of its ring of Stages. The grid is (Q tiles, heads),
+// kConsumers * kBr rows (consumers_for(d) * kBr where ByHeadDim, step h), a producer's and their
+// threads, the shared memory of its ring of Stages. The grid is (Q tiles, heads),
 // heads at most 65535 (the registry's max_heads), or for step g under is_causal, which launches the
 // heaviest Q tiles first (causal_skip.cu), chapter 06's (heads of a section, Q tiles over y,
 // sections or the Q tiles' spread over z): no dimension past its limit.
-template <int Stages = kStages, class Kernel>
+template <int Stages = kStages, bool ByHeadDim = false, class Kernel>
 cudaError_t launch_ring(const attn::AttentionParams& p, Kernel&& kernel, bool heaviest_first = false) {
   if (p.Lk < 1) return cudaErrorInvalidValue;  // steps d to f wait for tile 0 (the harness refuses it first)
   return dispatch(p, [&](auto t, auto d) {
-    constexpr int D = decltype(d)::value, rows = kConsumers * kBr;
+    constexpr int D = decltype(d)::value, consumers = ByHeadDim ? consumers_for(D) : kConsumers, rows = consumers * kBr;
     TensorMaps maps;
     if (const cudaError_t e = tensor_maps<decltype(t), D>(p, kBr, &maps); e != cudaSuccess) return e;
     const unsigned q_tiles = static_cast<unsigned>((p.Lq + rows - 1) / rows), heads = static_cast<unsigned>(p.B * p.H);
     const dim3 grid =
         heaviest_first ? ch06::heaviest_first_grid(heads, q_tiles, kv_section(p, sizeof(decltype(t)), D)) : dim3(q_tiles, heads);
-    return simt::launch(kernel(t, d), grid, dim3(kWsThreads), ws_smem_bytes(D, Stages) + kAlign, maps.q, maps.k, maps.v, p);
+    return simt::launch(kernel(t, d), grid, dim3(ws_threads(consumers)), ws_smem_bytes(D, Stages, consumers) + kAlign, maps.q,
+                        maps.k, maps.v, p);
   });
 }
 

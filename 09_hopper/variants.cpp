@@ -2,14 +2,17 @@
 // that every later step has its baseline in the same chapter and the same run; step b moves both
 // products to wgmma; step c hands the copies to TMA; step d gives them to a warpgroup of their own;
 // step e has the two consumer warpgroups take turns; step f overlaps each one's softmax with its own
-// P V; step g skips what is_causal hides, as chapter 06 does.
+// P V; step g skips what is_causal hides, as chapter 06 does; step h takes a consumer more where
+// the head dim leaves it the registers.
 #include <cstdio>
+#include <numeric>
 #include <string>
 
 #include "05_flash_v2/flash_v2.h"
 #include "06_causal/causal.h"
 #include "harness/registry.h"
 #include "hopper.h"
+#include "model/sampling.h"
 
 namespace {
 using namespace attn;
@@ -93,26 +96,23 @@ const Register f(
               "step e with each consumer's softmax of tile j overlapping its own P V of tile j - 1 (wgmma_wait<1>), "
               "a ring of 3 stages",
               ch09::intra_overlap, "128 (two consumer warpgroups taking turns, one producer)", true));
-// Step g's (Q tile, K/V tile) pairs per head: chapter 06's tiles_to_visit on its Q tiles of 128 rows.
-long long skipped_pairs(const Problem& p, bool skip) {
+// Steps g and h: the (Q tile, K/V tile) pairs per head, chapter 06's tiles_to_visit on their Q
+// tiles of `rows`: step g's 128, step h's consumers_for(d) x 64.
+long long skipped_pairs(const Problem& p, int rows, bool skip) {
   AttentionParams a{};
   a.Lq = p.Lq, a.Lk = p.Lk, a.causal = p.causal;
-  return ch06::visited_pairs(a, ch09::kConsumers * ch09::kBr, ch09::kBc, skip);
+  return ch06::visited_pairs(a, rows, ch09::kBc, skip);
 }
-const Register g([] {
-  Variant v = ring_step("causal_skip",
-                        "step f with chapter 06's policy: K/V tiles above the diagonal skipped, only the crossing ones "
-                        "masked; under is_causal the heaviest Q tiles first, a section of heads at a time",
-                        ch09::causal_skip, "128 (two consumer warpgroups taking turns, one producer)", true);
-  v.best = true;
-  v.hbm_bytes = [](const Problem& p) { return p.fa2_bytes_visited(skipped_pairs(p, true), ch09::kBc); };
-  v.plan = [rows_plan = v.plan](const Problem& p) {
+int head_dim_rows(const Problem& p) { return ch09::consumers_for(p.d) * ch09::kBr; }
+Variant skip_step(Variant v, int (*rows)(const Problem&)) {
+  v.hbm_bytes = [rows](const Problem& p) { return p.fa2_bytes_visited(skipped_pairs(p, rows(p), true), ch09::kBc); };
+  v.plan = [rows_plan = v.plan, rows](const Problem& p) {
     AttentionParams a{};
     a.B = p.B, a.H = p.H, a.Lk = p.Lk;
     const unsigned heads = static_cast<unsigned>(p.B * p.H), section = ch09::kv_section(a, dtype_size(p.dtype), p.d);
     char s[200];
-    std::snprintf(s, sizeof s, "; %lld of %lld (Q tile, K/V tile) pairs visited per head", skipped_pairs(p, true),
-                  skipped_pairs(p, false));
+    std::snprintf(s, sizeof s, "; %lld of %lld (Q tile, K/V tile) pairs visited per head", skipped_pairs(p, rows(p), true),
+                  skipped_pairs(p, rows(p), false));
     std::string order = "; Q tiles first";
     if (p.causal != Causal::none)
       order = section < heads ? "; heaviest Q tiles first, " + std::to_string(section) + " heads at a time (their K/V in 32 MB)"
@@ -120,6 +120,31 @@ const Register g([] {
     return rows_plan(p) + s + order;
   };
   return v;
+}
+const Register g(skip_step(
+    ring_step("causal_skip",
+              "step f with chapter 06's policy: K/V tiles above the diagonal skipped, only the crossing ones masked; "
+              "under is_causal the heaviest Q tiles first, a section of heads at a time",
+              ch09::causal_skip, "128 (two consumer warpgroups taking turns, one producer)", true),
+    [](const Problem&) { return ch09::kConsumers * ch09::kBr; }));
+const Register h([] {
+  Variant v = ring_step("head_dim_tiles",
+                        "step g with the consumers the head dim allows: three (160 registers, 192 rows) at d = 64, "
+                        "step g's two at d = 128",
+                        ch09::head_dim_tiles, nullptr, true);
+  v.smem_bytes = [](const Problem& p) {
+    return static_cast<size_t>(ch09::ws_smem_bytes(p.d, ch09::kRotatedStages, ch09::consumers_for(p.d)) + ch09::kAlign);
+  };
+  v.plan = [](const Problem& p) {
+    const int consumers = ch09::consumers_for(p.d);
+    const std::string rows = std::to_string(consumers * ch09::kBr) + (consumers == 3 ? " (three" : " (two") +
+                             " consumer warpgroups taking turns, one producer)";
+    return plan(p, rows.c_str(), "TMA into 3 stages by the producer",
+                ch09::ws_smem_bytes(p.d, ch09::kRotatedStages, consumers));
+  };
+  v.row_group = [](const Problem& p) { return std::lcm(kRowGroup, head_dim_rows(p)); };  // whole blocks
+  v.best = true;
+  return skip_step(v, head_dim_rows);
 }());
 
 }  // namespace

@@ -239,10 +239,12 @@ profile() {
   # time there and after step g, where the H200 ran it in 0.75 of step g's time
   # (notes/performance_model.md, "Chapter 09's SASS"). Their issue-active share and stalls say how
   # much of three blocks' chains the schedulers hide.
-  echo "== ncu: chapter 09, steps c and g at P1"
+  # And step h, three consumers at d = 64 where step g has two (notes/09, "Step h"): the model has
+  # them equal at P1, where a third of its last Q tile is rows past Lq.
+  echo "== ncu: chapter 09, steps c, g and h at P1"
   # shellcheck disable=SC2086
-  ncu "${why[@]}" --log-file "$out/ncu_ch09_p1.csv" "$build/bin/flashsteps" run -v tma_ring -v causal_skip --reps 0 \
-    $p1 --dtype fp16 || failed "chapter 09 at P1"
+  ncu "${why[@]}" --log-file "$out/ncu_ch09_p1.csv" "$build/bin/flashsteps" run -v tma_ring -v causal_skip \
+    -v head_dim_tiles --reps 0 $p1 --dtype fp16 || failed "chapter 09 at P1"
   # Step g at the Figure 5 shape at N = 512, where every K/V tile comes from DRAM: between N = 512
   # and 2048 the model's tile loop is 0.73 of the H200's, and what its blocks do once 0.95
   # (model_vs_published's second line); its DRAM bytes check the model's re-reads by the grid's

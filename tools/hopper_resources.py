@@ -69,7 +69,8 @@ def report(nvcc, nvdisasm, src, tmp):
         sass_counts = counts.get(name, {})
         specialized = any(k.startswith("USETMAXREG") for k in sass_counts)
         loop = tile_loop_ceilings(funcs.get(name, []), d, any(k.startswith("UTMALDG") for k in sass_counts),
-                                  4 * consumers if specialized else 4, kbc)
+                                  4 * (head_dim_roles(d)[0] if kernel == "head_dim_tiles" else consumers)
+                                  if specialized else 4, kbc)
         rows.append({"file": os.path.basename(src), "in_place": in_place,
                      "kernel": kernel, "dtype": dtype, "d": d, "registers": regs,
                      "frame": frame, "spill": "%d/%d" % (st, ld), "sass": sass_counts, "loop": loop,
@@ -81,6 +82,22 @@ def hopper_constants(names=("kBc", "kConsumers")):
     """Constants of 09_hopper/hopper.h (the tiles and the warpgroups the analysis assumes)."""
     text = open(os.path.join(kr.ROOT, "09_hopper", "hopper.h")).read()
     return tuple(int(re.search(r"\b%s = (\d+)" % n, text).group(1)) for n in names)
+
+
+def head_dim_roles(d):
+    """Step h's consumers at head dim d and the registers of its producer and of a consumer: hopper.h's
+    consumers_for, producer_regs and consumer_regs, read from their definitions."""
+    text = open(os.path.join(kr.ROOT, "09_hopper", "hopper.h")).read()
+    (k_consumers,) = hopper_constants(("kConsumers",))
+    rule = re.search(r"consumers_for\(int d\) \{ return d <= (\d+) \? (\d+) : kConsumers; \}", text)
+    regs = [re.search(r"%s\(int consumers\) \{\s*return consumers == kConsumers \? (k\w+) : (\d+);\s*\}" % f, text)
+            for f in ("producer_regs", "consumer_regs")]
+    if rule is None or None in regs:
+        kr.fail("09_hopper/hopper.h: cannot read consumers_for, producer_regs or consumer_regs")
+    consumers = int(rule.group(2)) if d <= int(rule.group(1)) else k_consumers
+    if consumers == k_consumers:
+        return (consumers,) + hopper_constants(tuple(m.group(1) for m in regs))
+    return (consumers,) + tuple(int(m.group(2)) for m in regs)
 
 
 # ptxas's note when it must wait for wgmma to finish one by one because the code touches a register
@@ -97,6 +114,8 @@ def budget_short(row):
         return 0
     threads, consumers, producer_regs, consumer_regs = hopper_constants(
         ("kThreads", "kConsumers", "kProducerRegs", "kConsumerRegs"))
+    if row["kernel"] == "head_dim_tiles":  # step h: consumers_for(d), and their registers (hopper.h)
+        consumers, producer_regs, consumer_regs = head_dim_roles(row["d"])
     need = threads * producer_regs + consumers * threads * consumer_regs
     return max(0, need - (1 + consumers) * threads * row["registers"])
 

@@ -462,8 +462,8 @@ std::string SamplePlan::describe(const Problem& p) const {
     std::string lq;
     for (int r : rows) lq += (lq.empty() ? "" : ", ") + std::to_string(r);
     d += std::string(d.empty() ? "" : "; ") + "rows: Lq = " + lq + " (1 to " + std::to_string(rows.size()) +
-         fmt(" groups of %.0f rows", kRowGroup) + (p.Lq % kRowGroup ? " and the last partial one" : "") + "), counts " +
-         (degree == 1 ? "a line" : "a quadratic") + fmt(" in the groups taken to the problem's %.0f", p.Lq / kRowGroup);
+         fmt(" groups of %.0f rows", row_group) + (p.Lq % row_group ? " and the last partial one" : "") + "), counts " +
+         (degree == 1 ? "a line" : "a quadratic") + fmt(" in the groups taken to the problem's %.0f", p.Lq / row_group);
   }
   return d + "; the rest was not emulated, and went unchecked";
 }
@@ -497,11 +497,12 @@ SamplePlan Profiler::plan(const Variant& v, const Problem& p) const {
   s.degree = causal ? 2 : 1;
   const bool polynomial = p.mod == ModKind::none &&
                           (!causal || p.Lq == p.Lk || (p.causal == Causal::top_left && p.Lq <= p.Lk));
-  const int groups = p.Lq / kRowGroup;
+  s.row_group = v.row_group ? v.row_group(p) : kRowGroup;
+  const int groups = p.Lq / s.row_group;
   const bool wanted = o_.row_groups == "always" ||
                       (o_.row_groups == "auto" && s.heads.emulated == 1 && per_head > kWholeProblemUpTo);
   if (wanted && polynomial && groups >= s.degree + 2)  // at least one group more than the runs emulate
-    for (int m = 1; m <= s.degree + 1; ++m) s.rows.push_back(m * kRowGroup + p.Lq % kRowGroup);
+    for (int m = 1; m <= s.degree + 1; ++m) s.rows.push_back(m * s.row_group + p.Lq % s.row_group);
   return s;
 }
 
@@ -624,7 +625,7 @@ const Profile& Profiler::run(const Variant& v, const Problem& p, const SamplePla
         if (!plan.rows.empty()) {
           std::vector<simt::Counters> at;
           for (const auto& run : runs) at.push_back(run[s][l]);
-          c = extrapolate(at, xs, p.Lq / kRowGroup);
+          c = extrapolate(at, xs, p.Lq / plan.row_group);
         }
         // The whole problem's launch: its grid, block and shared memory, exact where the counts are estimates.
         c.blocks = dry[s][l].counters.blocks;

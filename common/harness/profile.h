@@ -74,6 +74,7 @@ struct SamplePlan {
   HeadSample heads;
   std::vector<int> rows;  // the Lq of each problem emulated (1, 2 (, 3) row groups); empty: Lq itself
   int degree = 0;         // of the polynomial through them: 1, or 2 for causal tile skipping
+  int row_group = kRowGroup;  // the rows of a group (Variant::row_group)
   bool sampled() const { return heads.sampled() || !rows.empty(); }
   std::string describe(const Problem& p) const;  // "" when not sampled
 };

@@ -9,8 +9,8 @@
 // crosses from DRAM once whatever the number of heads, so its sectors are not multiplied, and each
 // of them is read by the blocks of every head, not by the sample's readers times the heads (scaled).
 //
-// Rows. Within a head, the query rows come in groups of kRowGroup (a multiple of every kernel's
-// rows per block) and a last partial group of Lq mod kRowGroup rows. A problem with m groups
+// Rows. Within a head, the query rows come in groups of kRowGroup (a multiple of a kernel's rows
+// per block) and a last partial group of Lq mod kRowGroup rows. A problem with m groups
 // (Lq = m * kRowGroup + the same remainder, the same keys) counts c(m), and c is a polynomial in
 // m: a line when every group costs the same (K/V read once per block or per head is the constant
 // term, so chapter 04's block per head fits too), a quadratic under top-left is_causal when the
@@ -30,7 +30,8 @@
 namespace attn {
 
 // Rows per group: 256 is a multiple of every kernel's rows per block (chapter 05's largest tile
-// has Br = 256), so a group is whole blocks in every chapter.
+// has Br = 256) but chapter 09's step h at d = 64 (192), which names a group of its own
+// (Variant::row_group: 768), so that a group is whole blocks in every chapter.
 inline constexpr int kRowGroup = 256;
 
 struct HeadSample {

@@ -235,6 +235,13 @@ TEST_CASE("chapter 09: the ring's stages, the tile a consumer holds back, its re
     CHECK(c.ring_tiles == blocks * tiles);
     CHECK(c.ring_refills == blocks * (tiles - stages));  // every tile after a stage's first
   }
+  // Step h at d = 64: three consumers, Q tiles of 192 rows (hopper.h's consumers_for), 3 per head
+  // (the last of 128 rows), each visiting the 4 tiles; 512 threads.
+  const simt::Counters h = profile("head_dim_tiles", p).total;
+  CHECK(h.threads_per_block == 512);
+  CHECK(h.ring_stages == 3);
+  CHECK(h.ring_tiles == heads * 3 * tiles);
+  CHECK(h.ring_refills == heads * 3 * (tiles - 3));
   // Under is_causal step g's Q tile b visits b + 1 tiles: 1 + 2 + 3 + 4 per head, refills only in
   // the block with more tiles than its 3 stages (the last).
   const simt::Counters causal = profile("causal_skip", problem(DType::fp16, 512, 64, Causal::top_left)).total;

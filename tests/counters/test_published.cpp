@@ -550,6 +550,13 @@ TEST_CASE("the model beside chapter 09 measured and FlashAttention-3 published",
       const Profile& pr = one.run(as_ran(v, p), p);
       REQUIRE(pr.result.verdict.pass);
       const double ms = recorded_ms(dir + "promise.csv", "measured", p, v);
+      if (v.name == "head_dim_tiles" && ms <= 0) {  // step h, written after the session: modelled only
+        char line[160];
+        std::snprintf(line, sizeof line, "B=%-2d H=%-2d N=%-5d d=%-4d %-17s   -     %7.3f  not measured (today's kernel)\n",
+                      p.B, p.H, p.Lq, p.d, v.name.c_str(), as_run_on_h200(pr).us / 1e3);
+        t << line;
+        continue;
+      }
       REQUIRE(ms > 0);
       const double model_ms = as_run_on_h200(pr).us / 1e3, roofline = as_run_on_h200(pr, false).us / 1e3 / ms;
       at[v.name] = {ms, model_ms};
@@ -570,6 +577,64 @@ TEST_CASE("the model beside chapter 09 measured and FlashAttention-3 published",
   }
   std::printf("%s", t.str().c_str());
   CHECK(log_sum < log_sum_roofline);
+}
+
+// Step h (head_dim_tiles: three consumers at d = 64, step g at d = 128), the chapter's best, at the
+// Figure 5 shapes on the H100's profile beside step g and FlashAttention-3's published bars, and at
+// N = 8192 beside chapter 05's best, the ratio the issue sets against FlashAttention-3's over
+// FlashAttention-2's (1.54 at d = 64, 1.75 at d = 128; model/published.h). Not measured: a model
+// beside another kernel's measurement. Held: step h is step g at d = 128 (the same source); at
+// d = 64 it is no slower than step g from N = 2048 on, and faster where the loop is long
+// (N = 8192), the third consumer's work under the other two's chains; and the ratio within 10 % of
+// the published one at both head dims. Printed, not held: N = 512, where its Q tiles of 192 rows
+// give a head 3 blocks of few K/V tiles (4 at most), and under is_causal make its consumers walk
+// 27 (consumer, K/V tile) pairs a head against step g's 20 (notes/09, step h's costs).
+TEST_CASE("chapter 09's best beside step g and FlashAttention-3 published", "[published][hopper]") {
+  OneHead one;
+  const gpus::Gpu& h100 = *gpus::find_gpu("h100");
+  const Variant *g = find_variant("causal_skip"), *h = find_variant("head_dim_tiles"), *fa2 = find_variant("lean_loop");
+  REQUIRE(g != nullptr);
+  REQUIRE(h != nullptr);
+  REQUIRE(fa2 != nullptr);
+  REQUIRE(h->best);
+  std::ostringstream t;
+  t << "chapter 09's best (head_dim_tiles: step g with 3 consumers at d = 64) on the H100 model beside step g and "
+       "FlashAttention-3's published bars, TFLOP/s\n"
+       "d    causal  N      step g  step h  h/g    FA3 published  h/FA3\n";
+  for (int d : {64, 128})
+    for (bool causal : {false, true})
+      for (int N : {512, 2048, 8192}) {
+        const Problem p = figure5(N, d, causal);
+        const Profile pg = one.run(*g, p), ph = one.run(*h, p);  // copies: a run's profile lives until the next
+        REQUIRE(pg.result.verdict.pass);
+        REQUIRE(ph.result.verdict.pass);
+        const double tg = flop(p) / remodel(pg, h100).us / 1e6, th = flop(p) / remodel(ph, h100).us / 1e6;
+        const PublishedRate* fa3 = flash_attention3_h100(p.B, p.H, N, N, d, true, causal, true, false);
+        REQUIRE(fa3 != nullptr);
+        char line[160];
+        std::snprintf(line, sizeof line, "%-4d %-7s %-6d %6.0f  %6.0f  %5.3f  %6.0f         %5.2f\n", d, causal ? "yes" : "no", N, tg,
+                      th, th / tg, fa3->tflops, th / fa3->tflops);
+        t << line;
+        INFO(line);
+        if (d == 128) CHECK(th == Approx(tg).epsilon(0.005));  // one source; two functions ptxas compiles apart
+        if (d == 64 && N >= 2048) CHECK(th >= tg);
+        if (d == 64 && N == 8192) CHECK(th > 1.02 * tg);
+        if (N == 8192 && !causal) {
+          const Profile pf = one.run(*fa2, p);
+          REQUIRE(pf.result.verdict.pass);
+          const double tf = flop(p) / remodel(pf, h100).us / 1e6;
+          const PublishedRate* fa2_published = flash_attention2_h100(p.B, p.H, N, N, d, true, false, true, false);
+          REQUIRE(fa2_published != nullptr);
+          const double published = fa3->tflops / fa2_published->tflops;
+          std::snprintf(line, sizeof line, "  N = 8192, d = %d: step h / lean_loop %.3f (%.0f / %.0f), published FA3 / FA2 %.3f "
+                        "(%.0f / %.0f): %+.1f %%\n", d, th / tf, th, tf, published, fa3->tflops, fa2_published->tflops,
+                        100 * (th / tf / published - 1));
+          t << line;
+          INFO(line);
+          CHECK(std::fabs(th / tf / published - 1) <= 0.10);
+        }
+      }
+  std::printf("%s", t.str().c_str());
 }
 
 // The FlashAttention-3 paper's ablation (Table 2; model/published.h): B = 4, H = 16, N = 8448,

@@ -108,23 +108,26 @@ def ping_pong_rules():
         check(re.search(rule, texts[step]) is not None,
               f"09_hopper/{files[step]} no longer matches `{rule}`; tools/figures.py must follow it")
     ring = uncommented("ring.cuh")
-    # ring.cuh:72: mine = kTurn + c, other = kTurn + (1 - c), pass_on(c == 0 || j + 1 < tiles)
-    m = re.search(r"PingPong\(int c, int j, int tiles\)\s*:\s*mine\(kTurn \+ static_cast<unsigned>\(c\)\), "
-                  r"other\(kTurn \+ static_cast<unsigned>\(1 - c\)\), pass_on\(([^(){};]*)\)", ring)
+    # ring.cuh: mine = kTurn + c, other = kTurn + (c + 1) % consumers, pass_on(c + 1 < consumers || j + 1 < tiles),
+    # consumers kConsumers by default (steps d to g; step h's three are not drawn)
+    m = re.search(r"PingPong\(int c, int j, int tiles, int consumers = kConsumers\)\s*:\s*"
+                  r"mine\(kTurn \+ static_cast<unsigned>\(c\)\),\s*"
+                  r"other\(kTurn \+ static_cast<unsigned>\(\(c \+ 1\) % consumers\)\),\s*pass_on\(([^(){};]*)\)", ring)
     check(m is not None, "09_hopper/ring.cuh: PingPong's constructor no longer reads as expected")
     expr = m.group(1).replace("||", " or ").replace("&&", " and ")
     check(re.fullmatch(r"[\w\s+\-*<>=]+", expr) is not None, f"ring.cuh: unexpected pass_on({m.group(1)})")
-    pass_on = eval("lambda c, j, tiles: " + expr)  # noqa: S307 (our own header)
-    # ring.cuh:75-80: start: consumer 1 arrives on kTurn (consumer 0's barrier); take: bar.sync on mine;
-    # pass: if pass_on, bar.arrive on other
-    m = re.search(r"static void start\(int c\) \{\s*if \(c == (\d)\) "
-                  r"simt::named_barrier_arrive\(kTurn(?: \+ (\d))?,", ring)
+    pass_on = eval("lambda c, j, tiles, consumers=%d: " % k["kConsumers"] + expr)  # noqa: S307 (our own header)
+    # ring.cuh: start: the last consumer arrives on kTurn (consumer 0's barrier); take: bar.sync on mine;
+    # pass: if pass_on, bar.arrive on other; both for the two warpgroups that meet there
+    m = re.search(r"static void start\(int c, int consumers = kConsumers\) \{\s*if \(c == consumers - 1\) "
+                  r"simt::named_barrier_arrive\(kTurn(?: \+ (\d))?, kWaiters\);", ring)
     check(m is not None, "09_hopper/ring.cuh: PingPong::start no longer reads as expected")
-    starter, first = int(m.group(1)), int(m.group(2) or 0)
+    starter, first = k["kConsumers"] - 1, int(m.group(1) or 0)
     check(first == 1 - starter, "ring.cuh: PingPong::start gives the first turn to the consumer that does not arrive")
-    for rule in (r"void take\(\) const \{ simt::named_barrier_sync\(mine, kConsumers \* kThreads\); \}",
+    for rule in (r"static constexpr int kWaiters = 2 \* kThreads;",
+                 r"void take\(\) const \{ simt::named_barrier_sync\(mine, kWaiters\); \}",
                  r"void pass\(\) const \{\s*if \(pass_on\) "
-                 r"simt::named_barrier_arrive\(other, kConsumers \* kThreads\);"):
+                 r"simt::named_barrier_arrive\(other, kWaiters\);"):
         check(re.search(rule, ring) is not None, f"09_hopper/ring.cuh no longer matches `{rule}`")
     return dict(steps=steps, attend=want, n_instr=n_instr, pass_on=pass_on, starter=starter, d=d)
 

@@ -51,9 +51,9 @@ def fig_pipeline(args):
                             (ring, "tma_ring.cu", r"for \(int j = 0; j < kStages && j < tiles; \+\+j\) refill\(j\);"),
                             (ring, "tma_ring.cu", r"if \(threadIdx\.x == 0 && j \+ kStages < tiles\) \{\s*"
                              r"simt::mbarrier_wait_parity\(&empty\[s\], phase\);"),
-                            (ws, "warp_specialized.cu", r"mbarrier_init\(&empty\[s\], kConsumers \* kThreads\)"),
-                            # ring.cuh's Ring<T, D, Stages>: step d takes the default, kStages
-                            (ws, "warp_specialized.cu", r"int Stages = kStages>"),
+                            (ws, "warp_specialized.cu", r"mbarrier_init\(&empty\[s\], Consumers \* kThreads\)"),
+                            # ring.cuh's Ring<T, D, Stages, Consumers>: step d takes the defaults, kStages and kConsumers
+                            (ws, "warp_specialized.cu", r"int Stages = kStages, int Consumers = kConsumers>"),
                             (ws, "warp_specialized.cu", r"if \(j >= Stages\) simt::mbarrier_wait_parity\(&empty\[s\]"),
                             (ws, "warp_specialized.cu", r"mbarrier_arrive\(&(ring\.)?empty\[s\]\);")):
         check(re.search(rule, src) is not None, f"09_hopper/{name} (or ring.cuh) no longer matches `{rule}`; "

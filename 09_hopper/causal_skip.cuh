@@ -1,0 +1,83 @@
+// causal_skip.cuh: step g's block, its producer and its Consumers consumer warpgroups of kBr rows
+// each (causal_skip.cu says what step g changed): step g launches it with two consumers, step h
+// with consumers_for(d) (head_dim_tiles.cu).
+#pragma once
+#include "06_causal/causal.h"
+#include "ring.cuh"
+
+namespace ch09 {
+
+// Whether the grid is heaviest first, (heads, Q tiles counted down): only where the blocks differ.
+__host__ __device__ inline bool heaviest_first(const attn::AttentionParams& p) {
+  return p.causal != attn::Causal::none;
+}
+
+template <class T, int D, int Consumers>
+__device__ __forceinline__ void causal_skip_block(const CUtensorMap& q_map, const CUtensorMap& k_map,
+                                                  const CUtensorMap& v_map, const attn::AttentionParams& p) {
+  constexpr int rows = Consumers * kBr;
+  const Ring<T, D, kRotatedStages, Consumers> ring;  // a stage more: each is given back a tile later
+  const int heads = p.B * p.H;
+  const ch06::HeadTile at = heaviest_first(p)
+                                ? ch06::heaviest_first_block(blockIdx, gridDim, static_cast<unsigned>(heads))
+                                : ch06::HeadTile{static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.x)};
+  if (at.head >= heads) return;  // past the last section's heads
+  const int bh = at.head, q0 = at.tile * rows;
+  const int tiles = ch06::tiles_to_visit(p, q0, rows, kBc);
+  if (!split_roles(ring, &q_map, &k_map, &v_map, q0, bh, tiles)) return;  // the producer is done
+
+  const int c = static_cast<int>(threadIdx.x) / kThreads - 1, warp = static_cast<int>(threadIdx.x / 32) % 4;
+  const int row = q0 + c * kBr + warp * 16 + static_cast<int>(threadIdx.x % 32 / 4);
+  const float scale_log2 = p.scale * attn::kLog2e;
+  simt::WgmmaAccumulator<D> O;
+  for (int i = 0; i < D / 2; ++i) O[i] = 0.f;
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, alpha[2];
+  if (tiles == 0) {  // no row of this block sees a key (or it has no row): O = 0
+    ch05::store_rows<T, D>(O.tiles(), m, l, row, p, bh);
+    return;
+  }
+  // Raw scores only where no mask can remove a key (and for a positive scale: the maximum of the
+  // raw scores is then the maximum of the scaled ones).
+  const auto masked = [&](int j) {
+    return j * kBc + kBc > p.Lk || !(scale_log2 > 0.f) ||
+           (p.causal != attn::Causal::none && ch06::crosses_diagonal(p, q0 + c * kBr, j * kBc, kBc));
+  };
+  PingPong::start(c, Consumers);  // consumer 0 goes first
+  simt::mbarrier_wait_parity(ring.q_full, 0);
+  const uint64_t q_desc = ring.q_desc(c);
+
+  simt::WgmmaAccumulator<kBc> S;
+  uint32_t pa[kBc / 16][4];  // P of the previous tile, waiting for its P V
+  int s = ring.wait_tile(0);
+  const PingPong first(c, 0, tiles, Consumers);
+  first.take();
+  issue_s<T, D>(S, q_desc, ring.k_desc(s));
+  first.pass();
+  simt::wgmma_wait<0>(S);
+  softmax_s(S, m, l, alpha, p, row, bh, 0, scale_log2, masked(0));  // O is still 0: no rescale
+  ch05::pack_p<T, kBc>(pa, S.tiles());
+
+  for (int j = 1; j < tiles; ++j) {
+    const int prev = s;
+    s = ring.wait_tile(j);
+    const PingPong turn(c, j, tiles, Consumers);
+    turn.take();
+    issue_s<T, D>(S, q_desc, ring.k_desc(s));  // S_j
+    issue_pv<T, D>(O, pa, ring.v_desc(prev));  // O += P_{j-1} V_{j-1}
+    turn.pass();
+    simt::wgmma_wait<1>(S);  // S_j is done; P_{j-1} V_{j-1} may still run
+    softmax_s(S, m, l, alpha, p, row, bh, j * kBc, scale_log2, masked(j));  // P_j, in fp32 in S
+    simt::wgmma_wait_in_place<0>(O);           // P_{j-1} V_{j-1} is done (after the softmax: ptxas would
+                                               // hoist a plain wait above it): P's registers and O are free
+    simt::wgmma_fence_operand(pa);             // so P_j's packing stays after the wait (O's is in wgmma_wait)
+    simt::mbarrier_arrive(&ring.empty[prev]);  // and so are K and V of tile j - 1
+    ch05::rescale_o<D>(O.tiles(), alpha);
+    ch05::pack_p<T, kBc>(pa, S.tiles());
+  }
+  issue_pv<T, D>(O, pa, ring.v_desc(s));
+  simt::wgmma_wait<0>(O);
+  simt::mbarrier_arrive(&ring.empty[s]);
+  ch05::store_rows<T, D>(O.tiles(), m, l, row, p, bh);
+}
+
+}  // namespace ch09
