@@ -1,6 +1,8 @@
 // causal_skip.cuh: step g's block, its producer and its Consumers consumer warpgroups of kBr rows
 // each (causal_skip.cu says what step g changed): step g launches it with two consumers, step h
-// with consumers_for(d) (head_dim_tiles.cu).
+// with consumers_for(d) (head_dim_tiles.cu). Every consumer walks the block's tiles, whose count
+// its last row sets: with three, consumers 0 and 1 may each multiply a tile they mask whole, and
+// in the last Q tile a consumer whose rows are all past Lq multiplies TMA's zeros and stores none.
 #pragma once
 #include "06_causal/causal.h"
 #include "ring.cuh"

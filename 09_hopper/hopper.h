@@ -65,7 +65,7 @@ static_assert(kThreads * (producer_regs(3) + 3 * consumer_regs(3)) <= 65536, "th
 // (smem_tiles.cuh's aligned_smem: the 128-byte swizzle repeats every 1024 bytes).
 inline constexpr int kAlign = 1024;
 
-// Step g under is_causal: the heads of a section of its heaviest-first grid
+// Steps g and h under is_causal: the heads of a section of their heaviest-first grid
 // (ch06::heaviest_first_grid): as many as have their K and V in 32 MB, FlashAttention-3's budget
 // for them (its tile scheduler, hopper/tile_scheduler.hpp), which leaves Q, O and the rest of the
 // H100's and H200's 50 MB of L2 to the blocks in flight; at least one, and as many in each section

@@ -5,8 +5,8 @@
 // then both waited for S, both ran the softmax with the tensor cores idle, and both issued P V.
 // Here a consumer issues its S chain only in its turn, and hands the turn to the other as soon as
 // the chain is issued: consumer 0's Q K^T, then consumer 1's, then consumer 0's again, ... The turn
-// is a named barrier per consumer (simt/named_barrier.cuh; PingPong in ring.cuh, which step f
-// shares), id kTurn + c, for the two warpgroups' 256 threads: c waits on it (bar.sync, 128
+// is a named barrier per consumer (simt/named_barrier.cuh; PingPong in ring.cuh, which steps f
+// to h share), id kTurn + c, for the two warpgroups' 256 threads: c waits on it (bar.sync, 128
 // threads) until the other has arrived (bar.arrive, 128), which the other does right after issuing
 // its own chain. While consumer 0 runs its softmax on S, the tensor cores run consumer 1's Q K^T;
 // while consumer 1 runs its own, they run consumer 0's P V and next Q K^T: the softmax of one hides

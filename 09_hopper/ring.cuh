@@ -88,10 +88,11 @@ struct PingPong {
 // The block's start, the same in steps d onwards: one thread initialises the ring's barriers before
 // the block's last __syncthreads (after it, roles meet only on the mbarriers); the producer
 // warpgroup gives its registers back and its thread 0 copies Q and the block's tiles, then returns
-// false; a consumer takes the registers and gets true. No copy when no tile is visited (step g).
+// false; a consumer takes the registers and gets true. No copy when no tile is visited (steps g, h).
 template <class T, int D, int Stages, int Consumers>
 __device__ __forceinline__ bool split_roles(const Ring<T, D, Stages, Consumers>& ring, const CUtensorMap* q_map,
-                                            const CUtensorMap* k_map, const CUtensorMap* v_map, int q0, int bh, int tiles) {
+                                            const CUtensorMap* k_map, const CUtensorMap* v_map, int q0, int bh,
+                                            int tiles) {
   if (threadIdx.x == 0) ring.init();
   simt::fence_mbarrier_init();
   __syncthreads();
@@ -101,13 +102,15 @@ __device__ __forceinline__ bool split_roles(const Ring<T, D, Stages, Consumers>&
     return false;
   }
   simt::setmaxnreg_inc<consumer_regs(Consumers)>();
+  static_assert(kThreads * (producer_regs(Consumers) + Consumers * consumer_regs(Consumers)) <= 65536,
+                "the warpgroups' registers after setmaxnreg fit an SM's 64K");
   return true;
 }
 
 // Launches a kernel of steps d onwards, kernel(t, d) naming its instantiation: Q tiles of
 // kConsumers * kBr rows (consumers_for(d) * kBr where ByHeadDim, step h), a producer's and their
-// threads, the shared memory of its ring of Stages. The grid is (Q tiles, heads),
-// heads at most 65535 (the registry's max_heads), or for step g under is_causal, which launches the
+// threads, the shared memory of its ring of Stages. The grid is (Q tiles, heads), heads at most
+// 65535 (the registry's max_heads), or for steps g and h under is_causal, which launch the
 // heaviest Q tiles first (causal_skip.cu), chapter 06's (heads of a section, Q tiles over y,
 // sections or the Q tiles' spread over z): no dimension past its limit.
 template <int Stages = kStages, bool ByHeadDim = false, class Kernel>

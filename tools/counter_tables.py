@@ -37,8 +37,8 @@ CSV = REPO / "results" / "cpu-emulation-simt" / "counters.csv"
 NOTES = REPO / "notes"
 # The emulator's default problem for every chapter; chapters 06 and 07 skip causal tiles, so with
 # is_causal, and chapter 06 at N = 1024, where its plan visits 72 of 128 tile pairs (at N = 256, 6
-# of 8). Chapter 09's steps take 64 or 128 query rows a block (2 to 4 blocks per (batch, head) at N =
-# 256): N = 1024 and its head dim, 128. Chapter 10 on a pattern its first four steps share, a sliding window
+# of 8). Chapter 09's steps take 64, 128 or (step h at d = 64) 192 query rows a block (2 to 4 blocks per
+# (batch, head) at N = 256): N = 1024 and its head dim, 128. Chapter 10 on a pattern its first four steps share, a sliding window
 # (its steps e and f take packed batches and FlashAttention-2's windows: results/model-h100/).
 # Chapters 07 and 08 have a registry and a command of their own; 08 on decode's default problem.
 PROBLEM = {"06_causal": ["--causal", "-n", "1024"], "07_backward": ["--causal"],

@@ -240,7 +240,7 @@ profile() {
   # (notes/performance_model.md, "Chapter 09's SASS"). Their issue-active share and stalls say how
   # much of three blocks' chains the schedulers hide.
   # And step h, three consumers at d = 64 where step g has two (notes/09, "Step h"): the model has
-  # them equal at P1, where a third of its last Q tile is rows past Lq.
+  # them equal at P1, where two thirds of its last Q tile are rows past Lq.
   echo "== ncu: chapter 09, steps c, g and h at P1"
   # shellcheck disable=SC2086
   ncu "${why[@]}" --log-file "$out/ncu_ch09_p1.csv" "$build/bin/flashsteps" run -v tma_ring -v causal_skip \

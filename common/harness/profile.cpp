@@ -42,7 +42,8 @@ void add_profile_options(CLI::App& app, ProfileOptions& o, bool flag) {
                  "all B*H (0: every head, unless the emulation would take long; then as many as fit in about 20 s)")
       ->capture_default_str();
   app.add_option("--row-groups", o.row_groups,
-                 "with --profile: emulate 1, 2 (and 3) groups of 256 query rows and extrapolate the counts to all of "
+                 "with --profile: emulate 1, 2 (and 3) groups of 256 query rows (768 for a kernel of 192-row blocks) and "
+                 "extrapolate the counts to all of "
                  "them: auto (when one head alone would take long), always (when the problem allows it), never")
       ->capture_default_str();
   app.add_option("--gpu", o.gpu,

@@ -52,7 +52,7 @@ struct Variant {
   // problems that would take more than the CPU time budget.
   double cpu_flops_per_second = 2e8;
   // The rows of a group when a profile emulates a few groups of rows (model/sampling.h): a multiple
-  // of 256 and of its blocks' rows (chapter 09's step h: 192 at d = 64); 0: sampling.h's kRowGroup.
+  // of 256 and of its blocks' rows (chapter 09's step h: 192 at d = 64); none: sampling.h's kRowGroup.
   std::function<int(const Problem&)> row_group;
   // Anything worth printing about how the variant handles this problem ("Br=64 Bc=64").
   std::function<std::string(const Problem&)> plan;

@@ -93,7 +93,7 @@
 // bandwidth fills: ring_period), then `lag` tile periods (a consumer that frees tile j - 1 while on
 // tile j, steps f and g, holds one), then its consumers' iteration up to the release: the SASS's
 // cycles to it (SassPart::release), the last consumer's behind the others' products on the tensor
-// pipe (two consumers take turns at it). S stages give a tile every (copy + hold) / (S - lag) at
+// pipe (the consumers take turns at it). S stages give a tile every (copy + hold) / (S - lag) at
 // most (Little's law); where that is longer than the chains' own period per tile, each refill waits
 // the difference (Modelled::ring), on top of the latency; a warp-specialized block adds its
 // producer's iteration up to the copy (hold_us). Nothing new is fitted: the latencies and rates are

@@ -242,6 +242,11 @@ TEST_CASE("chapter 09: the ring's stages, the tile a consumer holds back, its re
   CHECK(h.ring_stages == 3);
   CHECK(h.ring_tiles == heads * 3 * tiles);
   CHECK(h.ring_refills == heads * 3 * (tiles - 3));
+  // Under is_causal its Q tiles of 192 rows visit 2, 3 and 4 tiles: 9 per head, refills only in
+  // the last (notes/09, step h's costs: its three consumers walk 27 pairs a head).
+  const simt::Counters h_causal = profile("head_dim_tiles", problem(DType::fp16, 512, 64, Causal::top_left)).total;
+  CHECK(h_causal.ring_tiles == heads * 9);
+  CHECK(h_causal.ring_refills == heads * 1);
   // Under is_causal step g's Q tile b visits b + 1 tiles: 1 + 2 + 3 + 4 per head, refills only in
   // the block with more tiles than its 3 stages (the last).
   const simt::Counters causal = profile("causal_skip", problem(DType::fp16, 512, 64, Causal::top_left)).total;
