@@ -1,8 +1,9 @@
 // causal_skip.cuh: step g's block, its producer and its Consumers consumer warpgroups of kBr rows
 // each (causal_skip.cu says what step g changed): step g launches it with two consumers, step h
-// with consumers_for(d) (head_dim_tiles.cu). Every consumer walks the block's tiles, whose count
-// its last row sets: with three, consumers 0 and 1 may each multiply a tile they mask whole, and
-// in the last Q tile a consumer whose rows are all past Lq multiplies TMA's zeros and stores none.
+// with consumers_for(d) (head_dim_tiles.cu). The producer copies the tiles the block's last row
+// sees; each consumer multiplies those its own rows see (none past Lq) and lets the block's later
+// ones go by (let_go), so that the turns and the ring's empty barrier count every consumer on
+// every tile.
 #pragma once
 #include "06_causal/causal.h"
 #include "ring.cuh"
@@ -12,6 +13,22 @@ namespace ch09 {
 // Whether the grid is heaviest first, (heads, Q tiles counted down): only where the blocks differ.
 __host__ __device__ inline bool heaviest_first(const attn::AttentionParams& p) {
   return p.causal != attn::Causal::none;
+}
+
+// Tiles j0 to tiles - 1, of which a consumer's rows see no key (under is_causal the block's last,
+// seen by the consumers after it; every tile for a consumer past Lq): it issues nothing, but takes
+// and passes its turns, which the other consumers wait for, and gives the stages back, which the
+// producer waits for. It waits for each tile first, so that its arrival counts for that tile's
+// phase of empty, not for the phase of the tile before it in the same stage.
+template <class Ring>
+__device__ __forceinline__ void let_go(const Ring& ring, int c, int j0, int tiles, int consumers) {
+  for (int j = j0; j < tiles; ++j) {
+    const int s = ring.wait_tile(j);
+    const PingPong turn(c, j, tiles, consumers);
+    turn.take();
+    turn.pass();
+    simt::mbarrier_arrive(&ring.empty[s]);
+  }
 }
 
 template <class T, int D, int Consumers>
@@ -34,7 +51,12 @@ __device__ __forceinline__ void causal_skip_block(const CUtensorMap& q_map, cons
   simt::WgmmaAccumulator<D> O;
   for (int i = 0; i < D / 2; ++i) O[i] = 0.f;
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, alpha[2];
-  if (tiles == 0) {  // no row of this block sees a key (or it has no row): O = 0
+  const int own = ch06::tiles_to_visit(p, q0 + c * kBr, kBr, kBc);  // tiles, or fewer (its last row's)
+  if (own == 0) {  // none of its rows sees a key (or it has no row): O = 0
+    if (tiles > 0) {
+      PingPong::start(c, Consumers);
+      let_go(ring, c, 0, tiles, Consumers);
+    }
     ch05::store_rows<T, D>(O.tiles(), m, l, row, p, bh);
     return;
   }
@@ -59,7 +81,7 @@ __device__ __forceinline__ void causal_skip_block(const CUtensorMap& q_map, cons
   softmax_s(S, m, l, alpha, p, row, bh, 0, scale_log2, masked(0));  // O is still 0: no rescale
   ch05::pack_p<T, kBc>(pa, S.tiles());
 
-  for (int j = 1; j < tiles; ++j) {
+  for (int j = 1; j < own; ++j) {
     const int prev = s;
     s = ring.wait_tile(j);
     const PingPong turn(c, j, tiles, Consumers);
@@ -79,6 +101,7 @@ __device__ __forceinline__ void causal_skip_block(const CUtensorMap& q_map, cons
   issue_pv<T, D>(O, pa, ring.v_desc(s));
   simt::wgmma_wait<0>(O);
   simt::mbarrier_arrive(&ring.empty[s]);
+  let_go(ring, c, own, tiles, Consumers);
   ch05::store_rows<T, D>(O.tiles(), m, l, row, p, bh);
 }
 

@@ -5,6 +5,7 @@
 // P V; step g skips what is_causal hides, as chapter 06 does; step h takes a consumer more where
 // the head dim leaves it the registers.
 #include <cstdio>
+#include <functional>
 #include <numeric>
 #include <string>
 
@@ -21,9 +22,9 @@ using namespace attn;
 // step b on, the code is sm_90a's (wgmma), and a launch asks for its tiles' shared memory (tiles(d))
 // and kAlign.
 Variant step(const char* name, const char* description, cudaError_t (*kernel)(const AttentionParams&),
-             int (*Br)(const Problem&), long (*tiles)(int d) = nullptr) {
+             std::function<int(const Problem&)> Br, std::function<long(int d)> tiles = {}) {
   Variant v{.chapter = "09_hopper", .name = name, .description = description};
-  v.sm90a = tiles != nullptr;
+  v.sm90a = static_cast<bool>(tiles);
   v.min_cc = tiles ? 90 : 80;
   if (tiles) v.smem_bytes = [tiles](const Problem& p) { return static_cast<size_t>(tiles(p.d) + ch09::kAlign); };
   v.dtypes = {DType::fp16, DType::bf16};
@@ -69,42 +70,47 @@ const Register c([] {
   };
   return v;
 }());
-// Steps d onwards: Q tiles of kConsumers * kBr rows, the ring of ring.cuh filled by the producer.
-// Steps f and g give a stage back a tile later, and have a stage more (hopper.h's kRotatedStages).
+// Steps d onwards: Q tiles of consumers(d) * kBr rows, the ring of ring.cuh filled by the
+// producer. Steps f onwards give a stage back a tile later, and have a stage more (hopper.h's
+// kRotatedStages); step h has the consumers its head dim allows (consumers_for), the others two.
+int two_consumers(int) { return ch09::kConsumers; }
 Variant ring_step(const char* name, const char* description, cudaError_t (*kernel)(const AttentionParams&),
-                  const char* rows, bool rotated = false) {
+                  const char* consumers_do, bool rotated = false, int (*consumers)(int d) = two_consumers) {
   const int stages = rotated ? ch09::kRotatedStages : ch09::kStages;
-  long (*tiles)(int) = rotated ? +[](int d) { return ch09::ws_smem_bytes(d, ch09::kRotatedStages); }
-                               : +[](int d) { return ch09::ws_smem_bytes(d); };
-  Variant v = step(name, description, kernel, [](const Problem&) { return ch09::kConsumers * ch09::kBr; }, tiles);
-  v.plan = [rows, stages](const Problem& p) {
+  const auto smem = [stages, consumers](int d) { return ch09::ws_smem_bytes(d, stages, consumers(d)); };
+  Variant v = step(name, description, kernel, [consumers](const Problem& p) { return consumers(p.d) * ch09::kBr; }, smem);
+  v.plan = [consumers_do, stages, consumers, smem](const Problem& p) {
+    static const char* const count[] = {"no", "one", "two", "three", "four"};  // split_roles' budget: at most four
+    const int n = consumers(p.d);
+    const std::string rows = std::to_string(n * ch09::kBr) + " (" + count[n] + " consumer warpgroups " + consumers_do +
+                             ", one producer)";
     const std::string copies = "TMA into " + std::to_string(stages) + " stages by the producer";
-    return plan(p, rows, copies.c_str(), ch09::ws_smem_bytes(p.d, stages));
+    return plan(p, rows.c_str(), copies.c_str(), smem(p.d));
   };
   return v;
 }
 const Register d(
     ring_step("warp_specialized",
               "a producer warpgroup (24 registers) issues the TMA copies; two consumer warpgroups (240) compute",
-              ch09::warp_specialized, "128 (two consumer warpgroups of 64 rows, one producer)"));
+              ch09::warp_specialized, "of 64 rows"));
 const Register e(
     ring_step("ping_pong",
               "step d's consumers take turns issuing Q K^T (named barriers): one's softmax under the other's products",
-              ch09::ping_pong, "128 (two consumer warpgroups taking turns, one producer)"));
+              ch09::ping_pong, "taking turns"));
 const Register f(
     ring_step("intra_overlap",
               "step e with each consumer's softmax of tile j overlapping its own P V of tile j - 1 (wgmma_wait<1>), "
               "a ring of 3 stages",
-              ch09::intra_overlap, "128 (two consumer warpgroups taking turns, one producer)", true));
+              ch09::intra_overlap, "taking turns", true));
 // Steps g and h: the (Q tile, K/V tile) pairs per head, chapter 06's tiles_to_visit on their Q
-// tiles of `rows`: step g's 128, step h's consumers_for(d) x 64.
+// tiles of consumers(d) x 64 rows.
 long long skipped_pairs(const Problem& p, int rows, bool skip) {
   AttentionParams a{};
   a.Lq = p.Lq, a.Lk = p.Lk, a.causal = p.causal;
   return ch06::visited_pairs(a, rows, ch09::kBc, skip);
 }
-int head_dim_rows(const Problem& p) { return ch09::consumers_for(p.d) * ch09::kBr; }
-Variant skip_step(Variant v, int (*rows)(const Problem&)) {
+Variant skip_step(Variant v, int (*consumers)(int d)) {
+  const auto rows = [consumers](const Problem& p) { return consumers(p.d) * ch09::kBr; };
   v.hbm_bytes = [rows](const Problem& p) { return p.fa2_bytes_visited(skipped_pairs(p, rows(p), true), ch09::kBc); };
   v.plan = [rows_plan = v.plan, rows](const Problem& p) {
     AttentionParams a{};
@@ -125,26 +131,17 @@ const Register g(skip_step(
     ring_step("causal_skip",
               "step f with chapter 06's policy: K/V tiles above the diagonal skipped, only the crossing ones masked; "
               "under is_causal the heaviest Q tiles first, a section of heads at a time",
-              ch09::causal_skip, "128 (two consumer warpgroups taking turns, one producer)", true),
-    [](const Problem&) { return ch09::kConsumers * ch09::kBr; }));
+              ch09::causal_skip, "taking turns", true),
+    two_consumers));
 const Register h([] {
-  Variant v = ring_step("head_dim_tiles",
-                        "step g with the consumers the head dim allows: three (160 registers, 192 rows) at d = 64, "
-                        "step g's two at d = 128",
-                        ch09::head_dim_tiles, nullptr, true);
-  v.smem_bytes = [](const Problem& p) {
-    return static_cast<size_t>(ch09::ws_smem_bytes(p.d, ch09::kRotatedStages, ch09::consumers_for(p.d)) + ch09::kAlign);
-  };
-  v.plan = [](const Problem& p) {
-    const int consumers = ch09::consumers_for(p.d);
-    const std::string rows = std::to_string(consumers * ch09::kBr) + (consumers == 3 ? " (three" : " (two") +
-                             " consumer warpgroups taking turns, one producer)";
-    return plan(p, rows.c_str(), "TMA into 3 stages by the producer",
-                ch09::ws_smem_bytes(p.d, ch09::kRotatedStages, consumers));
-  };
-  v.row_group = [](const Problem& p) { return std::lcm(kRowGroup, head_dim_rows(p)); };  // whole blocks
+  Variant v = skip_step(ring_step("head_dim_tiles",
+                                  "step g with the consumers the head dim allows: three (160 registers, 192 rows) at "
+                                  "d = 64, step g's two at d = 128",
+                                  ch09::head_dim_tiles, "taking turns", true, ch09::consumers_for),
+                        ch09::consumers_for);
+  v.row_group = [](const Problem& p) { return std::lcm(kRowGroup, ch09::consumers_for(p.d) * ch09::kBr); };  // whole blocks
   v.best = true;
-  return skip_step(v, head_dim_rows);
+  return v;
 }());
 
 }  // namespace

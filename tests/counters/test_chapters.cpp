@@ -243,7 +243,7 @@ TEST_CASE("chapter 09: the ring's stages, the tile a consumer holds back, its re
   CHECK(h.ring_tiles == heads * 3 * tiles);
   CHECK(h.ring_refills == heads * 3 * (tiles - 3));
   // Under is_causal its Q tiles of 192 rows visit 2, 3 and 4 tiles: 9 per head, refills only in
-  // the last (notes/09, step h's costs: its three consumers walk 27 pairs a head).
+  // the last.
   const simt::Counters h_causal = profile("head_dim_tiles", problem(DType::fp16, 512, 64, Causal::top_left)).total;
   CHECK(h_causal.ring_tiles == heads * 9);
   CHECK(h_causal.ring_refills == heads * 1);
@@ -252,6 +252,15 @@ TEST_CASE("chapter 09: the ring's stages, the tile a consumer holds back, its re
   const simt::Counters causal = profile("causal_skip", problem(DType::fp16, 512, 64, Causal::top_left)).total;
   CHECK(causal.ring_tiles == heads * 10);
   CHECK(causal.ring_refills == heads * 1);
+  // Each consumer multiplies the tiles its own 64 rows see (causal_skip.cuh's let_go): step g's
+  // Q tile b gives both consumers b + 1, 20 (consumer, tile) pairs a head; step h's consumers of
+  // its Q tiles at rows 0, 192 and 384 see 1, 2, 2 / 3, 3, 4 / 4, 4 and none (past Lq): 20 as
+  // well, where walking the block's tiles made 27. A pair is S and P V: 2 x 2 x 64 x 128 x 64 FLOP.
+  const double pair_flop = 4.0 * 64 * 128 * 64;
+  CHECK(causal.wgmma_flop == heads * 20 * pair_flop);
+  CHECK(h_causal.wgmma_flop == heads * 20 * pair_flop);
+  // Without is_causal the last Q tile's third consumer (rows 512 to 575) multiplies nothing.
+  CHECK(h.wgmma_flop == heads * 8 * tiles * pair_flop);
   // Chapter 05's cp.async ring is no TMA ring.
   CHECK(profile("lean_loop", p).total.ring_stages == 0);
 }
