@@ -4,9 +4,10 @@
 //
 // Steps b to f applied is_causal key by key on every K/V tile: about half of a causal problem's
 // products and copies were thrown away. Here a block visits the tiles that chapter 06's
-// tiles_to_visit gives for its 128 rows; the producer copies only those, and both consumers walk
-// the same list (the ring's empty barrier counts both, and the turns need the same number of
-// chains): consumer 0's rows end 64 rows earlier, so its last tile may be masked whole. Of the tiles
+// tiles_to_visit gives for its 128 rows; the producer copies only those, and each consumer
+// multiplies those its own 64 rows see: consumer 0's rows end 64 rows earlier, and a last tile that
+// it would mask whole it lets go by (causal_skip.cuh's let_go: it takes and passes its turn and
+// gives the stage back, as the turns and the ring's empty barrier count on). Of the tiles
 // visited, only those crossing a consumer's own diagonal or the last key (ch06::crosses_diagonal)
 // go through the mask; the others take the scale into the exponent (softmax_s with masked =
 // false), as chapter 05's step h does. And since a block's work now grows with its Q tile, under
@@ -23,7 +24,7 @@
 // for any Lq (the heads are at most 65535 by the registry, as for steps b to f). A block whose rows
 // see no key (bottom-right, Lq > Lk) copies nothing and writes zeros; one the spread adds past the
 // last row copies and writes nothing.
-// Cost: a branch per tile; consumer 0 may multiply one tile that it masks whole; under is_causal,
+// Cost: a branch per tile; a tile let go still costs a turn and a wait; under is_causal,
 // the last section's blocks past its heads (fewer than the sections per Q tile) start and return.
 #include "causal_skip.cuh"
 

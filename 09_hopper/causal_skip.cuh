@@ -51,7 +51,11 @@ __device__ __forceinline__ void causal_skip_block(const CUtensorMap& q_map, cons
   simt::WgmmaAccumulator<D> O;
   for (int i = 0; i < D / 2; ++i) O[i] = 0.f;
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, alpha[2];
-  const int own = ch06::tiles_to_visit(p, q0 + c * kBr, kBr, kBc);  // tiles, or fewer (its last row's)
+  // This consumer's tiles: the block's, or fewer (its last row's). Broadcast from lane 0, the same
+  // value, so that ptxas knows the loop's trip count is the warp's: from threadIdx alone it is not,
+  // and ptxas moved the loop's descriptor arithmetic off the uniform datapath (877 instructions a
+  // warp along a masked tile at d = 128, not 854: notes/09, "Each consumer its own tiles").
+  const int own = __shfl_sync(~0u, ch06::tiles_to_visit(p, q0 + c * kBr, kBr, kBc), 0);
   if (own == 0) {  // none of its rows sees a key (or it has no row): O = 0
     if (tiles > 0) {
       PingPong::start(c, Consumers);

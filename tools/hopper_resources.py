@@ -37,14 +37,17 @@ FLAGS = ["-DFLASHSTEPS_GPU=1", "-DSIMT_COUNTERS=0", "-I.", "-Icommon", "-Icommon
 
 def report(nvcc, nvdisasm, src, tmp):
     cubin = os.path.join(tmp, os.path.basename(src) + ".cubin")
-    r = subprocess.run([nvcc] + FLAGS + [os.path.relpath(src, kr.ROOT), "-o", cubin], cwd=kr.ROOT,
-                       capture_output=True, text=True)
+    keep = os.path.join(tmp, os.path.basename(src) + ".keep")  # nvcc's intermediate files: the PTX's .maxntid
+    os.makedirs(keep, exist_ok=True)
+    r = subprocess.run([nvcc] + FLAGS + ["-keep", "-keep-dir", keep, os.path.relpath(src, kr.ROOT), "-o", cubin],
+                       cwd=kr.ROOT, capture_output=True, text=True)
     if r.returncode != 0:
         kr.fail("nvcc failed on %s:\n%s" % (src, r.stderr[-3000:]))
     sass = subprocess.run([nvdisasm, "-c", cubin], capture_output=True, text=True, check=True).stdout
     funcs = kr.parse_sass(sass)
-    kbc, consumers = hopper_constants()
-    counts, cur = {}, None
+    (kbc,) = hopper_constants(("kBc",))
+    threads = max_threads(keep)
+    counts, maxnreg, cur = {}, {}, None
     for line in sass.splitlines():
         m = re.match(r"\s*\.section\s+\.text\.([^,]+),", line)
         if m:
@@ -55,6 +58,9 @@ def report(nvcc, nvdisasm, src, tmp):
             continue
         for op in re.findall(r"\b(HGMMA\.[0-9x]+\.F32(?:\.BF16)?|WARPGROUP\.\w+|BAR\.(?:SYNC|ARV)|UTMALDG\.\w+|SYNCS\.\w+|USETMAXREG[.\w]*)\b", line):
             counts[cur][op] = counts[cur].get(op, 0) + 1
+        m = re.search(r"\bUSETMAXREG\.(DEALLOC|TRY_ALLOC)\S*\s+(?:\w+\s*,\s*)?(0x[0-9a-f]+|\d+)", line)
+        if m:  # the registers a warpgroup gives back to (DEALLOC) or takes from (TRY_ALLOC) the block's pool
+            maxnreg.setdefault(cur, {})[m.group(1)] = int(m.group(2), 0)
     # Whether the file calls wgmma_wait_in_place (a call, not a comment's mention): once per file.
     in_place = re.search(r"\bwgmma_wait_in_place<", re.sub(r"//[^\n]*", "", open(src).read())) is not None
     rows = []
@@ -67,37 +73,47 @@ def report(nvcc, nvdisasm, src, tmp):
         m = re.search(r"(\w+)_kernel<(__half|__nv_bfloat16), (\d+)", dem)
         kernel, dtype, d = (m.group(1), "fp16" if m.group(2) == "__half" else "bf16", int(m.group(3))) if m else (dem, "-", 0)
         sass_counts = counts.get(name, {})
-        specialized = any(k.startswith("USETMAXREG") for k in sass_counts)
+        role = roles(threads.get(name), maxnreg.get(name), name)
         loop = tile_loop_ceilings(funcs.get(name, []), d, any(k.startswith("UTMALDG") for k in sass_counts),
-                                  4 * (head_dim_roles(d)[0] if kernel == "head_dim_tiles" else consumers)
-                                  if specialized else 4, kbc)
+                                  4 * role["consumers"] if role else 4, kbc)
         rows.append({"file": os.path.basename(src), "in_place": in_place,
                      "kernel": kernel, "dtype": dtype, "d": d, "registers": regs,
-                     "frame": frame, "spill": "%d/%d" % (st, ld), "sass": sass_counts, "loop": loop,
+                     "frame": frame, "spill": "%d/%d" % (st, ld), "sass": sass_counts, "loop": loop, "roles": role,
                      "serialized": SERIALIZED in r.stdout + r.stderr})  # the file's, whichever kernel it names
     return rows
 
 
-def hopper_constants(names=("kBc", "kConsumers")):
+def hopper_constants(names):
     """Constants of 09_hopper/hopper.h (the tiles and the warpgroups the analysis assumes)."""
     text = open(os.path.join(kr.ROOT, "09_hopper", "hopper.h")).read()
     return tuple(int(re.search(r"\b%s = (\d+)" % n, text).group(1)) for n in names)
 
 
-def head_dim_roles(d):
-    """Step h's consumers at head dim d and the registers of its producer and of a consumer: hopper.h's
-    consumers_for, producer_regs and consumer_regs, read from their definitions."""
-    text = open(os.path.join(kr.ROOT, "09_hopper", "hopper.h")).read()
-    (k_consumers,) = hopper_constants(("kConsumers",))
-    rule = re.search(r"consumers_for\(int d\) \{ return d <= (\d+) \? (\d+) : kConsumers; \}", text)
-    regs = [re.search(r"%s\(int consumers\) \{\s*return consumers == kConsumers \? (k\w+) : (\d+);\s*\}" % f, text)
-            for f in ("producer_regs", "consumer_regs")]
-    if rule is None or None in regs:
-        kr.fail("09_hopper/hopper.h: cannot read consumers_for, producer_regs or consumer_regs")
-    consumers = int(rule.group(2)) if d <= int(rule.group(1)) else k_consumers
-    if consumers == k_consumers:
-        return (consumers,) + hopper_constants(tuple(m.group(1) for m in regs))
-    return (consumers,) + tuple(int(m.group(2)) for m in regs)
+def max_threads(keep):
+    """Each entry's launch bound, the threads of its block: `.maxntid` in the PTX nvcc kept
+    (__launch_bounds__'s first argument)."""
+    threads = {}
+    for ptx in glob.glob(os.path.join(keep, "*.ptx")):
+        for m in re.finditer(r"\.entry\s+(\w+)\s*\((?:[^()]|\([^()]*\))*\)\s*((?:\.\w+[^\n{]*\s*)*)", open(ptx).read()):
+            n = re.search(r"\.maxntid\s+(\d+)", m.group(2))
+            if n:
+                threads[m.group(1)] = int(n.group(1))
+    return threads
+
+
+def roles(threads, maxnreg, name):
+    """A warp-specialized kernel's roles, read from what it is, not from its name: the block's warpgroups
+    from its launch bound (the first the producer, the others consumers) and their registers from its
+    setmaxnreg (USETMAXREG's immediates: DEALLOC the producer's, TRY_ALLOC a consumer's). None for a
+    kernel without setmaxnreg."""
+    if not maxnreg:
+        return None
+    (warpgroup,) = hopper_constants(("kThreads",))
+    if threads is None or threads % warpgroup or set(maxnreg) != {"DEALLOC", "TRY_ALLOC"}:
+        kr.fail("%s: setmaxnreg without a launch bound of whole warpgroups, or without both of its directions "
+                "(threads %s, %s)" % (name, threads, maxnreg))
+    return {"threads": threads, "consumers": threads // warpgroup - 1, "producer_regs": maxnreg["DEALLOC"],
+            "consumer_regs": maxnreg["TRY_ALLOC"]}
 
 
 # ptxas's note when it must wait for wgmma to finish one by one because the code touches a register
@@ -110,14 +126,12 @@ def budget_short(row):
     count gives the block (threads x registers), else 0. A consumer's setmaxnreg.inc waits until the
     pool has them: a launch count below the budget would hang on a GPU (the emulator checks only that
     the budget fits the SM)."""
-    if not any(k.startswith("USETMAXREG") for k in row["sass"]):
+    r = row["roles"]
+    if r is None:
         return 0
-    threads, consumers, producer_regs, consumer_regs = hopper_constants(
-        ("kThreads", "kConsumers", "kProducerRegs", "kConsumerRegs"))
-    if row["kernel"] == "head_dim_tiles":  # step h: consumers_for(d), and their registers (hopper.h)
-        consumers, producer_regs, consumer_regs = head_dim_roles(row["d"])
-    need = threads * producer_regs + consumers * threads * consumer_regs
-    return max(0, need - (1 + consumers) * threads * row["registers"])
+    warpgroup = r["threads"] // (1 + r["consumers"])
+    need = warpgroup * (r["producer_regs"] + r["consumers"] * r["consumer_regs"])
+    return max(0, need - r["threads"] * row["registers"])
 
 
 def tile_loop_ceilings(instrs, d, tma, consumer_warps, kbc):
