@@ -51,19 +51,16 @@ __device__ __forceinline__ void causal_skip_block(const CUtensorMap& q_map, cons
   simt::WgmmaAccumulator<D> O;
   for (int i = 0; i < D / 2; ++i) O[i] = 0.f;
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, alpha[2];
-  // This consumer's tiles: the block's, or fewer (its last row's). Broadcast from lane 0, the same
-  // value, so that ptxas knows the loop's trip count is the warp's: from threadIdx alone it is not,
-  // and ptxas moved the loop's descriptor arithmetic off the uniform datapath (877 instructions a
-  // warp along a masked tile at d = 128, not 854: notes/09, "Each consumer its own tiles").
-  const int own = __shfl_sync(~0u, ch06::tiles_to_visit(p, q0 + c * kBr, kBr, kBc), 0);
-  if (own == 0) {  // none of its rows sees a key (or it has no row): O = 0
-    if (tiles > 0) {
-      PingPong::start(c, Consumers);
-      let_go(ring, c, 0, tiles, Consumers);
-    }
+  if (tiles == 0) {  // no row of this block sees a key (or it has no row): O = 0
     ch05::store_rows<T, D>(O.tiles(), m, l, row, p, bh);
     return;
   }
+  // This consumer's tiles: the block's, or fewer (its last row's; none past Lq). Broadcast from
+  // lane 0, the same value, so that ptxas knows the loop's trip count is the warp's: from threadIdx
+  // alone it is not, and ptxas moved the loop's descriptor arithmetic off the uniform datapath (877
+  // instructions a warp along a masked tile at d = 128, not 854: notes/09, "Each consumer its own
+  // tiles").
+  const int own = __shfl_sync(~0u, ch06::tiles_to_visit(p, q0 + c * kBr, kBr, kBc), 0);
   // Raw scores only where no mask can remove a key (and for a positive scale: the maximum of the
   // raw scores is then the maximum of the scaled ones).
   const auto masked = [&](int j) {
@@ -71,40 +68,43 @@ __device__ __forceinline__ void causal_skip_block(const CUtensorMap& q_map, cons
            (p.causal != attn::Causal::none && ch06::crosses_diagonal(p, q0 + c * kBr, j * kBc, kBc));
   };
   PingPong::start(c, Consumers);  // consumer 0 goes first
-  simt::mbarrier_wait_parity(ring.q_full, 0);
-  const uint64_t q_desc = ring.q_desc(c);
+  // A consumer none of whose rows sees a key (or with no row) multiplies nothing: O = 0.
+  if (own > 0) {
+    simt::mbarrier_wait_parity(ring.q_full, 0);
+    const uint64_t q_desc = ring.q_desc(c);
 
-  simt::WgmmaAccumulator<kBc> S;
-  uint32_t pa[kBc / 16][4];  // P of the previous tile, waiting for its P V
-  int s = ring.wait_tile(0);
-  const PingPong first(c, 0, tiles, Consumers);
-  first.take();
-  issue_s<T, D>(S, q_desc, ring.k_desc(s));
-  first.pass();
-  simt::wgmma_wait<0>(S);
-  softmax_s(S, m, l, alpha, p, row, bh, 0, scale_log2, masked(0));  // O is still 0: no rescale
-  ch05::pack_p<T, kBc>(pa, S.tiles());
-
-  for (int j = 1; j < own; ++j) {
-    const int prev = s;
-    s = ring.wait_tile(j);
-    const PingPong turn(c, j, tiles, Consumers);
-    turn.take();
-    issue_s<T, D>(S, q_desc, ring.k_desc(s));  // S_j
-    issue_pv<T, D>(O, pa, ring.v_desc(prev));  // O += P_{j-1} V_{j-1}
-    turn.pass();
-    simt::wgmma_wait<1>(S);  // S_j is done; P_{j-1} V_{j-1} may still run
-    softmax_s(S, m, l, alpha, p, row, bh, j * kBc, scale_log2, masked(j));  // P_j, in fp32 in S
-    simt::wgmma_wait_in_place<0>(O);           // P_{j-1} V_{j-1} is done (after the softmax: ptxas would
-                                               // hoist a plain wait above it): P's registers and O are free
-    simt::wgmma_fence_operand(pa);             // so P_j's packing stays after the wait (O's is in wgmma_wait)
-    simt::mbarrier_arrive(&ring.empty[prev]);  // and so are K and V of tile j - 1
-    ch05::rescale_o<D>(O.tiles(), alpha);
+    simt::WgmmaAccumulator<kBc> S;
+    uint32_t pa[kBc / 16][4];  // P of the previous tile, waiting for its P V
+    int s = ring.wait_tile(0);
+    const PingPong first(c, 0, tiles, Consumers);
+    first.take();
+    issue_s<T, D>(S, q_desc, ring.k_desc(s));
+    first.pass();
+    simt::wgmma_wait<0>(S);
+    softmax_s(S, m, l, alpha, p, row, bh, 0, scale_log2, masked(0));  // O is still 0: no rescale
     ch05::pack_p<T, kBc>(pa, S.tiles());
+
+    for (int j = 1; j < own; ++j) {
+      const int prev = s;
+      s = ring.wait_tile(j);
+      const PingPong turn(c, j, tiles, Consumers);
+      turn.take();
+      issue_s<T, D>(S, q_desc, ring.k_desc(s));  // S_j
+      issue_pv<T, D>(O, pa, ring.v_desc(prev));  // O += P_{j-1} V_{j-1}
+      turn.pass();
+      simt::wgmma_wait<1>(S);  // S_j is done; P_{j-1} V_{j-1} may still run
+      softmax_s(S, m, l, alpha, p, row, bh, j * kBc, scale_log2, masked(j));  // P_j, in fp32 in S
+      simt::wgmma_wait_in_place<0>(O);           // P_{j-1} V_{j-1} is done (after the softmax: ptxas would
+                                                 // hoist a plain wait above it): P's registers and O are free
+      simt::wgmma_fence_operand(pa);             // so P_j's packing stays after the wait (O's is in wgmma_wait)
+      simt::mbarrier_arrive(&ring.empty[prev]);  // and so are K and V of tile j - 1
+      ch05::rescale_o<D>(O.tiles(), alpha);
+      ch05::pack_p<T, kBc>(pa, S.tiles());
+    }
+    issue_pv<T, D>(O, pa, ring.v_desc(s));
+    simt::wgmma_wait<0>(O);
+    simt::mbarrier_arrive(&ring.empty[s]);
   }
-  issue_pv<T, D>(O, pa, ring.v_desc(s));
-  simt::wgmma_wait<0>(O);
-  simt::mbarrier_arrive(&ring.empty[s]);
   let_go(ring, c, own, tiles, Consumers);
   ch05::store_rows<T, D>(O.tiles(), m, l, row, p, bh);
 }

@@ -16,8 +16,10 @@
 //                           warp of its one copying thread goes on past the start
 //   + consumer warps x consumers   its consumers' own
 //   + tiles x tile          the tile loop: tiles = the emulator's barriers beyond those parts',
-//                           per barrier of an iteration (it counts every warp's); without one, the
-//                           fewest that any kind seen in an iteration allows
+//                           per barrier of an iteration (it counts every warp's), but no more than
+//                           its wgmma allow where it has some (a loop beside it may pass barriers
+//                           too: chapter 09's let_go takes a turn at a tile with no product);
+//                           without a barrier, the fewest that any kind seen in an iteration allows
 //   + sum trips x inner     the other loops, each its own part (a decoding kernel's key loop runs
 //                           thousands of times, its append loop a few), from what the emulator
 //                           counted beyond the first two parts: first each loop with an explicit
@@ -296,6 +298,8 @@ inline PartTrips part_trips(const simt::Counters& c, const SassKernel& k) {
   take(left, t.producer, k.producer);
   take(left, t.consumers, k.consumers);
   t.tile = k.tile.seen[kSeenBar] > 0 ? left[kSeenBar] / k.tile.seen[kSeenBar] : trips(left, k.tile);
+  if (k.tile.seen[kSeenBar] > 0 && k.tile.seen[kSeenWgmma] > 0)
+    t.tile = std::min(t.tile, left[kSeenWgmma] / k.tile.seen[kSeenWgmma]);
   take(left, t.tile, k.tile);
   loop_trips(left, k.inner, t.inner);
   // A barrier of a loop around the tile loop was counted as the tiles' (a fraction of a tile too
