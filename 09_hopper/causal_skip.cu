@@ -7,7 +7,8 @@
 // tiles_to_visit gives for its 128 rows; the producer copies only those, and each consumer
 // multiplies those its own 64 rows see: consumer 0's rows end 64 rows earlier, and a last tile that
 // it would mask whole it lets go by (causal_skip.cuh's let_go: it takes and passes its turn and
-// gives the stage back, as the turns and the ring's empty barrier count on). Of the tiles
+// gives the stage back, as the turns and the ring's empty barrier count on), as a consumer with no
+// row (past Lq) or whose rows see no key lets go every tile. Of the tiles
 // visited, only those crossing a consumer's own diagonal or the last key (ch06::crosses_diagonal)
 // go through the mask; the others take the scale into the exponent (softmax_s with masked =
 // false), as chapter 05's step h does. And since a block's work now grows with its Q tile, under

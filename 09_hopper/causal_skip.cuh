@@ -16,10 +16,11 @@ __host__ __device__ inline bool heaviest_first(const attn::AttentionParams& p) {
 }
 
 // Tiles j0 to tiles - 1, of which a consumer's rows see no key (under is_causal the block's last,
-// seen by the consumers after it; every tile for a consumer past Lq): it issues nothing, but takes
-// and passes its turns, which the other consumers wait for, and gives the stages back, which the
-// producer waits for. It waits for each tile first, so that its arrival counts for that tile's
-// phase of empty, not for the phase of the tile before it in the same stage.
+// seen by the consumers after it; every tile for a consumer with no row, past Lq, or whose rows see
+// no key, bottom-right with Lq > Lk): it issues nothing, but takes and passes its turns, which the
+// other consumers wait for, and gives the stages back, which the producer waits for. It waits for
+// each tile first, so that its arrival counts for that tile's phase of empty, not for the phase of
+// the tile before it in the same stage.
 template <class Ring>
 __device__ __forceinline__ void let_go(const Ring& ring, int c, int j0, int tiles, int consumers) {
   for (int j = j0; j < tiles; ++j) {

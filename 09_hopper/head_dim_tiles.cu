@@ -10,8 +10,8 @@
 // three (ring.cuh's PingPong), and the ring's empty barrier counts all three.
 // Cost: 160 registers a consumer thread, where step g gave 240 (ptxas must fit the loop in them);
 // a third of the block's rows waits for its turn behind two; Q tiles of 192 rows leave more rows
-// past Lq in the last one, whose consumers multiply nothing but still take their turns (let_go),
-// and under is_causal more tiles that a consumer lets go by.
+// past Lq in the last one, where a consumer with no row multiplies nothing but still takes its
+// turns (let_go), and under is_causal more tiles that a consumer lets go by.
 #include "causal_skip.cuh"
 
 namespace ch09 {

@@ -39,7 +39,7 @@ inline constexpr long ring_smem_bytes(int d) { return 2L * (kBr + 2 * kStages * 
 // counts with two consumers). 160 KiB of tiles at d = 128.
 inline constexpr int kConsumers = 2, kWsThreads = kThreads * (1 + kConsumers);
 inline constexpr unsigned kProducerRegs = 24, kConsumerRegs = 240;
-// Steps f and g: a consumer gives a stage back only after its softmax of the next tile (step f's
+// Steps f to h: a consumer gives a stage back only after its softmax of the next tile (step f's
 // rotation), a tile later than in steps d and e, so their ring has a stage more, for the producer to
 // keep as many copies in flight: 224 KiB of tiles at d = 128, of the 227 a block may have.
 inline constexpr int kRotatedStages = kStages + 1;

@@ -63,9 +63,9 @@ struct Ring {
 // order, consumer c after consumer c - 1 (two in steps e to g: back and forth; three in step h at
 // d = 64). Consumer c's named barrier is kTurn + c, for two warpgroups' 256 threads: c takes its
 // turn by waiting on it (bar.sync, 128 threads), the consumer before it gives it by arriving
-// (bar.arrive, 128) once its own chain is issued. The last consumer gives consumer 0 the first turn
-// (start), and nobody passes the turn after the last chain of all, the last consumer's on the last
-// tile, which no turn follows.
+// (bar.arrive, 128) once its own chain is issued (in steps g and h, at a tile it lets go by, with no
+// chain: causal_skip.cuh's let_go). The last consumer gives consumer 0 the first turn (start), and
+// nobody passes the turn after the last turn of all, the last consumer's on the last tile.
 inline constexpr unsigned kTurn = 1;  // named barriers 1, 2 (and 3); 0 is __syncthreads'
 struct PingPong {
   static constexpr int kWaiters = 2 * kThreads;  // the consumer taking the turn and the one giving it

@@ -254,7 +254,7 @@ TEST_CASE("chapter 09: the ring's stages, the tile a consumer holds back, its re
   CHECK(causal.ring_refills == heads * 1);
   // Each consumer multiplies the tiles its own 64 rows see (causal_skip.cuh's let_go): step g's
   // Q tile b gives both consumers b + 1, 20 (consumer, tile) pairs a head; step h's consumers of
-  // its Q tiles at rows 0, 192 and 384 see 1, 2, 2 / 3, 3, 4 / 4, 4 and none (past Lq): 20 as
+  // its Q tiles at rows 0, 192 and 384 see 1, 1, 2 / 2, 3, 3 / 4, 4 and none (past Lq): 20 as
   // well, where walking the block's tiles made 27. A pair is S and P V: 2 x 2 x 64 x 128 x 64 FLOP.
   const double pair_flop = 4.0 * 64 * 128 * 64;
   CHECK(causal.wgmma_flop == heads * 20 * pair_flop);
