@@ -17,8 +17,10 @@
 //   + consumer warps x consumers   its consumers' own
 //   + tiles x tile          the tile loop: tiles = the emulator's barriers beyond those parts',
 //                           per barrier of an iteration (it counts every warp's), but no more than
-//                           its wgmma allow where it has some (a loop beside it may pass barriers
-//                           too: chapter 09's let_go takes a turn at a tile with no product);
+//                           the wgmma left allow where it has some (a loop beside it may pass
+//                           barriers too: chapter 09's let_go takes a turn at a tile with no
+//                           product); an estimate either way, the parts before it being taken for
+//                           every warp, whichever branch a warp takes;
 //                           without a barrier, the fewest that any kind seen in an iteration allows
 //   + sum trips x inner     the other loops, each its own part (a decoding kernel's key loop runs
 //                           thousands of times, its append loop a few), from what the emulator
