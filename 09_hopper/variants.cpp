@@ -102,14 +102,16 @@ const Register f(
               "step e with each consumer's softmax of tile j overlapping its own P V of tile j - 1 (wgmma_wait<1>), "
               "a ring of 3 stages",
               ch09::intra_overlap, "taking turns", true));
-// Steps g and h: the (Q tile, K/V tile) pairs per head, chapter 06's tiles_to_visit on their Q
-// tiles of consumers(d) x 64 rows.
+// Steps g and h: step f's ring, taking turns, on the (Q tile, K/V tile) pairs per head that
+// chapter 06's tiles_to_visit gives their Q tiles of consumers(d) x 64 rows.
 long long skipped_pairs(const Problem& p, int rows, bool skip) {
   AttentionParams a{};
   a.Lq = p.Lq, a.Lk = p.Lk, a.causal = p.causal;
   return ch06::visited_pairs(a, rows, ch09::kBc, skip);
 }
-Variant skip_step(Variant v, int (*consumers)(int d)) {
+Variant skip_step(const char* name, const char* description, cudaError_t (*kernel)(const AttentionParams&),
+                  int (*consumers)(int d)) {
+  Variant v = ring_step(name, description, kernel, "taking turns", true, consumers);
   const auto rows = [consumers](const Problem& p) { return consumers(p.d) * ch09::kBr; };
   v.hbm_bytes = [rows](const Problem& p) { return p.fa2_bytes_visited(skipped_pairs(p, rows(p), true), ch09::kBc); };
   v.plan = [rows_plan = v.plan, rows](const Problem& p) {
@@ -127,18 +129,15 @@ Variant skip_step(Variant v, int (*consumers)(int d)) {
   };
   return v;
 }
-const Register g(skip_step(
-    ring_step("causal_skip",
-              "step f with chapter 06's policy: K/V tiles above the diagonal skipped, only the crossing ones masked; "
-              "under is_causal the heaviest Q tiles first, a section of heads at a time",
-              ch09::causal_skip, "taking turns", true),
-    two_consumers));
+const Register g(skip_step("causal_skip",
+                           "step f with chapter 06's policy: K/V tiles above the diagonal skipped, only the crossing "
+                           "ones masked; under is_causal the heaviest Q tiles first, a section of heads at a time",
+                           ch09::causal_skip, two_consumers));
 const Register h([] {
-  Variant v = skip_step(ring_step("head_dim_tiles",
-                                  "step g with the consumers the head dim allows: three (160 registers, 192 rows) at "
-                                  "d = 64, step g's two at d = 128",
-                                  ch09::head_dim_tiles, "taking turns", true, ch09::consumers_for),
-                        ch09::consumers_for);
+  Variant v = skip_step("head_dim_tiles",
+                        "step g with the consumers the head dim allows: three (160 registers, 192 rows) at d = 64, "
+                        "step g's two at d = 128",
+                        ch09::head_dim_tiles, ch09::consumers_for);
   v.row_group = [](const Problem& p) { return std::lcm(kRowGroup, ch09::consumers_for(p.d) * ch09::kBr); };  // whole blocks
   v.best = true;
   return v;

@@ -45,7 +45,7 @@ def report(nvcc, nvdisasm, src, tmp):
         kr.fail("nvcc failed on %s:\n%s" % (src, r.stderr[-3000:]))
     sass = subprocess.run([nvdisasm, "-c", cubin], capture_output=True, text=True, check=True).stdout
     funcs = kr.parse_sass(sass)
-    (kbc,) = hopper_constants(("kBc",))
+    kbc, warpgroup = hopper_constants(("kBc", "kThreads"))
     threads = max_threads(keep)
     counts, maxnreg, cur = {}, {}, None
     for line in sass.splitlines():
@@ -73,7 +73,7 @@ def report(nvcc, nvdisasm, src, tmp):
         m = re.search(r"(\w+)_kernel<(__half|__nv_bfloat16), (\d+)", dem)
         kernel, dtype, d = (m.group(1), "fp16" if m.group(2) == "__half" else "bf16", int(m.group(3))) if m else (dem, "-", 0)
         sass_counts = counts.get(name, {})
-        role = roles(threads.get(name), maxnreg.get(name), name)
+        role = roles(threads.get(name), maxnreg.get(name), warpgroup, name)
         loop = tile_loop_ceilings(funcs.get(name, []), d, any(k.startswith("UTMALDG") for k in sass_counts),
                                   4 * role["consumers"] if role else 4, kbc)
         rows.append({"file": os.path.basename(src), "in_place": in_place,
@@ -101,19 +101,18 @@ def max_threads(keep):
     return threads
 
 
-def roles(threads, maxnreg, name):
+def roles(threads, maxnreg, warpgroup, name):
     """A warp-specialized kernel's roles, read from what it is, not from its name: the block's warpgroups
     from its launch bound (the first the producer, the others consumers) and their registers from its
     setmaxnreg (USETMAXREG's immediates: DEALLOC the producer's, TRY_ALLOC a consumer's). None for a
     kernel without setmaxnreg."""
     if not maxnreg:
         return None
-    (warpgroup,) = hopper_constants(("kThreads",))
     if threads is None or threads % warpgroup or set(maxnreg) != {"DEALLOC", "TRY_ALLOC"}:
         kr.fail("%s: setmaxnreg without a launch bound of whole warpgroups, or without both of its directions "
                 "(threads %s, %s)" % (name, threads, maxnreg))
-    return {"threads": threads, "consumers": threads // warpgroup - 1, "producer_regs": maxnreg["DEALLOC"],
-            "consumer_regs": maxnreg["TRY_ALLOC"]}
+    return {"threads": threads, "warpgroup": warpgroup, "consumers": threads // warpgroup - 1,
+            "producer_regs": maxnreg["DEALLOC"], "consumer_regs": maxnreg["TRY_ALLOC"]}
 
 
 # ptxas's note when it must wait for wgmma to finish one by one because the code touches a register
@@ -129,8 +128,7 @@ def budget_short(row):
     r = row["roles"]
     if r is None:
         return 0
-    warpgroup = r["threads"] // (1 + r["consumers"])
-    need = warpgroup * (r["producer_regs"] + r["consumers"] * r["consumer_regs"])
+    need = r["warpgroup"] * (r["producer_regs"] + r["consumers"] * r["consumer_regs"])
     return max(0, need - r["threads"] * row["registers"])
 
 
