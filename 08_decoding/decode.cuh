@@ -1,4 +1,4 @@
-// decode.cuh: the decoding kernel of steps b to g, one template whose flags are the steps' ideas.
+// decode.cuh: the decoding kernel of steps b to h, one template whose flags are the steps' ideas.
 //
 // A block of 128 threads owns up to R query rows that read the same KV head, and streams that
 // head's keys. A key row of d elements is d / E lanes of 16 bytes (E = 8 fp16 or bf16 values): a
@@ -20,6 +20,9 @@
 //   Prefetch  each step's K and V rows asked for during the step before, the next step's loads
 //          before this step's arithmetic (step g): the cache's wait overlaps a step of work, at the
 //          cost of a second step's rows in registers.
+//   Occupancy  step g's kernel held to the registers with which an SM holds occupancy_blocks(R) of
+//          its blocks (step h): at R = 4, 168 a thread and three blocks, where step g takes 213 and
+//          an SM holds two; the host splits the keys to fill them.
 //
 // The scores are in base 2 (Q pre-multiplied by scale * log2 e): exp2 is the GPU's exponential.
 // The new tokens' keys and values are read from k_new, v_new, and written into the cache by the
@@ -96,8 +99,9 @@ __device__ __forceinline__ void ask(const attn::DecodeParams& p, int b, int firs
     to[u] = *reinterpret_cast<const float4*>(kp[u]), to[U + u] = *reinterpret_cast<const float4*>(vp[u]);
 }
 
-template <class T, int D, int R, bool Split, bool Paged, bool KvTogether, bool Prefetch = false>
-__global__ void __launch_bounds__(kThreads) decode_kernel(const attn::DecodeParams p, float* part_o, float* part_lse) {
+template <class T, int D, int R, bool Split, bool Paged, bool KvTogether, bool Prefetch = false, bool Occupancy = false>
+__global__ void __launch_bounds__(kThreads, Occupancy ? occupancy_blocks(R) : 0)  // 0: ptxas's own choice
+    decode_kernel(const attn::DecodeParams p, float* part_o, float* part_lse) {
   using S = Shape<T, D>;
   constexpr int E = S::E, Lanes = S::lanes, G = S::groups, U = kKeysPerStep;
   // [row][group]: the lane 0s of a warp's groups store their m and l to neighbouring words.
@@ -108,6 +112,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const attn::DecodePara
   constexpr int kRowWords = Lanes * (E + 1);
   __shared__ float merge_o[G][merge_group_words(Lanes, E, R)];
   static_assert(KvTogether || !Prefetch, "step g asks for step f's loads a step ahead");
+  static_assert(Prefetch || !Occupancy, "step h holds step g's kernel to occupancy_blocks(R) an SM");
   static_assert(sizeof merge_m + sizeof merge_l + sizeof merge_o == decode_smem_bytes(sizeof(T), D, R),
                 "decoding.h's decode_smem_bytes is what this kernel declares");
 
@@ -291,7 +296,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const attn::DecodePara
 
 // The grid and the launch of one instantiation: a block per (sequence, KV head, chunk of R rows),
 // times the splits.
-template <int R, bool Split, bool Paged, bool KvTogether = false, bool Prefetch = false>
+template <int R, bool Split, bool Paged, bool KvTogether = false, bool Prefetch = false, bool Occupancy = false>
 cudaError_t launch_decode(const attn::DecodeParams& p, float* part_o, float* part_lse) {
   // A kernel reads the cache it was compiled for: a table it would not read, or none where it needs
   // one, is refused, never another sequence's keys read in silence.
@@ -305,21 +310,21 @@ cudaError_t launch_decode(const attn::DecodeParams& p, float* part_o, float* par
       return cudaErrorInvalidValue;
     } else {
       return attn::dispatch_head_dim(DecodeDims{}, p.d, [&](auto dim) {
-        return simt::launch(decode_kernel<T, decltype(dim)::value, R, Split, Paged, KvTogether, Prefetch>, grid, dim3(kThreads), 0, p, part_o,
-                            part_lse);
+        return simt::launch(decode_kernel<T, decltype(dim)::value, R, Split, Paged, KvTogether, Prefetch, Occupancy>, grid,
+                            dim3(kThreads), 0, p, part_o, part_lse);
       });
     }
   });
 }
 
 // R chosen at run time among the compiled 1, 2, 4, 8: the fewest that hold the KV head's rows.
-template <bool Split, bool Paged, bool KvTogether = false, bool Prefetch = false>
+template <bool Split, bool Paged, bool KvTogether = false, bool Prefetch = false, bool Occupancy = false>
 cudaError_t launch_packed(const attn::DecodeParams& p, float* part_o, float* part_lse) {
   const int rows = p.group() * p.Lq;
-  if (rows <= 1) return launch_decode<1, Split, Paged, KvTogether, Prefetch>(p, part_o, part_lse);
-  if (rows <= 2) return launch_decode<2, Split, Paged, KvTogether, Prefetch>(p, part_o, part_lse);
-  if (rows <= 4) return launch_decode<4, Split, Paged, KvTogether, Prefetch>(p, part_o, part_lse);
-  return launch_decode<8, Split, Paged, KvTogether, Prefetch>(p, part_o, part_lse);
+  if (rows <= 1) return launch_decode<1, Split, Paged, KvTogether, Prefetch, Occupancy>(p, part_o, part_lse);
+  if (rows <= 2) return launch_decode<2, Split, Paged, KvTogether, Prefetch, Occupancy>(p, part_o, part_lse);
+  if (rows <= 4) return launch_decode<4, Split, Paged, KvTogether, Prefetch, Occupancy>(p, part_o, part_lse);
+  return launch_decode<8, Split, Paged, KvTogether, Prefetch, Occupancy>(p, part_o, part_lse);
 }
 
 }  // namespace ch08

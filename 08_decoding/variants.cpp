@@ -1,4 +1,4 @@
-// variants.cpp: chapter 08 in the decoding registry (harness/decode/decode.h): its seven steps, the kernels
+// variants.cpp: chapter 08 in the decoding registry (harness/decode/decode.h): its eight steps, the kernels
 // each launches, and their cost models.
 //
 // Bytes, with t the dtype's size, C the cache's K and V of every key attended once
@@ -11,6 +11,7 @@
 //   d  A + ceil(g Lq / R) C + 2 X + the partials   every block of R rows reads the keys once
 //   e  d + each block's page numbers (4 bytes per page)
 //   f  e's bytes: V is read at another point of the loop, not more of it
+//   g, h  f's bytes (step h with more splits, so more partials)
 #include <cmath>
 #include <string>
 #include <utility>
@@ -41,7 +42,7 @@ double table_bytes(const DecodeProblem& p) {
   return 4.0 * pages * p.Hkv * chunks(p);
 }
 
-// The static shared memory of steps b to g's blocks: merge arrays for R rows.
+// The static shared memory of steps b to h's blocks: merge arrays for R rows.
 size_t merge_smem(const DecodeProblem& p, int R) {
   return ch08::decode_smem_bytes(static_cast<int>(dtype_size(p.dtype)), p.d, R);
 }
@@ -68,7 +69,7 @@ std::string grid_plan(const DecodeProblem& p, int R, int splits) {
          std::to_string(ch08::kDecodeThreads) + " threads on " + std::to_string(decode_sms()) + " SMs";
 }
 
-// Step a appends in a stage of its own; steps b to g in their kernel (decode.cuh).
+// Step a appends in a stage of its own; steps b to h in their kernel (decode.cuh).
 void append_stage(const DecodeParams& a, Stages& st) {
   st.run("append K, V", [&] { return ch08::append_kv(a); });
 }
@@ -154,13 +155,16 @@ const RegisterDecode gqa({
         },
 });
 
-// Steps e to g: a paged cache, a KV head's rows packed, split; the kernel is the step's.
-DecodeVariant paged_kernels(Variant v, cudaError_t (*kernel)(const DecodeParams&)) {
+// Steps e to h: a paged cache, a KV head's rows packed, split; the kernel is the step's, and so are
+// the blocks an SM holds of it, which the split heuristic fills (decode.h's default: two).
+DecodeVariant paged_kernels(Variant v, cudaError_t (*kernel)(const DecodeParams&),
+                            std::function<int(const DecodeProblem&)> blocks_per_sm = DecodeVariant{}.blocks_per_sm) {
   return {
       .info = std::move(v),
       .paged = true,
       .splits = true,
       .rows_per_block = rows_per_block,
+      .blocks_per_sm = std::move(blocks_per_sm),
       .workspace_bytes = split_bytes,
       .hbm_bytes =
           [](const DecodeProblem& p, int s) {
@@ -181,7 +185,10 @@ const RegisterDecode kv_together_step(paged_kernels(
     info("kv_together", "each step's table entries, then its K and V rows, asked for before any is used: two waits per step"),
     ch08::kv_together));
 const RegisterDecode rows_ahead_step(paged_kernels(
-    info("rows_ahead", "the next step's K and V rows asked for before this step's arithmetic: the cache's wait hidden", true),
+    info("rows_ahead", "the next step's K and V rows asked for before this step's arithmetic: the cache's wait hidden"),
     ch08::rows_ahead));
+const RegisterDecode occupancy_step(paged_kernels(
+    info("occupancy", "step g's kernel in the registers that let an SM hold three blocks, and the keys split to fill them", true),
+    ch08::occupancy, [](const DecodeProblem& p) { return ch08::occupancy_blocks(rows_per_block(p)); }));
 
 }  // namespace

@@ -28,20 +28,22 @@ def split_rule():
     check(m is not None, "common/harness/decode/decode.h: cannot read kMinSplitKeys")
     min_keys = int(m.group(1))
     src = (ROOT / "common/harness/decode/decode.cpp").read_text()
-    for line in ("std::clamp(max_keys / kMinSplitKeys, 1, 128)", "blocks * first * 10 < 18LL * sms",
-                 "s <= std::min(most, 2 * first)", "n / (sms * std::ceil(n / sms))"):
+    for line in ("std::clamp(max_keys / kMinSplitKeys, 1, 128)", "blocks * first * 10 < 9LL * per_sm * sms",
+                 "s <= std::min(most, 2 * first)", "if (first == 1) return 1;", "n / (round * std::ceil(n / round))"):
         check(line in src, f"common/harness/decode/decode.cpp: split_heuristic no longer has `{line}`; "
               "tools/figures.py must follow it")
 
-    def heuristic(blocks, max_keys, sms):
+    def heuristic(blocks, max_keys, sms, per_sm=2):  # two blocks per SM: steps c to g
         most = min(max(max_keys // min_keys, 1), 128)
 
         def filled(s):
-            n = blocks * s
-            return n / (sms * math.ceil(n / sms))
+            n, wave = blocks * s, sms * per_sm
+            return n / (wave * math.ceil(n / wave))
         first = 1
-        while first < most and blocks * first * 10 < 18 * sms:
+        while first < most and blocks * first * 10 < 9 * per_sm * sms:
             first += 1
+        if first == 1:
+            return 1
         best = first
         for s in range(first + 1, min(most, 2 * first) + 1):
             if filled(s) > filled(best) + 1e-9:

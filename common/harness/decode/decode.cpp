@@ -204,20 +204,25 @@ int DecodeVariant::splits_for(const DecodeProblem& p) const {
   if (p.splits > 0) return p.splits;
   const int rows = rows_per_block(p);  // the unsplit grid: a block per (sequence, KV head, chunk of rows)
   const long long blocks = static_cast<long long>(p.B) * p.Hkv * ((p.group() * p.Lq + rows - 1) / rows);
-  return split_heuristic(blocks, p.max_keys(), decode_sms());
+  return split_heuristic(blocks, p.max_keys(), decode_sms(), blocks_per_sm(p));
 }
 
-int split_heuristic(long long blocks, int max_keys, int sms) {
+int split_heuristic(long long blocks, int max_keys, int sms, int per_sm) {
   const int most = std::clamp(max_keys / kMinSplitKeys, 1, 128);
-  // The share of the SMs' rounds the grid fills: blocks / (SMs x rounds), 1 for whole rounds.
+  // A round: the blocks the SMs hold at once, per_sm on each. The share of its rounds the grid fills:
+  // blocks / (round x rounds), 1 for whole rounds.
+  const double round = static_cast<double>(sms) * per_sm;
   auto filled = [&](int s) {
     const double n = static_cast<double>(blocks) * s;
-    return n / (sms * std::ceil(n / sms));
+    return n / (round * std::ceil(n / round));
   };
-  // The fewest splits that give ~2 blocks per SM (one block's loads in flight while another computes),
-  // then up to twice as many if they fill the SMs' last round better.
+  // The fewest splits that give ~per_sm blocks per SM (one block's loads in flight while another
+  // computes, at two); none where the grid has them already (FlashAttention-2's num_splits_heuristic
+  // says so too: more blocks would only add partials); else up to twice as many if they fill the
+  // last round better.
   int first = 1;
-  while (first < most && blocks * first * 10 < 18LL * sms) ++first;
+  while (first < most && blocks * first * 10 < 9LL * per_sm * sms) ++first;
+  if (first == 1) return 1;
   int best = first;
   for (int s = first + 1; s <= std::min(most, 2 * first); ++s)
     if (filled(s) > filled(best) + 1e-9) best = s;

@@ -83,6 +83,9 @@ struct DecodeVariant {
   // The query rows of one KV head that one block holds (the chapter's rule; 1: a block per row): the
   // unsplit grid is B x Hkv x ceil(g x Lq / rows) blocks.
   std::function<int(const DecodeProblem&)> rows_per_block = [](const DecodeProblem&) { return 1; };
+  // The blocks of its attention kernel an SM holds at least: the split heuristic fills that many. Two
+  // for steps c to g (their own registers hold two to four); step h's are held for three.
+  std::function<int(const DecodeProblem&)> blocks_per_sm = [](const DecodeProblem&) { return 2; };
   std::string per_sequence_stage;  // a stage that launches its kernels once per sequence (a profile's sampling)
   std::function<size_t(const DecodeProblem&, int splits)> workspace_bytes = [](const DecodeProblem&, int) {
     return size_t{0};
@@ -105,11 +108,12 @@ struct RegisterDecode {
 };
 
 // Flash-Decoding's split count (chapter 08's note explains it): the fewest splits (1: none) that
-// give the grid about two blocks per SM (90 % of 2 x SMs: one block's loads in flight while another
-// computes), or up to twice as many when they fill the SMs' last round better (blocks x splits /
-// (SMs x rounds)); no split shorter than kMinSplitKeys keys, and at most 128.
+// give the grid about `per_sm` blocks per SM (90 % of per_sm x SMs; two: one block's loads in flight
+// while another computes), none where the unsplit grid has them, or up to twice as many when they
+// fill the last round better (blocks x splits / (per_sm x SMs x rounds)); no split shorter than
+// kMinSplitKeys keys, and at most 128.
 inline constexpr int kMinSplitKeys = 256;
-int split_heuristic(long long blocks, int max_keys, int sms);
+int split_heuristic(long long blocks, int max_keys, int sms, int per_sm = 2);
 // The SMs the heuristic fills: the GPU's, or on the emulator the SMs of the GPU it stands for (an
 // H100's 132 unless --gpu), or with no GPU at hand the H100's.
 int decode_sms();
