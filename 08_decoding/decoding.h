@@ -20,7 +20,7 @@ inline constexpr int kDecodeThreads = 128;                 // per block of steps
 ATTN_HOST_DEVICE constexpr int occupancy_blocks(int R) { return R == 1 ? 4 : R <= 4 ? 3 : 2; }
 
 // The new tokens' K and V written into the cache at positions cache_seqlens[b] + t: step a's first
-// stage (a no-op without k_new). Steps b to g append inside their kernel.
+// stage (a no-op without k_new). Steps b to h append inside their kernel.
 cudaError_t append_kv(const attn::DecodeParams& p);
 
 cudaError_t prefill_kernel(const attn::DecodeParams& p);  // a: chapter 05's best, a sequence at a time
@@ -34,7 +34,7 @@ cudaError_t occupancy(const attn::DecodeParams& p);       // h: step g in the re
 
 // Step a's workspace: one sequence's Q, K, V (heads repeated) and O in chapter 05's [H, L, d] layout.
 size_t prefill_workspace(int Hq, int Lq, int max_keys, int d, int elem_bytes);
-// Steps c to e: each split's partial O [splits][B Lq Hq][d] and log-sum-exp [splits][B Lq Hq], fp32,
+// Steps c to h: each split's partial O [splits][B Lq Hq][d] and log-sum-exp [splits][B Lq Hq], fp32,
 // in the workspace; with one split the kernel writes O itself and combine does nothing.
 size_t split_workspace(int B, int Lq, int Hq, int d, int splits);
 struct Partials {

@@ -188,7 +188,7 @@ const RegisterDecode rows_ahead_step(paged_kernels(
     info("rows_ahead", "the next step's K and V rows asked for before this step's arithmetic: the cache's wait hidden"),
     ch08::rows_ahead));
 const RegisterDecode occupancy_step(paged_kernels(
-    info("occupancy", "step g's kernel in the registers that let an SM hold three blocks, and the keys split to fill them", true),
+    info("occupancy", "step g's kernel in the registers that let an SM hold more of its blocks (three at 4 rows), and the keys split to fill them", true),
     ch08::occupancy, [](const DecodeProblem& p) { return ch08::occupancy_blocks(rows_per_block(p)); }));
 
 }  // namespace

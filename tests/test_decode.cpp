@@ -92,6 +92,20 @@ TEST_CASE("every decoding variant matches the reference and appends to the cache
   }
 }
 
+// The split count (harness/decode: split_heuristic) at the shapes notes/08 works by hand: the blocks
+// an SM holds (per_sm: two for steps c to g, occupancy_blocks for step h) filled, whole rounds of
+// per_sm x SMs preferred, no split where the unsplit grid fills them, none shorter than 256 keys.
+TEST_CASE("the split heuristic fills the blocks an SM holds", "[decode]") {
+  CHECK(split_heuristic(8, 32768, 132) == 33);      // B = 1, 32k, steps d to g: 264 blocks, one round
+  CHECK(split_heuristic(8, 32768, 132, 3) == 49);   // step h: 392 of a round of 396
+  CHECK(split_heuristic(64, 8192, 132) == 4);       // B = 8, 8k: 256 blocks
+  CHECK(split_heuristic(64, 8192, 132, 3) == 6);    // step h: 384
+  CHECK(split_heuristic(512, 1024, 132, 3) == 1);   // B = 64, 1k: the grid fills three an SM unsplit
+  CHECK(split_heuristic(300, 8192, 132) == 1);      // two an SM unsplit: no split (2 before step h's rule)
+  CHECK(split_heuristic(8, 2048, 132) == 8);        // 256 keys a split at least
+  CHECK(split_heuristic(1, 32768, 132) == 128);     // one block: at most 128 splits
+}
+
 TEST_CASE("the check fails an output or a cache that is wrong", "[decode]") {
   DecodeProblem p;
   p.B = 2, p.Hq = 8, p.Hkv = 2, p.d = 64, p.cache_lens = {30, 7}, p.Lq = 2, p.paged = true, p.page_size = 4;

@@ -22,7 +22,7 @@ def h100_spec():
 
 def split_rule():
     """split_heuristic of common/harness/decode/decode.cpp, in Python, with kMinSplitKeys from decode.h. The
-    function's three lines that decide are checked to be there as they are reproduced here."""
+    function's lines that decide are checked to be there as they are reproduced here."""
     header = (ROOT / "common/harness/decode/decode.h").read_text()
     m = re.search(r"kMinSplitKeys = (\d+);", header)
     check(m is not None, "common/harness/decode/decode.h: cannot read kMinSplitKeys")

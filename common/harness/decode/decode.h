@@ -83,8 +83,9 @@ struct DecodeVariant {
   // The query rows of one KV head that one block holds (the chapter's rule; 1: a block per row): the
   // unsplit grid is B x Hkv x ceil(g x Lq / rows) blocks.
   std::function<int(const DecodeProblem&)> rows_per_block = [](const DecodeProblem&) { return 1; };
-  // The blocks of its attention kernel an SM holds at least: the split heuristic fills that many. Two
-  // for steps c to g (their own registers hold two to four); step h's are held for three.
+  // The blocks of its attention kernel the split heuristic fills on each SM: two for steps c to g
+  // (whatever their registers allow, two to seven); step h's, which its kernel is held to
+  // (decoding.h's occupancy_blocks).
   std::function<int(const DecodeProblem&)> blocks_per_sm = [](const DecodeProblem&) { return 2; };
   std::string per_sequence_stage;  // a stage that launches its kernels once per sequence (a profile's sampling)
   std::function<size_t(const DecodeProblem&, int splits)> workspace_bytes = [](const DecodeProblem&, int) {
