@@ -73,6 +73,10 @@ struct DecodeInputs {
 // are never read) and no page given to two sequences.
 void check_decode_inputs(const DecodeProblem& p, const DecodeInputs& in);
 
+// The blocks per SM the split heuristic fills unless a variant says otherwise (steps c to g): one
+// block's loads in flight while another computes.
+inline constexpr int kSplitBlocksPerSm = 2;
+
 struct DecodeVariant {
   // What a forward Variant says of itself: chapter, name, description, dtypes, head dims, best,
   // cpu_flops_per_second. Its run, workspace and byte models stay empty: those below take a
@@ -86,7 +90,7 @@ struct DecodeVariant {
   // The blocks of its attention kernel the split heuristic fills on each SM: two for steps c to g
   // (whatever their registers allow, two to seven); step h's, which its kernel is held to
   // (decoding.h's occupancy_blocks).
-  std::function<int(const DecodeProblem&)> blocks_per_sm = [](const DecodeProblem&) { return 2; };
+  std::function<int(const DecodeProblem&)> blocks_per_sm = [](const DecodeProblem&) { return kSplitBlocksPerSm; };
   std::string per_sequence_stage;  // a stage that launches its kernels once per sequence (a profile's sampling)
   std::function<size_t(const DecodeProblem&, int splits)> workspace_bytes = [](const DecodeProblem&, int) {
     return size_t{0};
@@ -114,7 +118,7 @@ struct RegisterDecode {
 // fill the last round better (blocks x splits / (per_sm x SMs x rounds)); no split shorter than
 // kMinSplitKeys keys, and at most 128.
 inline constexpr int kMinSplitKeys = 256;
-int split_heuristic(long long blocks, int max_keys, int sms, int per_sm = 2);
+int split_heuristic(long long blocks, int max_keys, int sms, int per_sm = kSplitBlocksPerSm);
 // The SMs the heuristic fills: the GPU's, or on the emulator the SMs of the GPU it stands for (an
 // H100's 132 unless --gpu), or with no GPU at hand the H100's.
 int decode_sms();
