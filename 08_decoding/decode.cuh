@@ -1,4 +1,4 @@
-// decode.cuh: the decoding kernel of steps b to h, one template whose flags are the steps' ideas.
+// decode.cuh: the decoding kernel of steps b to i, one template whose flags are the steps' ideas.
 //
 // A block of 128 threads owns up to R query rows that read the same KV head, and streams that
 // head's keys. A key row of d elements is d / E lanes of 16 bytes (E = 8 fp16 or bf16 values): a
@@ -23,6 +23,9 @@
 //   Occupancy  step g's kernel held to the registers with which an SM holds occupancy_blocks(R) of
 //          its blocks (step h): at R = 4, 168 a thread and three blocks, where step g takes 213 and
 //          an SM holds two; the host splits the keys to fill them.
+//   ScorePerLane  each score of a step summed by one lane of its group, not by every lane
+//          (reduce.cuh's group_sum_scatter), masked and exponentiated there once, and the U
+//          probabilities of each row fetched back by every lane for P V (step i).
 //
 // The scores are in base 2 (Q pre-multiplied by scale * log2 e): exp2 is the GPU's exponential.
 // The new tokens' keys and values are read from k_new, v_new, and written into the cache by the
@@ -99,7 +102,8 @@ __device__ __forceinline__ void ask(const attn::DecodeParams& p, int b, int firs
     to[u] = *reinterpret_cast<const float4*>(kp[u]), to[U + u] = *reinterpret_cast<const float4*>(vp[u]);
 }
 
-template <class T, int D, int R, bool Split, bool Paged, bool KvTogether, bool Prefetch = false, bool Occupancy = false>
+template <class T, int D, int R, bool Split, bool Paged, bool KvTogether, bool Prefetch = false, bool Occupancy = false,
+          bool ScorePerLane = false>
 __global__ void __launch_bounds__(kThreads, Occupancy ? occupancy_blocks(R) : 0)  // 0: ptxas's own choice
     decode_kernel(const attn::DecodeParams p, float* part_o, float* part_lse) {
   using S = Shape<T, D>;
@@ -113,6 +117,7 @@ __global__ void __launch_bounds__(kThreads, Occupancy ? occupancy_blocks(R) : 0)
   __shared__ float merge_o[G][merge_group_words(Lanes, E, R)];
   static_assert(KvTogether || !Prefetch, "step g asks for step f's loads a step ahead");
   static_assert(Prefetch || !Occupancy, "step h holds step g's kernel to occupancy_blocks(R) an SM");
+  static_assert(Occupancy || !ScorePerLane, "step i changes step h's softmax");
   static_assert(sizeof merge_m + sizeof merge_l + sizeof merge_o == decode_smem_bytes(sizeof(T), D, R),
                 "decoding.h's decode_smem_bytes is what this kernel declares");
 
@@ -124,13 +129,18 @@ __global__ void __launch_bounds__(kThreads, Occupancy ? occupancy_blocks(R) : 0)
   const int lane = static_cast<int>(threadIdx.x) % Lanes, grp = static_cast<int>(threadIdx.x) / Lanes;
   const int L = p.keys(p.cache_seqlens[b]);
 
+  // The last key row r of the chunk sees (-1: none; rows past the chunk's end see none).
+  const auto last_key = [&](int r) {
+    const int pr = chunk * R + r;
+    return pr >= rows ? -1 : p.causal ? min(L - 1, pr / g + L - p.Lq) : L - 1;
+  };
   float q[R][E];
-  int last[R];  // the last key each row sees (-1: none; rows past the chunk's end see none)
-  int hi = 0;   // one past the last key any row of the block sees
+  int last[R];
+  int hi = 0;  // one past the last key any row of the block sees
 #pragma unroll
   for (int r = 0; r < R; ++r) {
     const int pr = chunk * R + r, t = pr / g, hq = hk * g + pr % g;
-    last[r] = pr >= rows ? -1 : p.causal ? min(L - 1, t + L - p.Lq) : L - 1;
+    last[r] = last_key(r);
     hi = max(hi, last[r] + 1);
     if (pr < rows) {
       load16(static_cast<const T*>(p.q) + ((static_cast<long long>(b) * p.Lq + t) * p.Hq + hq) * D + lane * E, q[r]);
@@ -145,6 +155,19 @@ __global__ void __launch_bounds__(kThreads, Occupancy ? occupancy_blocks(R) : 0)
   if constexpr (Split) {
     const int per = (L + p.splits - 1) / p.splits;
     begin = static_cast<int>(blockIdx.y) * per, end = min(hi, begin + per);
+  }
+  // Step i: the NF scores this lane sums, the same each step: score j is key (first_of + j) % U of
+  // the step for row (first_of + j) / U, InLane of a row's keys side by side, so Mine rows; row h
+  // of them sees keys up to lim[h], and m_mine[h] is its m (a copy kept by this lane: m[] indexed by
+  // a row known only at run time would be in local memory).
+  using Sc = attn::Scatter<Lanes, R * U>;
+  constexpr int NF = Sc::per_lane, InLane = NF < U ? NF : U, Mine = NF / InLane;
+  const int first_of = lane / Sc::dup * NF;
+  int lim[Mine];
+  float m_mine[Mine];
+  if constexpr (ScorePerLane) {
+#pragma unroll
+    for (int h = 0; h < Mine; ++h) lim[h] = min(end - 1, last_key((first_of + h * InLane) / U)), m_mine[h] = -INFINITY;
   }
 
   float m[R], l[R], acc[R][E];
@@ -224,27 +247,72 @@ __global__ void __launch_bounds__(kThreads, Occupancy ? occupancy_blocks(R) : 0)
         s[r][u] = dot;
       }
     }
+    if constexpr (ScorePerLane) {
+      // Step i: the group's R x U scores summed once each, NF to a lane, masked, and their
+      // exponentials taken once; then each lane fetches every row's U probabilities for P V.
+      float t[R * U];
 #pragma unroll
-    for (int r = 0; r < R; ++r) {
-      float mx = m[r];
+      for (int i = 0; i < R * U; ++i) t[i] = s[i / U][i % U];
+      attn::group_sum_scatter<Lanes>(t);
 #pragma unroll
-      for (int u = 0; u < U; ++u) {
-        s[r][u] = attn::group_sum<Lanes>(s[r][u]);
-        if (base + grp * U + u > min(end - 1, last[r])) s[r][u] = -INFINITY;
-        mx = fmaxf(mx, s[r][u]);
+      for (int j = 0; j < NF; ++j)
+        if (base + grp * U + (first_of + j) % U > lim[j / InLane]) t[j] = -INFINITY;
+      float mx[Mine];  // each of this lane's rows' maximum over the step's keys
+#pragma unroll
+      for (int h = 0; h < Mine; ++h) {
+        mx[h] = t[h * InLane];
+#pragma unroll
+        for (int k = 1; k < InLane; ++k) mx[h] = fmaxf(mx[h], t[h * InLane + k]);
       }
-      if (mx == -INFINITY) {  // nothing seen yet: nothing to add
 #pragma unroll
-        for (int u = 0; u < U; ++u) s[r][u] = 0.f;
-        continue;
+      for (int k = InLane; k < U; k *= 2)  // the row's other keys, k / NF lanes (times dup) away
+#pragma unroll
+        for (int h = 0; h < Mine; ++h) mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], k / NF * Sc::dup));
+      float m_new[R];
+#pragma unroll
+      for (int r = 0; r < R; ++r)  // row r's maximum, from the first lane holding its key 0
+        m_new[r] = fmaxf(m[r], __shfl_sync(0xffffffffu, mx[r * U % NF / InLane], r * U / NF * Sc::dup, Lanes));
+#pragma unroll
+      for (int h = 0; h < Mine; ++h) m_mine[h] = fmaxf(m_mine[h], mx[h]);
+#pragma unroll
+      for (int j = 0; j < NF; ++j)  // 0 for a masked score
+        t[j] = exp2f(t[j] - (m_mine[j / InLane] == -INFINITY ? 0.f : m_mine[j / InLane]));
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        const float correction = exp2f(m[r] - (m_new[r] == -INFINITY ? 0.f : m_new[r]));  // 0 when m was -inf
+        l[r] *= correction;
+#pragma unroll
+        for (int e = 0; e < E; ++e) acc[r][e] *= correction;
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          const int i = r * U + u;
+          s[r][u] = __shfl_sync(0xffffffffu, t[i % NF], i / NF * Sc::dup, Lanes), l[r] += s[r][u];
+        }
+        m[r] = m_new[r];
       }
-      const float correction = exp2f(m[r] - mx);  // 0 when m was -inf
-      l[r] *= correction;
+    } else {
 #pragma unroll
-      for (int e = 0; e < E; ++e) acc[r][e] *= correction;
+      for (int r = 0; r < R; ++r) {
+        float mx = m[r];
 #pragma unroll
-      for (int u = 0; u < U; ++u) s[r][u] = exp2f(s[r][u] - mx), l[r] += s[r][u];
-      m[r] = mx;
+        for (int u = 0; u < U; ++u) {
+          s[r][u] = attn::group_sum<Lanes>(s[r][u]);
+          if (base + grp * U + u > min(end - 1, last[r])) s[r][u] = -INFINITY;
+          mx = fmaxf(mx, s[r][u]);
+        }
+        if (mx == -INFINITY) {  // nothing seen yet: nothing to add
+#pragma unroll
+          for (int u = 0; u < U; ++u) s[r][u] = 0.f;
+          continue;
+        }
+        const float correction = exp2f(m[r] - mx);  // 0 when m was -inf
+        l[r] *= correction;
+#pragma unroll
+        for (int e = 0; e < E; ++e) acc[r][e] *= correction;
+#pragma unroll
+        for (int u = 0; u < U; ++u) s[r][u] = exp2f(s[r][u] - mx), l[r] += s[r][u];
+        m[r] = mx;
+      }
     }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
@@ -296,7 +364,8 @@ __global__ void __launch_bounds__(kThreads, Occupancy ? occupancy_blocks(R) : 0)
 
 // The grid and the launch of one instantiation: a block per (sequence, KV head, chunk of R rows),
 // times the splits.
-template <int R, bool Split, bool Paged, bool KvTogether = false, bool Prefetch = false, bool Occupancy = false>
+template <int R, bool Split, bool Paged, bool KvTogether = false, bool Prefetch = false, bool Occupancy = false,
+          bool ScorePerLane = false>
 cudaError_t launch_decode(const attn::DecodeParams& p, float* part_o, float* part_lse) {
   // A kernel reads the cache it was compiled for: a table it would not read, or none where it needs
   // one, is refused, never another sequence's keys read in silence.
@@ -310,20 +379,23 @@ cudaError_t launch_decode(const attn::DecodeParams& p, float* part_o, float* par
       return cudaErrorInvalidValue;
     } else {
       return attn::dispatch_head_dim(DecodeDims{}, p.d, [&](auto dim) {
-        return simt::launch(decode_kernel<T, decltype(dim)::value, R, Split, Paged, KvTogether, Prefetch, Occupancy>, grid,
-                            dim3(kThreads), 0, p, part_o, part_lse);
+        return simt::launch(decode_kernel<T, decltype(dim)::value, R, Split, Paged, KvTogether, Prefetch, Occupancy, ScorePerLane>,
+                            grid, dim3(kThreads), 0, p, part_o, part_lse);
       });
     }
   });
 }
 
 // R chosen at run time among the compiled 1, 2, 4, 8: the fewest that hold the KV head's rows.
-template <bool Split, bool Paged, bool KvTogether = false, bool Prefetch = false, bool Occupancy = false>
+template <bool Split, bool Paged, bool KvTogether = false, bool Prefetch = false, bool Occupancy = false,
+          bool ScorePerLane = false>
 cudaError_t launch_packed(const attn::DecodeParams& p, float* part_o, float* part_lse) {
   const int rows = p.group() * p.Lq;
-  if (rows <= 1) return launch_decode<1, Split, Paged, KvTogether, Prefetch, Occupancy>(p, part_o, part_lse);
-  if (rows <= 2) return launch_decode<2, Split, Paged, KvTogether, Prefetch, Occupancy>(p, part_o, part_lse);
-  if (rows <= 4) return launch_decode<4, Split, Paged, KvTogether, Prefetch, Occupancy>(p, part_o, part_lse);
+  if (rows <= 1) return launch_decode<1, Split, Paged, KvTogether, Prefetch, Occupancy, ScorePerLane>(p, part_o, part_lse);
+  if (rows <= 2) return launch_decode<2, Split, Paged, KvTogether, Prefetch, Occupancy, ScorePerLane>(p, part_o, part_lse);
+  if (rows <= 4) return launch_decode<4, Split, Paged, KvTogether, Prefetch, Occupancy, ScorePerLane>(p, part_o, part_lse);
+  // Step i at 8 rows is step h: its kernel takes all 255 registers there, and the scattered scores
+  // spill on sm_86, sm_89 and sm_120 (tools/arch_resources.py; notes/08).
   return launch_decode<8, Split, Paged, KvTogether, Prefetch, Occupancy>(p, part_o, part_lse);
 }
 

@@ -1,6 +1,6 @@
 // decoding.h: chapter 08, decoding. One to a few new query tokens per sequence against a long KV
 // cache: the work is reading the cache, so each step is about bytes and parallelism, not FLOPs.
-// Eight steps, one idea each, and the two kernels they share (the append, the combine).
+// Nine steps, one idea each, and the two kernels they share (the append, the combine).
 #pragma once
 #include <cuda_runtime.h>
 
@@ -12,15 +12,16 @@
 namespace ch08 {
 
 using DecodeDims = attn::HeadDimList<32, 64, 128, 256>;  // a key row is d / 8 lanes of 16 bytes
-inline constexpr int kDecodeThreads = 128;                 // per block of steps b to h
-// Step h: the blocks an SM holds of its kernel with R rows a block, its __launch_bounds__ minimum
-// (ptxas meets it without a spill: at d = 128, fp16, on sm_90, 126, 155, 168 and 255 registers a
-// thread at R = 1, 2, 4 and 8, where step g takes 125, 154, 213 and 255), and so the blocks each SM
-// gets in a round of its split grid.
+inline constexpr int kDecodeThreads = 128;                 // per block of steps b to i
+// Steps h and i: the blocks an SM holds of their kernel with R rows a block, its __launch_bounds__
+// minimum (ptxas meets it without a spill: at d = 128, fp16, split and paged, on sm_90, step h takes
+// 126, 155, 168 and 255 registers a thread at R = 1, 2, 4 and 8, step i 120, 139 and 160 and at 8
+// step h's kernel, where step g takes 125, 154, 213 and 255), and so the blocks each SM gets in a
+// round of its split grid.
 ATTN_HOST_DEVICE constexpr int occupancy_blocks(int R) { return R == 1 ? 4 : R <= 4 ? 3 : 2; }
 
 // The new tokens' K and V written into the cache at positions cache_seqlens[b] + t: step a's first
-// stage (a no-op without k_new). Steps b to h append inside their kernel.
+// stage (a no-op without k_new). Steps b to i append inside their kernel.
 cudaError_t append_kv(const attn::DecodeParams& p);
 
 cudaError_t prefill_kernel(const attn::DecodeParams& p);  // a: chapter 05's best, a sequence at a time
@@ -31,10 +32,11 @@ cudaError_t paged(const attn::DecodeParams& p);           // e: the cache in pag
 cudaError_t kv_together(const attn::DecodeParams& p);     // f: a step's loads all asked for before any is used
 cudaError_t rows_ahead(const attn::DecodeParams& p);      // g: the next step's loads asked for before this step's arithmetic
 cudaError_t occupancy(const attn::DecodeParams& p);       // h: step g in the registers that let an SM hold more blocks
+cudaError_t score_per_lane(const attn::DecodeParams& p);  // i: each score summed and exponentiated once, by one lane
 
 // Step a's workspace: one sequence's Q, K, V (heads repeated) and O in chapter 05's [H, L, d] layout.
 size_t prefill_workspace(int Hq, int Lq, int max_keys, int d, int elem_bytes);
-// Steps c to h: each split's partial O [splits][B Lq Hq][d] and log-sum-exp [splits][B Lq Hq], fp32,
+// Steps c to i: each split's partial O [splits][B Lq Hq][d] and log-sum-exp [splits][B Lq Hq], fp32,
 // in the workspace; with one split the kernel writes O itself and combine does nothing.
 size_t split_workspace(int B, int Lq, int Hq, int d, int splits);
 struct Partials {
@@ -58,7 +60,7 @@ ATTN_HOST_DEVICE constexpr int merge_group_words(int lanes, int E, int R) {
   const int words = R * lanes * (E + 1);
   return words + (lanes - words % 32 + 32) % 32;
 }
-// The static shared memory of a block of steps b to h holding R query rows, with `elem`-byte inputs
+// The static shared memory of a block of steps b to i holding R query rows, with `elem`-byte inputs
 // at head dim d: decode.cuh's merge arrays (m and l, and each key group's merge_o words), which it
 // checks against this. The registry declares it.
 ATTN_HOST_DEVICE constexpr size_t decode_smem_bytes(int elem, int d, int R) {

@@ -1,4 +1,4 @@
-// variants.cpp: chapter 08 in the decoding registry (harness/decode/decode.h): its eight steps, the kernels
+// variants.cpp: chapter 08 in the decoding registry (harness/decode/decode.h): its nine steps, the kernels
 // each launches, and their cost models.
 //
 // Bytes, with t the dtype's size, C the cache's K and V of every key attended once
@@ -11,7 +11,7 @@
 //   d  A + ceil(g Lq / R) C + 2 X + the partials   every block of R rows reads the keys once
 //   e  d + each block's page numbers (4 bytes per page)
 //   f  e's bytes: V is read at another point of the loop, not more of it
-//   g, h  f's bytes (step h with more splits, so more partials)
+//   g to i  f's bytes (steps h and i with more splits, so more partials)
 #include <cmath>
 #include <string>
 #include <utility>
@@ -42,7 +42,7 @@ double table_bytes(const DecodeProblem& p) {
   return 4.0 * pages * p.Hkv * chunks(p);
 }
 
-// The static shared memory of steps b to h's blocks: merge arrays for R rows.
+// The static shared memory of steps b to i's blocks: merge arrays for R rows.
 size_t merge_smem(const DecodeProblem& p, int R) {
   return ch08::decode_smem_bytes(static_cast<int>(dtype_size(p.dtype)), p.d, R);
 }
@@ -69,7 +69,7 @@ std::string grid_plan(const DecodeProblem& p, int R, int splits) {
          std::to_string(ch08::kDecodeThreads) + " threads on " + std::to_string(decode_sms()) + " SMs";
 }
 
-// Step a appends in a stage of its own; steps b to h in their kernel (decode.cuh).
+// Step a appends in a stage of its own; steps b to i in their kernel (decode.cuh).
 void append_stage(const DecodeParams& a, Stages& st) {
   st.run("append K, V", [&] { return ch08::append_kv(a); });
 }
@@ -155,7 +155,7 @@ const RegisterDecode gqa({
         },
 });
 
-// Steps e to h: a paged cache, a KV head's rows packed, split; the kernel is the step's, and so are
+// Steps e to i: a paged cache, a KV head's rows packed, split; the kernel is the step's, and so are
 // the blocks an SM holds of it, which the split heuristic fills (decode.h's default: two).
 DecodeVariant paged_kernels(Variant v, cudaError_t (*kernel)(const DecodeParams&),
                             std::function<int(const DecodeProblem&)> blocks_per_sm = DecodeVariant{}.blocks_per_sm) {
@@ -188,7 +188,10 @@ const RegisterDecode rows_ahead_step(paged_kernels(
     info("rows_ahead", "the next step's K and V rows asked for before this step's arithmetic: the cache's wait hidden"),
     ch08::rows_ahead));
 const RegisterDecode occupancy_step(paged_kernels(
-    info("occupancy", "step g's kernel in the registers that let an SM hold more of its blocks (three at 4 rows), and the keys split to fill them", true),
+    info("occupancy", "step g's kernel in the registers that let an SM hold more of its blocks (three at 4 rows), and the keys split to fill them"),
     ch08::occupancy, [](const DecodeProblem& p) { return ch08::occupancy_blocks(rows_per_block(p)); }));
+const RegisterDecode score_per_lane_step(paged_kernels(
+    info("score_per_lane", "each score of a step summed, masked and exponentiated once, by one lane of its group, not by all of them", true),
+    ch08::score_per_lane, [](const DecodeProblem& p) { return ch08::occupancy_blocks(rows_per_block(p)); }));
 
 }  // namespace

@@ -93,7 +93,7 @@ TEST_CASE("every decoding variant matches the reference and appends to the cache
 }
 
 // The split count (harness/decode: split_heuristic) at the shapes notes/08 works by hand: the blocks
-// an SM holds (per_sm: two for steps c to g, occupancy_blocks for step h) filled, whole rounds of
+// an SM holds (per_sm: two for steps c to g, occupancy_blocks for steps h and i) filled, whole rounds of
 // per_sm x SMs preferred, no split where the unsplit grid fills them, none shorter than 256 keys.
 TEST_CASE("the split heuristic fills the blocks an SM holds", "[decode]") {
   CHECK(split_heuristic(8, 32768, 132) == 33);      // B = 1, 32k, steps d to g: 264 blocks, one round

@@ -498,7 +498,7 @@ TEST_CASE("Hits on a miss in flight: readers of a sector that ask at once all wa
   CHECK(dram_in_flight_hits(alone, g, resident) == 0);
   // The latency term waits for DRAM on every load with the hits (one crossing and three hits of
   // four reads), on a quarter of them without.
-  const SassKernel* k = find_sass("void ch08::decode_kernel<__half, 128, 1, false, false, false, false, false>(attn::DecodeParams, float*, float*)");
+  const SassKernel* k = find_sass("void ch08::decode_kernel<__half, 128, 1, false, false, false, false, false, false>(attn::DecodeParams, float*, float*)");
   REQUIRE(k != nullptr);
   CHECK(model(c, g, k).waits_dram == Approx(1.0));
   CHECK(model(alone, g, k).waits_dram == Approx(0.25));

@@ -58,6 +58,7 @@ FILES = [
     ("08_decoding/kv_together.cu", 80, "none"),
     ("08_decoding/rows_ahead.cu", 80, "none"),
     ("08_decoding/occupancy.cu", 80, "none"),
+    ("08_decoding/score_per_lane.cu", 80, "none"),
 ]
 ARCHS = [75, 80, 86, 89, 90, 100, 120]
 FLAGS = ["-std=c++20", "-O2", "-DNDEBUG", "-DFLASHSTEPS_GPU=1", "-DSIMT_COUNTERS=0", "-I.", "-Icommon",

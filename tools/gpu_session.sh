@@ -252,11 +252,11 @@ profile() {
   echo "== ncu: chapter 09, step g at B = 32, H = 16, N = 512, d = 128"
   ncu "${why[@]}" --log-file "$out/ncu_ch09_n512.csv" "$build/bin/flashsteps" run -v causal_skip --reps 0 -b 32 -H 16 \
     -n 512 -d 128 --dtype fp16 || failed "chapter 09 at N = 512"
-  echo "== ncu: chapter 08, steps b to h at a 32k context"
+  echo "== ncu: chapter 08, steps b to i at a 32k context"
   ncu "${why[@]}" --kernel-name regex:decode_kernel --log-file "$out/ncu_ch08_steps.csv" "$build/bin/flashsteps" \
     decode -b 1 --cache-len 32768 \
     --reps 0 -v decode_kernel -v split_kv -v gqa_packed -v paged -v kv_together -v rows_ahead \
-    -v occupancy || failed "chapter 08"
+    -v occupancy -v score_per_lane || failed "chapter 08"
   echo "== ncu: chapter 09, steps f and g, stalls by SASS instruction"
   # shellcheck disable=SC2086
   ncu --clock-control none --csv --section SourceCounters --page source --print-source sass \

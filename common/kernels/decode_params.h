@@ -47,7 +47,7 @@ struct DecodeParams {
   }
   ATTN_HOST_DEVICE long long unpaged_row(int b, int j) const { return static_cast<long long>(b) * page_size + j; }
   // Either, as block_table says: for kernels that find a row once (the append, step a's copy); the
-  // key loops of steps b to h are compiled for one kind (decode.cuh's key_row).
+  // key loops of steps b to i are compiled for one kind (decode.cuh's key_row).
   ATTN_HOST_DEVICE long long cache_row(int b, int j) const { return block_table ? paged_row(b, j) : unpaged_row(b, j); }
 };
 

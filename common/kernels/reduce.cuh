@@ -28,6 +28,35 @@ __device__ __forceinline__ float group_sum(float v) {
   return v;
 }
 
+// The same sums scattered (a reduce-scatter): each lane of a group brings N partial sums and keeps
+// only some of the group's N totals, where group_sum would give every lane all N. At each of the
+// log2(Lanes) exchanges a lane sends its partner the half of its values the partner keeps (two
+// selects a value) and adds what it receives to the half it keeps: N - N / Lanes shuffles where
+// N >= Lanes (15 for 16 values over 16 lanes), where N group_sums take N log2(Lanes) (64). On return
+// v[j], j < Scatter::per_lane, is total number (lane % Lanes) / Scatter::dup * per_lane + j, and
+// where N < Lanes, Lanes / N neighbouring lanes hold each total.
+template <int Lanes, int N>
+struct Scatter {
+  static constexpr int per_lane = N >= Lanes ? N / Lanes : 1;
+  static constexpr int dup = N >= Lanes ? 1 : Lanes / N;
+};
+template <int Lanes, int N, int Offset = Lanes / 2, int Count = N>
+__device__ __forceinline__ void group_sum_scatter(float (&v)[N]) {
+  if constexpr (Offset > 0) {
+    if constexpr (Count > 1) {
+      const bool upper = (threadIdx.x & Offset) != 0;  // this lane keeps the upper half
+#pragma unroll
+      for (int i = 0; i < Count / 2; ++i) {
+        const float send = upper ? v[i] : v[i + Count / 2], keep = upper ? v[i + Count / 2] : v[i];
+        v[i] = keep + __shfl_xor_sync(0xffffffffu, send, Offset);
+      }
+    } else {
+      v[0] += __shfl_xor_sync(0xffffffffu, v[0], Offset);  // one total left: summed as group_sum does
+    }
+    group_sum_scatter<Lanes, N, Offset / 2, (Count > 1 ? Count / 2 : 1)>(v);
+  }
+}
+
 // Across a block of blockDim.x threads (a multiple of 32, at most 1024): each warp reduces its
 // lanes, warp leaders meet in shared memory, the first warp reduces their results and shares the
 // answer. `scratch` holds 33 floats of shared memory; every thread gets the result.

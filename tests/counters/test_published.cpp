@@ -378,7 +378,7 @@ TEST_CASE("the model beside measured and published FlashAttention-2 structures",
   // contiguous cache of 32768 keys and the new one), measured in promise.csv. The last step the H200
   // measured (the chapter's best when it ran: paged) is held within 15 %; every measured step within
   // 1.5x (2x before the hits on a miss in flight, model.h's dram_in_flight_hits) and closer than the
-  // floors. The steps added since (kv_together, rows_ahead, occupancy) have no measurement: printed as such.
+  // floors. The steps added since (kv_together, rows_ahead, occupancy, score_per_lane) have no measurement: printed as such.
   Problem as_run;  // the measured rows' shape: one query row against 32769 keys per head
   as_run.B = 1, as_run.H = 32, as_run.Lq = 1, as_run.Lk = 32769, as_run.d = 128, as_run.dtype = DType::fp16;
   const std::string promise_csv = std::string(FLASHSTEPS_SOURCE_DIR) + "/results/nvidia-h200/promise.csv";

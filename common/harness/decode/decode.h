@@ -88,8 +88,8 @@ struct DecodeVariant {
   // unsplit grid is B x Hkv x ceil(g x Lq / rows) blocks.
   std::function<int(const DecodeProblem&)> rows_per_block = [](const DecodeProblem&) { return 1; };
   // The blocks of its attention kernel the split heuristic fills on each SM: two for steps c to g
-  // (whatever their registers allow, two to seven); step h's, which its kernel is held to
-  // (decoding.h's occupancy_blocks).
+  // (whatever their registers allow, two to seven); steps h and i's, which their kernel is held
+  // to (decoding.h's occupancy_blocks).
   std::function<int(const DecodeProblem&)> blocks_per_sm = [](const DecodeProblem&) { return kSplitBlocksPerSm; };
   std::string per_sequence_stage;  // a stage that launches its kernels once per sequence (a profile's sampling)
   std::function<size_t(const DecodeProblem&, int splits)> workspace_bytes = [](const DecodeProblem&, int) {
