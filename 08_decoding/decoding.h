@@ -14,10 +14,10 @@ namespace ch08 {
 using DecodeDims = attn::HeadDimList<32, 64, 128, 256>;  // a key row is d / 8 lanes of 16 bytes
 inline constexpr int kDecodeThreads = 128;                 // per block of steps b to i
 // Steps h and i: the blocks an SM holds of their kernel with R rows a block, its __launch_bounds__
-// minimum (ptxas meets it without a spill: at d = 128, fp16, split and paged, on sm_90, step h takes
-// 126, 155, 168 and 255 registers a thread at R = 1, 2, 4 and 8, step i 120, 139 and 160 and at 8
-// step h's kernel, where step g takes 125, 154, 213 and 255), and so the blocks each SM gets in a
-// round of its split grid.
+// minimum, and so the blocks each SM gets in a round of its split grid. ptxas meets it without a
+// spill: at d = 128, fp16, split and paged, on sm_90, step h takes 126, 155, 168 and 255 registers
+// a thread at R = 1, 2, 4 and 8 (step g 125, 154, 213 and 255), step i 120, 139 and 160 at R = 1, 2
+// and 4 (at 8 it runs step h's kernel).
 ATTN_HOST_DEVICE constexpr int occupancy_blocks(int R) { return R == 1 ? 4 : R <= 4 ? 3 : 2; }
 
 // The new tokens' K and V written into the cache at positions cache_seqlens[b] + t: step a's first

@@ -1,7 +1,7 @@
 // score_per_lane.cu: step i. Step h's kernel with each score of a step summed once, by one lane:
 // a group's lanes reduce-scatter their R x U partial dot products (reduce.cuh's group_sum_scatter),
-// so that at R = 4 (16 scores over 16 lanes at d = 128) each lane holds one score, masks it, takes
-// its exponential and, with two shuffles, its row's maximum; then every lane fetches the R x U
+// so that at R = 4 (16 scores over 16 lanes at d = 128) each lane holds one score, masks it, finds
+// its row's maximum with two shuffles and takes its exponential; then every lane fetches the R x U
 // probabilities it needs for P V.
 // Why: step h's group_sum gave every lane of a group every score, and every lane masked them and
 // took their maxima and exponentials: the group's softmax 16 times over, on the chain of

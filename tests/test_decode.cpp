@@ -53,6 +53,23 @@ std::vector<DecodeProblem> decode_sweep() {
     p.seed = static_cast<uint64_t>(k + 1);
     out.push_back(p);
   }
+  // Step i's own kernel (at 8 rows a block it runs step h's) at every head dim, on a paged cache:
+  // 1, 2 and 4 rows a block at d = 256, 1 at d = 128, and causal new tokens whose rows in one block
+  // see different last keys (d = 128, 64 and 32: one, two and four of a lane's scores a row).
+  const struct {
+    int Hq, Hkv, d, Lq;
+  } scattered[] = {{2, 2, 256, 1}, {4, 2, 256, 1}, {8, 2, 256, 1}, {2, 2, 128, 1}, {4, 2, 128, 2}, {4, 2, 64, 2}, {2, 2, 32, 2}};
+  for (int k = 0; k < 7; ++k) {
+    DecodeProblem p;
+    p.Hq = scattered[k].Hq, p.Hkv = scattered[k].Hkv, p.d = scattered[k].d, p.Lq = scattered[k].Lq;
+    p.causal = p.Lq > 1;
+    p.dtype = k % 2 == 1 ? DType::bf16 : DType::fp16;
+    p.cache_lens = {37, 300}, p.B = 2;
+    p.paged = true, p.page_size = 16;
+    p.splits = k % 2 == 0 ? 0 : 3;
+    p.seed = static_cast<uint64_t>(100 + k);
+    out.push_back(p);
+  }
   // A sequence with no key at all (no cache, no append): its output is 0.
   DecodeProblem empty;
   empty.B = 2, empty.Hq = 4, empty.Hkv = 2, empty.d = 64, empty.cache_lens = {0, 3}, empty.append = false;

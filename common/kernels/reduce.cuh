@@ -34,14 +34,18 @@ __device__ __forceinline__ float group_sum(float v) {
 // selects a value) and adds what it receives to the half it keeps: N - N / Lanes shuffles where
 // N >= Lanes (15 for 16 values over 16 lanes), where N group_sums take N log2(Lanes) (64). On return
 // v[j], j < Scatter::per_lane, is total number (lane % Lanes) / Scatter::dup * per_lane + j, and
-// where N < Lanes, Lanes / N neighbouring lanes hold each total.
+// where N < Lanes, Lanes / N neighbouring lanes hold each total. The lane is threadIdx.x's: a
+// block of one dimension, as the decoding kernels launch.
 template <int Lanes, int N>
 struct Scatter {
+  static_assert(Lanes >= 1 && Lanes <= 32 && (Lanes & (Lanes - 1)) == 0 && N >= 1 && (N & (N - 1)) == 0,
+                "a group of a power of 2 lanes, at most a warp, and a power of 2 values");
   static constexpr int per_lane = N >= Lanes ? N / Lanes : 1;
   static constexpr int dup = N >= Lanes ? 1 : Lanes / N;
 };
 template <int Lanes, int N, int Offset = Lanes / 2, int Count = N>
 __device__ __forceinline__ void group_sum_scatter(float (&v)[N]) {
+  static_assert(Scatter<Lanes, N>::per_lane > 0, "Scatter's shapes");
   if constexpr (Offset > 0) {
     if constexpr (Count > 1) {
       const bool upper = (threadIdx.x & Offset) != 0;  // this lane keeps the upper half

@@ -4,10 +4,11 @@
 //     copy reaches of the H100's DRAM bandwidth (gpus.h's [copy]: 0.90 of the datasheet's, the
 //     model's DRAM rate) wherever the cache exceeds the L2 (the cache's bytes over the modelled time
 //     without the latency floor, launches included), DRAM-bound, and its DRAM reads are the cache
-//     once (GQA: each KV head read once). With the latency floor (model.h) the model says the
-//     kernel does not reach it: its warps wait on their loads with too few bytes in flight, as the
-//     H200 measured (results/nvidia-h200/targets.md: 20 % of copy bandwidth at B = 1, 32k). Both
-//     figures are printed; the target is the kernel's to meet;
+//     once (GQA: each KV head read once). With the latency floor (model.h) the model has steps
+//     b to h short of it, their warps waiting on their loads and their chains of arithmetic, as
+//     the H200 measured step d (results/nvidia-h200/targets.md: 20 % of copy bandwidth at B = 1,
+//     32k), and step i just at it (85.5 % at B = 1, 32k: decode_steps.txt). Both figures are
+//     printed; the target is the kernel's to meet on a GPU;
 //   - at B = 1 and a 32k context, splitting the keys makes it 4 times faster or more than the same
 //     kernel unsplit (--splits 1).
 // Sequences of one length: one is emulated and its counts times B stand for all (profile_decode).
