@@ -27,6 +27,8 @@ double t_of(const DecodeProblem& p) { return static_cast<double>(dtype_size(p.dt
 double qo_bytes(const DecodeProblem& p) { return 2.0 * p.B * p.Lq * p.Hq * p.d * t_of(p); }
 double append_bytes(const DecodeProblem& p) { return p.append ? 4.0 * p.B * p.Lq * p.Hkv * p.d * t_of(p) : 0; }
 int rows_per_block(const DecodeProblem& p) { return ch08::rows_per_block(p.group(), p.Lq); }
+// Steps h and i: the blocks an SM holds of their kernel, to which it is held (decoding.h).
+int occupancy_blocks(const DecodeProblem& p) { return ch08::occupancy_blocks(rows_per_block(p)); }
 int chunks(const DecodeProblem& p) {
   const int rows = p.group() * p.Lq, R = rows_per_block(p);
   return (rows + R - 1) / R;
@@ -189,9 +191,9 @@ const RegisterDecode rows_ahead_step(paged_kernels(
     ch08::rows_ahead));
 const RegisterDecode occupancy_step(paged_kernels(
     info("occupancy", "step g's kernel in the registers that let an SM hold more of its blocks (three at 4 rows), and the keys split to fill them"),
-    ch08::occupancy, [](const DecodeProblem& p) { return ch08::occupancy_blocks(rows_per_block(p)); }));
+    ch08::occupancy, occupancy_blocks));
 const RegisterDecode score_per_lane_step(paged_kernels(
     info("score_per_lane", "each score of a step summed, masked and exponentiated once, by one lane of its group, not by all of them", true),
-    ch08::score_per_lane, [](const DecodeProblem& p) { return ch08::occupancy_blocks(rows_per_block(p)); }));
+    ch08::score_per_lane, occupancy_blocks));
 
 }  // namespace
