@@ -237,6 +237,15 @@ struct OneHead {
   const Profile& run(const Variant& v, const Problem& p) { return profiler.run(v, p, profiler.plan(v, p), checks, false); }
 };
 
+// Step g at the Figure 5 shapes, which two [hopper] test cases profile (one process, in CI): the
+// first's profile serves the second.
+const Profile& step_g_at(OneHead& one, const Variant& g, const Problem& p) {
+  static std::map<std::string, Profile> done;
+  const std::string key = g.name + " " + p.describe() + " " + p.mods();
+  if (const auto at = done.find(key); at != done.end()) return at->second;
+  return done.emplace(key, one.run(g, p)).first->second;
+}
+
 // A variant's profile on p as the H200 ran it (as_ran), and today's: the same profile where the two
 // kernels are one. Both checked against the reference.
 struct RanAndToday {
@@ -514,7 +523,7 @@ TEST_CASE("the model beside chapter 09 measured and FlashAttention-3 published",
     for (bool causal : {false, true})
       for (int N : {512, 2048, 8192}) {
         const Problem p = figure5(N, d, causal);
-        const Profile& pr = one.run(*g, p);
+        const Profile& pr = step_g_at(one, *g, p);
         REQUIRE(pr.result.verdict.pass);
         const double us = as_run_on_h200(pr).us, roofline_us = as_run_on_h200(pr, false).us;
         const double model_h100 = flop(p) / remodel(pr, h100).us / 1e6;
@@ -605,7 +614,8 @@ TEST_CASE("chapter 09's best beside step g and FlashAttention-3 published", "[pu
     for (bool causal : {false, true})
       for (int N : {512, 2048, 8192}) {
         const Problem p = figure5(N, d, causal);
-        const Profile pg = one.run(*g, p), ph = one.run(*h, p);  // copies: a run's profile lives until the next
+        const Profile& pg = step_g_at(one, *g, p);
+        const Profile ph = one.run(*h, p);  // a copy: a run's profile lives until the next
         REQUIRE(pg.result.verdict.pass);
         REQUIRE(ph.result.verdict.pass);
         const double tg = flop(p) / remodel(pg, h100).us / 1e6, th = flop(p) / remodel(ph, h100).us / 1e6;
