@@ -56,7 +56,7 @@ __global__ void __launch_bounds__(32 * kWarps) causal_kernel(const attn::Backwar
     rows_times_rows_t<T, D, Br>(s, Ks + warp * 16 * kLd<D>, Qs);    // S^T
     rows_times_rows_t<T, D, Br>(dp, Vs + warp * 16 * kLd<D>, dOs);  // dP^T
     if (needs_mask<kMode, Bc>(p, q0, k0))
-      probabilities<Br, true, true>(s, dp, p, b, h, q0, k0, warp * 16, Ls, Ds, scale_log2);
+      probabilities<Br, true, true, kMode == Mode::mask>(s, dp, p, b, h, q0, k0, warp * 16, Ls, Ds, scale_log2);
     else
       probabilities<Br, false, true>(s, dp, p, b, h, q0, k0, warp * 16, Ls, Ds, scale_log2);
     regs_times_rows<T, Br, D>(dv, s, dOs);  // dV += P^T dO

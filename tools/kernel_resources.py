@@ -29,7 +29,8 @@ memory system).
   tools/kernel_resources.py --check                          # exit 1 if a kernel at d <= 128 spills
                                                              # or has a stack frame
   tools/kernel_resources.py --check --ptxas-logs build-gpu   # the same from the gpu build's own ptxas
-                                                             # reports (<object>.ptxas), compiling nothing
+                                                             # reports (<object>.ptxas), compiling nothing,
+                                                             # for chapter 07's backward kernels too
 Exit 2 on bad input or a missing compiler; the check exits 0 when all is well.
 """
 import argparse
@@ -1040,10 +1041,10 @@ def main():
 def check_logs(build, max_d):
     if not os.path.isdir(build):
         fail("--ptxas-logs %s: no such build folder" % build)
-    logs = sorted({f for pat in ("05_flash_v2", "06_causal")
+    logs = sorted({f for pat in ("05_flash_v2", "06_causal", "07_backward")
                    for f in glob.glob(os.path.join(build, "**", pat + "*", "**", "*.ptxas"), recursive=True)})
     if not logs:
-        fail("no ptxas reports under %s: is it a gpu build of chapters 05 and 06 (cmake/ptxas_log.sh)?" % build, 1)
+        fail("no ptxas reports under %s: is it a gpu build of chapters 05 to 07 (cmake/ptxas_log.sh)?" % build, 1)
     kernels = {}
     for f in logs:
         kernels.update(parse_ptxas(open(f).read()))
@@ -1061,7 +1062,7 @@ def check_logs(build, max_d):
     print("%d kernel instantiations at d <= %d checked in %d ptxas reports: %d with spills or a stack frame" %
           (checked, max_d, len(logs), bad))
     if not checked:
-        fail("the reports name no kernel of chapters 05 and 06", 1)
+        fail("the reports name no kernel of chapters 05 to 07", 1)
     return 1 if bad else 0
 
 
