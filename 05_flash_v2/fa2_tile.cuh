@@ -34,13 +34,7 @@ __device__ __forceinline__ void scale_and_mask(float (&s)[Bc / 8][4], int row, c
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int i = row + e / 2 * 8, key = k0 + nt * 8 + 2 * t + (e & 1);
-      const float x = s[nt][e] * scale_log2;
-      if (key >= p.Lk || i >= p.Lq)
-        s[nt][e] = -INFINITY;
-      else if constexpr (kAttnMask)
-        s[nt][e] = attn::mask_score(p, b, h, i, key, x, attn::kLog2e);
-      else
-        s[nt][e] = attn::causal_score(p, i, key, x);
+      s[nt][e] = attn::tile_score<kAttnMask>(p, b, h, i, key, s[nt][e] * scale_log2);
     }
 }
 

@@ -74,7 +74,7 @@ __global__ void kv_outer_kernel(const attn::BackwardParams p, const float* Dsum,
       const int j = tid % Bc, i = q0 + r, key = k0 + j;
       float s = 0.f, dp = 0.f;
       for (int c = 0; c < D; ++c) s += Qs[r * D + c] * Ks[j * LD + c], dp += dOs[r * D + c] * Vs[j * LD + c];
-      s = key < p.Lk && i < p.Lq ? attn::mask_score(p, b, h, i, key, s * scale_log2, attn::kLog2e) : -INFINITY;
+      s = attn::tile_score(p, b, h, i, key, s * scale_log2);
       const float P = exp2f(s - Ls[r]);
       Ps[r * (Bc + 1) + j] = P;
       dSs[r * (Bc + 1) + j] = P * (dp - Ds[r]);

@@ -100,10 +100,10 @@ __device__ __forceinline__ void load_row_stats(float* Ls, float* Ds, const attn:
 // the rows (kKeysAsRows: the transposed orientation of steps c and d) or the columns (the dQ
 // pass); L and D are those of the query, from the Q tile starting at query q0; k0 is the K/V
 // tile's first key. kMask: is_causal and attn_mask applied, and keys past the last one removed;
-// without it the tile must lie wholly inside what every one of its queries sees. kAttnMask false:
-// the problem has no attn_mask (causal.cu's modes none and causal), so the mask's loads are not
-// compiled in: with them ptxas spilled that kernel at d = 128 (results/static-archs at 669baa8).
-// dq_pass.cu keeps them: without them its d = 96 causal kernel spilled at its 168 registers.
+// without it the tile must lie wholly inside what every one of its queries sees. kAttnMask as
+// attn::tile_score's: false for causal.cu's modes none and causal (with the mask's loads ptxas
+// spilled that kernel at d = 128, results/static-archs at 669baa8); dq_pass.cu keeps them: without
+// them its d = 96 causal kernel spilled at its 168 registers.
 template <int N, bool kMask, bool kKeysAsRows, bool kAttnMask = true>
 __device__ __forceinline__ void probabilities(float (&s)[N / 8][4], float (&dp)[N / 8][4], const attn::BackwardParams& p,
                                               int b, int h, int q0, int k0, int row0, const float* Ls, const float* Ds,
@@ -115,10 +115,7 @@ __device__ __forceinline__ void probabilities(float (&s)[N / 8][4], float (&dp)[
       const int r = row0 + acc_row(e), c = acc_col(nt, e);
       const int qi = kKeysAsRows ? c : r, key = k0 + (kKeysAsRows ? r : c), i = q0 + qi;
       float x = s[nt][e] * scale_log2;
-      if constexpr (kMask)
-        x = key >= p.Lk || i >= p.Lq ? -INFINITY
-            : kAttnMask            ? attn::mask_score(p, b, h, i, key, x, attn::kLog2e)
-                                   : attn::causal_score(p, i, key, x);
+      if constexpr (kMask) x = attn::tile_score<kAttnMask>(p, b, h, i, key, x);
       const float P = exp2f(x - Ls[qi]);
       s[nt][e] = P;
       dp[nt][e] = P * (dp[nt][e] - Ds[qi]);

@@ -92,4 +92,15 @@ constexpr float kLog2e = 1.4426950408889634f;
 // ln(2): a log-sum-exp found in base 2 is multiplied by it to be torch's natural one.
 constexpr float kLn2 = 0.6931471805599453f;
 
+// The base-2 score s (already times scale * log2(e)) of query i and key j of a tile, whose rows and
+// columns may run past the problem's: -inf there, else is_causal and, with kAttnMask, attn_mask.
+// kAttnMask = false is for a kernel instantiated for a problem without attn_mask: the mask's loads
+// are not compiled in.
+template <bool kAttnMask = true>
+__device__ __forceinline__ float tile_score(const AttentionParams& p, int b, int h, int i, int j, float s) {
+  if (j >= p.Lk || i >= p.Lq) return -INFINITY;
+  if constexpr (kAttnMask) return mask_score(p, b, h, i, j, s, kLog2e);
+  return causal_score(p, i, j, s);
+}
+
 }  // namespace attn
