@@ -31,9 +31,12 @@ void print_list() {
 // What a sampled profile emulated (decode_profile_sampled): said once for the tour's line and the
 // command's header; `hint` names how to emulate every sequence, where there is a way.
 void print_sampled(const DecodeProblem& p, const char* indent, const char* hint) {
-  std::printf("%semulated: sequence 0 of the %d, all of one length; its counts x %d stand for the whole problem%s; "
-              "the other sequences go unchecked\n",
-              indent, p.B, p.B, hint);
+  std::string part = p.Hkv == 1 ? "the " + std::to_string(p.Hq) + " heads"
+                                 : "KV head 0 of the " + std::to_string(p.Hkv) + " (its " + std::to_string(p.group()) +
+                                       " query heads)";
+  if (p.B > 1) part += " of sequence 0 of the " + std::to_string(p.B) + ", all of one length";
+  std::printf("%semulated: %s; its counts x %d stand for the whole problem%s; the rest goes unchecked\n", indent,
+              part.c_str(), p.B * p.Hkv, hint);
 }
 
 }  // namespace
@@ -137,7 +140,8 @@ int decode_main(int argc, char** argv, const std::string& chapter) {
   ProfileOptions profile;
   add_profile_options(app, profile, true);
   app.add_flag("--all-sequences", all_sequences,
-               "with --profile: emulate every sequence, even when they all have one length and the first stands for all");
+               "with --profile: emulate the whole problem, every sequence and KV head, where KV head 0 of the first "
+               "sequence would stand for all (sequences of one length)");
   if (const int rc = parse_command_line(app, argc, argv); rc >= 0) return rc;
   return guarded([&] {
     if (apply_gpu_option(profile)) return 0;  // --gpu list
@@ -182,7 +186,7 @@ int decode_main(int argc, char** argv, const std::string& chapter) {
                 p.scale(), static_cast<unsigned long long>(p.seed));
     std::printf("         the cache read once is %s (K and V of %d keys at most per sequence); %d query heads per KV head\n",
                 human_bytes(p.cache_bytes()).c_str(), p.max_keys(), p.group());
-    if (sampled) print_sampled(p, "", " (--all-sequences: every one)");
+    if (sampled) print_sampled(p, "", " (--all-sequences: all of it)");
     if (!chapter.empty()) std::printf("chapter: %s\n", chapter.c_str());
     bool pass = true;
     if (profiler) {

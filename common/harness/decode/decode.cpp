@@ -385,13 +385,24 @@ void DecodeDevice::reset_pool(const DecodeProblem& p, const DecodeInputs& in) {
 
 DecodeParams decode_params(const DecodeVariant& v, const DecodeProblem& p, const DecodeDevice& dev,
                            const std::vector<int>& host_lens) {
-  DecodeParams a{};
+  DecodeParams a = decode_params(v, p, nullptr, host_lens);
   a.q = dev.q.get();
   a.k_cache = dev.k_pool.get(), a.v_cache = dev.v_pool.get();
   a.k_new = p.append ? dev.k_new.get() : nullptr;
   a.v_new = p.append ? dev.v_new.get() : nullptr;
   a.block_table = v.paged ? static_cast<const int*>(dev.table.get()) : nullptr;
   a.cache_seqlens = static_cast<const int*>(dev.lens.get());
+  return a;
+}
+
+DecodeParams decode_params(const DecodeVariant& v, const DecodeProblem& p, void* at, const std::vector<int>& host_lens) {
+  DecodeParams a{};
+  a.q = at, a.o = a.workspace = at;
+  a.k_cache = a.v_cache = at;
+  a.k_new = p.append ? at : nullptr;
+  a.v_new = p.append ? at : nullptr;
+  a.block_table = v.paged ? static_cast<const int*>(at) : nullptr;
+  a.cache_seqlens = host_lens.data();
   a.host_seqlens = host_lens.data();
   a.dtype = p.dtype;
   a.B = p.B, a.Hq = p.Hq, a.Hkv = p.Hkv, a.Lq = p.Lq, a.d = p.d;
@@ -401,6 +412,23 @@ DecodeParams decode_params(const DecodeVariant& v, const DecodeProblem& p, const
   a.splits = 1;
   return a;
 }
+
+namespace {
+
+bool one_length(const DecodeProblem& p) {
+  for (int b = 1; b < p.B; ++b)
+    if (p.cache_len(b) != p.cache_len(0)) return false;
+  return true;
+}
+
+// For the table and the CSV: B and Lk as the longest sequence.
+Problem table_problem(const DecodeProblem& p) {
+  Problem f = p.forward(0);
+  f.B = p.B, f.Lk = p.max_keys();
+  return f;
+}
+
+}  // namespace
 
 void check_decode_runnable(const DecodeVariant& v, const DecodeProblem& p, const RunOptions& o) {
   p.validate();
@@ -435,9 +463,7 @@ Result run_decode(const DecodeVariant& v, const DecodeProblem& p, DecodeDevice& 
   const int splits = v.splits_for(p);
   Result row;
   row.variant = &v.info;
-  row.problem = p.forward(0);  // for the table and the CSV: B and Lk as the longest sequence
-  row.problem.B = p.B;
-  row.problem.Lk = p.max_keys();
+  row.problem = table_problem(p);
   row.workspace = v.workspace_bytes(p, splits);
   row.flops = p.flops();
   row.hbm_bytes = v.hbm_bytes ? v.hbm_bytes(p, splits) : p.min_bytes();
@@ -468,61 +494,117 @@ Result run_decode(const DecodeVariant& v, const DecodeProblem& p, DecodeDevice& 
   return row;
 }
 
-bool decode_sampled(const DecodeProblem& p) {
-  for (int b = 1; b < p.B; ++b)
-    if (p.cache_len(b) != p.cache_len(0)) return false;
-  return p.B > 1;
+namespace {
+
+// The launches of v on p, recorded without running a block (simt's dry run): the whole problem's
+// grids, where a sampled profile ran a part of it. Its kernels' addresses point at nothing they
+// would read; the lengths are real (step a's launcher reads them back to size its grids).
+std::vector<std::vector<simt::LaunchCounters>> dry_decode(const DecodeVariant& v, const DecodeProblem& p, int splits) {
+  std::vector<std::vector<simt::LaunchCounters>> out;
+#if SIMT_COUNTERS
+  static char nothing[64] = {};
+  std::vector<int> lens(static_cast<size_t>(p.B));
+  for (int b = 0; b < p.B; ++b) lens[static_cast<size_t>(b)] = p.cache_len(b);
+  DecodeParams a = decode_params(v, p, nothing, lens);
+  a.splits = splits;
+  simt::counters::start({1, true});
+  Stages st;
+  st.begin();
+  v.run(a, st);
+  st.end();
+  simt::counters::stop();
+  for (const Stages::Time& t : st.times()) out.push_back(t.counters);
+#else
+  (void)v, (void)p, (void)splits;  // only a counters build records launches
+#endif
+  return out;
 }
+
+// One launch of the emulated part as the whole problem's launch `whole` (a dry run's) counts. Its
+// work times `factor` (the KV heads x the sequences it stands for), but the sectors of `shared`
+// (what every KV head of a sequence reads alike: its row of the block table, its length) times
+// the sequences only: they cross from DRAM once per sequence. The grid, the blocks and their
+// work are the whole launch's: a block's work is the sample's block at the same place in its
+// dimension (the heads and sequences are each dimension's slowest part, decode.cuh: x = (b, hk,
+// chunk); the combine's x = (b, token, head), whose blocks are alike), times the factor over
+// the blocks the launch gained (the append's blocks, one per token, copy every head).
+simt::LaunchCounters as_whole(const simt::LaunchCounters& l, const simt::Counters& whole, double factor, double heads,
+                              const std::vector<const void*>& shared) {
+  simt::LaunchCounters w = l;
+  w.counters *= factor;
+  for (const simt::AllocationSectors& a : l.allocations)
+    if (std::find(shared.begin(), shared.end(), a.base) != shared.end()) {
+      w.counters.dram_read_sectors -= factor * (1 - 1 / heads) * a.read_sectors;
+      w.counters.dram_write_sectors -= factor * (1 - 1 / heads) * a.written_sectors;
+    }
+  const simt::Counters& c = l.counters;
+  w.counters.blocks = whole.blocks;
+  w.counters.grid_x = whole.grid_x, w.counters.grid_y = whole.grid_y, w.counters.grid_z = whole.grid_z;
+  const auto n = [](double g) { return static_cast<size_t>(std::max(1.0, g)); };
+  const size_t sx = n(c.grid_x), sy = n(c.grid_y), sz = n(c.grid_z);
+  if (l.block_work.size() != sx * sy * sz) return w;  // no blocks' work to place (none ran)
+  const float per_block = static_cast<float>(factor * std::max(1.0, c.blocks) / std::max(1.0, whole.blocks));
+  w.block_work.clear();
+  for (size_t z = 0; z < n(whole.grid_z); ++z)
+    for (size_t y = 0; y < n(whole.grid_y); ++y)
+      for (size_t x = 0; x < n(whole.grid_x); ++x)
+        w.block_work.push_back(per_block * l.block_work[(z % sz * sy + y % sy) * sx + x % sx]);
+  return w;
+}
+
+}  // namespace
+
+// Sequences of other lengths are emulated whole: their blocks' work differs from one sequence to
+// the next, and a KV head's blocks lie between a sequence's (x = (b, hk, chunk)).
+bool decode_sampled(const DecodeProblem& p) { return one_length(p) && (p.B > 1 || p.Hkv > 1); }
 
 bool decode_profile_sampled(const DecodeProblem& p) { return decode_sampled(p) && p.cache_bytes() > 16e6; }
 
 DecodeProblem decode_emulated(const DecodeProblem& p, bool sample) {
   DecodeProblem e = p;
-  if (sample && decode_sampled(p)) e.B = 1, e.cache_lens = {p.cache_len(0)};
+  if (!sample || !decode_sampled(p)) return e;
+  e.B = 1, e.cache_lens = {p.cache_len(0)};
+  e.Hq = p.group(), e.Hkv = 1;
   return e;
 }
 
 const Profile& profile_decode(Profiler& profiler, const DecodeVariant& v, const DecodeProblem& p, bool sample,
                               const RunOptions& o, bool details) {
-  const bool one = sample && decode_sampled(p);
+  const bool sampled = sample && decode_sampled(p);
   const int splits = v.splits_for(p);
-  DecodeProblem e = decode_emulated(p, sample);
+  DecodeProblem e = decode_emulated(p, sampled);
   if (v.splits) e.splits = splits;
   const DecodeInputs in = DecodeInputs::generate(e);
   const DecodeChecker checker(e, in, o);
   DecodeDevice dev(e, in);
+  const auto whole = sampled ? dry_decode(v, p, splits) : std::vector<std::vector<simt::LaunchCounters>>{};
   return profiler.run(
       [&] {
         RunOptions once = o;
         once.reps = 1, once.warmup = 0;
         Result r = run_decode(v, e, dev, in, checker, once);
-        if (one) {
-          // A grid over every sequence counts B times the work; a launch per sequence is B launches.
-          for (Stages::Time& st : r.timing.stages) {
-            if (st.stage == v.per_sequence_stage) {
-              const std::vector<simt::LaunchCounters> one_sequence = st.counters;
-              for (int b = 1; b < p.B; ++b) st.counters.insert(st.counters.end(), one_sequence.begin(), one_sequence.end());
-            } else {
-              for (simt::LaunchCounters& l : st.counters) {
-                l.counters *= p.B;
-                // Its blocks' work (model/model.h's busy): the sequences are x's slowest part
-                // (decode.cuh: b = blockIdx.x / chunks / Hkv), so each row of x holds every
-                // sequence's blocks, one after another.
-                const std::vector<float> one_row_each = l.block_work;
-                const size_t x = static_cast<size_t>(l.counters.grid_x);
-                l.block_work.clear();
-                for (size_t row = 0; x > 0 && row < one_row_each.size() / x; ++row)
-                  for (int b = 0; b < p.B; ++b)
-                    l.block_work.insert(l.block_work.end(), one_row_each.begin() + static_cast<long>(row * x),
-                                        one_row_each.begin() + static_cast<long>((row + 1) * x));
-              }
-            }
-          }
-          r.problem.B = p.B;
-          r.flops = p.flops();
-          r.hbm_bytes = v.hbm_bytes ? v.hbm_bytes(p, splits) : p.min_bytes();
-          if (v.plan) r.plan = v.plan(p, splits);
+        if (!sampled) return r;
+        const double heads = p.Hkv / e.Hkv, sequences = p.B / e.B;
+        const std::vector<const void*> shared = {dev.table.get(), dev.lens.get()};
+        if (whole.size() != r.timing.stages.size())
+          throw std::runtime_error("variant " + v.info.name + ": a sampled profile ran other stages than the whole problem's");
+        for (size_t s = 0; s < whole.size(); ++s) {
+          Stages::Time& st = r.timing.stages[s];
+          // A stage launched once per sequence: sequence 0's launches stand for each one's.
+          const bool per_sequence = st.stage == v.per_sequence_stage;
+          const std::vector<simt::LaunchCounters> part = std::move(st.counters);
+          if (part.empty() || whole[s].size() != part.size() * (per_sequence ? static_cast<size_t>(sequences) : 1))
+            throw std::runtime_error("variant " + v.info.name + ": a sampled profile launched other kernels than the "
+                                     "whole problem's in stage " + st.stage);
+          st.counters.clear();
+          for (size_t i = 0; i < whole[s].size(); ++i)
+            st.counters.push_back(as_whole(part[i % part.size()], whole[s][i].counters,
+                                           heads * (per_sequence ? 1 : sequences), heads, shared));
         }
+        r.problem = table_problem(p);
+        r.flops = p.flops();
+        r.hbm_bytes = v.hbm_bytes ? v.hbm_bytes(p, splits) : p.min_bytes();
+        if (v.plan) r.plan = v.plan(p, splits);
         return r;
       },
       details);

@@ -160,6 +160,8 @@ struct DecodeDevice {
 // none for the others (steps b to d refuse one: decode_params.h).
 DecodeParams decode_params(const DecodeVariant& v, const DecodeProblem& p, const DecodeDevice& dev,
                            const std::vector<int>& host_lens);
+// The same with every address at `at` and the lengths on the host (a dry run's: simt's counters).
+DecodeParams decode_params(const DecodeVariant& v, const DecodeProblem& p, void* at, const std::vector<int>& host_lens);
 
 // Throws UsageError when v cannot run p (naming why), needs more memory than is free, or would take
 // the emulator longer than its budget.
@@ -170,13 +172,15 @@ Result run_decode(const DecodeVariant& v, const DecodeProblem& p, DecodeDevice& 
                   const DecodeChecker& checker, const RunOptions& o, std::vector<float>* output = nullptr);
 
 // One variant modelled with the emulator's counters (a counters build: profile.h). When `sample`
-// and every sequence has one length, only the first is emulated, with the split count of the
-// whole problem, and its counts times B stand for all (the sequences run the same blocks at the
-// same offsets of their own pages; the others go unchecked). Inputs made, checked and uploaded here.
+// and every sequence has one length, only KV head 0 of the first sequence is emulated (with its
+// query heads), with the split count of the whole problem, and its counts times Hkv x B stand for
+// all: the heads and sequences run the same blocks at the same offsets of their own rows and
+// pages, and a dry run of the whole problem gives its grids. The others go unchecked. Inputs made,
+// checked and uploaded here.
 class Profiler;
 struct Profile;
-bool decode_sampled(const DecodeProblem& p);  // what `sample` does to p: whether it emulates one sequence
-DecodeProblem decode_emulated(const DecodeProblem& p, bool sample);  // what is emulated: p, or its first sequence
+bool decode_sampled(const DecodeProblem& p);  // what `sample` does to p: whether it emulates a part
+DecodeProblem decode_emulated(const DecodeProblem& p, bool sample);  // what is emulated: p, or KV head 0 of sequence 0
 // Whether a profile samples by default (`flashsteps decode --profile`, the tour's decoding line): sequences
 // of one length, and a cache of more than 16 MB, whose whole emulation would take a while.
 bool decode_profile_sampled(const DecodeProblem& p);
