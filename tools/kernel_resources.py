@@ -1038,13 +1038,30 @@ def main():
         sys.exit(1 if bad else 0)
 
 
+# The chapters whose ptxas reports --ptxas-logs leaves unread, each with why. It reads every other
+# chapter that writes them (flashsteps_ptxas_report in its CMakeLists.txt).
+NOT_READ = {
+    "10_masks": "its lean_loop policies at d = 128 spill 8 to 16 bytes on sm_90 (results/README.md)",
+}
+
+
+def reporting_chapters():
+    """The chapter folders whose CMakeLists.txt calls flashsteps_ptxas_report."""
+    return sorted(os.path.basename(os.path.dirname(f)) for f in glob.glob(os.path.join(ROOT, "*", "CMakeLists.txt"))
+                  if "flashsteps_ptxas_report(" in open(f).read())
+
+
 def check_logs(build, max_d):
     if not os.path.isdir(build):
         fail("--ptxas-logs %s: no such build folder" % build)
-    logs = sorted({f for pat in ("05_flash_v2", "06_causal", "07_backward")
-                   for f in glob.glob(os.path.join(build, "**", pat + "*", "**", "*.ptxas"), recursive=True)})
+    chapters = [c for c in reporting_chapters() if c not in NOT_READ]
+    for c, why in sorted(NOT_READ.items()):
+        print("not read: %s's reports (%s)" % (c, why))
+    logs = sorted({f for c in chapters
+                   for f in glob.glob(os.path.join(build, "**", c + "*", "**", "*.ptxas"), recursive=True)})
     if not logs:
-        fail("no ptxas reports under %s: is it a gpu build of chapters 05 to 07 (cmake/ptxas_log.sh)?" % build, 1)
+        fail("no ptxas reports under %s: is it a gpu build of chapters %s (cmake/ptxas_log.sh)?" %
+             (build, ", ".join(chapters)), 1)
     kernels = {}
     for f in logs:
         kernels.update(parse_ptxas(open(f).read()))
@@ -1062,7 +1079,7 @@ def check_logs(build, max_d):
     print("%d kernel instantiations at d <= %d checked in %d ptxas reports: %d with spills or a stack frame" %
           (checked, max_d, len(logs), bad))
     if not checked:
-        fail("the reports name no kernel of chapters 05 to 07", 1)
+        fail("the reports name no kernel of chapters %s" % ", ".join(chapters), 1)
     return 1 if bad else 0
 
 
