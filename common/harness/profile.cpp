@@ -420,6 +420,22 @@ std::vector<float> whole_work(const std::vector<RunWork>& runs, const std::array
 }
 }  // namespace
 
+std::vector<std::vector<simt::LaunchCounters>> dry_run(const std::function<void(Stages&)>& run) {
+  std::vector<std::vector<simt::LaunchCounters>> out;
+#if SIMT_COUNTERS
+  simt::counters::start({1, true});
+  Stages st;
+  st.begin();
+  run(st);
+  st.end();
+  simt::counters::stop();
+  for (const Stages::Time& t : st.times()) out.push_back(t.counters);
+#else
+  (void)run;  // only a counters build records launches
+#endif
+  return out;
+}
+
 // The kernels' addresses point at nothing they would read.
 std::vector<std::vector<simt::LaunchCounters>> dry_launches(const Variant& v, const Problem& p) {
   static const char nothing[64] = {};
@@ -427,19 +443,7 @@ std::vector<std::vector<simt::LaunchCounters>> dry_launches(const Variant& v, co
   a.o = const_cast<char*>(nothing);
   a.workspace = const_cast<char*>(nothing);
   a.lse = v.writes_lse ? reinterpret_cast<float*>(const_cast<char*>(nothing)) : nullptr;
-  std::vector<std::vector<simt::LaunchCounters>> out;
-#if SIMT_COUNTERS
-  simt::counters::start({1, true});
-  Stages st;
-  st.begin();
-  v.run(a, st);
-  st.end();
-  simt::counters::stop();
-  for (const Stages::Time& t : st.times()) out.push_back(t.counters);
-#else
-  (void)a;  // only a counters build records launches
-#endif
-  return out;
+  return dry_run([&](Stages& st) { v.run(a, st); });
 }
 
 void Profiler::check_plan(const Variant& v, const Problem& p, const SamplePlan& plan) const {

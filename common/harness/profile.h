@@ -158,8 +158,10 @@ Remodelled remodel(const Profile& pr, const gpus::Gpu& g, bool latency = true, b
 // The problems the emulator runs for p under a plan, one per run (p itself when not sampled).
 std::vector<Problem> emulated_problems(const Problem& p, const SamplePlan& plan);
 
-// Every launch of v on p ([stage][launch]: its kernel, grid, block and shared memory) from the
-// emulator's dry run, which runs none of its blocks; empty outside a counters build.
+// The launches `run` makes ([stage][launch]: its kernel, grid, block and shared memory) from the
+// emulator's dry run, which runs none of their blocks; empty outside a counters build.
+std::vector<std::vector<simt::LaunchCounters>> dry_run(const std::function<void(Stages&)>& run);
+// Every launch of v on p, so recorded.
 std::vector<std::vector<simt::LaunchCounters>> dry_launches(const Variant& v, const Problem& p);
 
 // The header of --counters-csv files (results/README.md).

@@ -500,24 +500,12 @@ namespace {
 // grids, where a sampled profile ran a part of it. Its kernels' addresses point at nothing they
 // would read; the lengths are real (step a's launcher reads them back to size its grids).
 std::vector<std::vector<simt::LaunchCounters>> dry_decode(const DecodeVariant& v, const DecodeProblem& p, int splits) {
-  std::vector<std::vector<simt::LaunchCounters>> out;
-#if SIMT_COUNTERS
   static char nothing[64] = {};
   std::vector<int> lens(static_cast<size_t>(p.B));
   for (int b = 0; b < p.B; ++b) lens[static_cast<size_t>(b)] = p.cache_len(b);
   DecodeParams a = decode_params(v, p, nothing, lens);
   a.splits = splits;
-  simt::counters::start({1, true});
-  Stages st;
-  st.begin();
-  v.run(a, st);
-  st.end();
-  simt::counters::stop();
-  for (const Stages::Time& t : st.times()) out.push_back(t.counters);
-#else
-  (void)v, (void)p, (void)splits;  // only a counters build records launches
-#endif
-  return out;
+  return dry_run([&](Stages& st) { v.run(a, st); });
 }
 
 // One launch of the emulated part as the whole problem's launch `whole` (a dry run's) counts. Its
