@@ -31,10 +31,11 @@ void print_list() {
 // What a sampled profile emulated (decode_profile_sampled): said once for the tour's line and the
 // command's header; `hint` names how to emulate every sequence, where there is a way.
 void print_sampled(const DecodeProblem& p, const char* indent, const char* hint) {
-  std::string part = "KV head 0 of the " + std::to_string(p.Hkv) + " (its " + std::to_string(p.group()) + " query heads)";
-  if (p.Hkv == 1) part = "the " + std::to_string(p.Hq) + " heads";
-  if (p.group() == 1) part = "head 0 of the " + std::to_string(p.Hq);  // no GQA: a KV head per query head
-  if (p.B > 1) part += " of sequence 0 of the " + std::to_string(p.B) + ", all of one length";
+  std::string part;
+  if (p.group() == 1 && p.Hq > 1) part = "head 0 of the " + std::to_string(p.Hq);  // no GQA: a KV head per query head
+  else if (p.Hkv > 1) part = "KV head 0 of the " + std::to_string(p.Hkv) + " (its " + std::to_string(p.group()) + " query heads)";
+  else if (p.Hq > 1) part = "the " + std::to_string(p.Hq) + " heads";
+  if (p.B > 1) part += (part.empty() ? "" : " of ") + std::string("sequence 0 of the ") + std::to_string(p.B) + ", all of one length";
   std::printf("%semulated: %s; its counts x %d stand for the whole problem%s; the rest goes unchecked\n", indent,
               part.c_str(), p.B * p.Hkv, hint);
 }
