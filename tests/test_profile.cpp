@@ -544,6 +544,40 @@ TEST_CASE("a sampled launch shares memory every head reads alike as the launch o
   CHECK(c.shared_reads[0] == l.counters.shared_reads[0]);
 }
 
+TEST_CASE("a sampled launch shares memory of one group of heads per group, as decoding's block table", "[profile]") {
+  using namespace attn;
+  // KV head 0 of sequence 0 emulated, of 2 KV heads x 3 sequences: 4 chunks' blocks in x, x = (b, hk,
+  // chunk) in the whole launch (24 blocks). The block table's row (8 sectors, 2 of them read by two
+  // neighbouring chunks) is the sequence's, every KV head's alike; the cache (40 sectors) the head's own.
+  int table = 0, cache = 0;
+  simt::LaunchCounters l;
+  l.counters.grid_x = 4, l.counters.grid_y = 1, l.counters.grid_z = 1;
+  l.counters.dram_read_sectors = 48;
+  l.counters.shared_sectors[0] = 2, l.counters.shared_reads[0] = 4;
+  simt::AllocationSectors t{&table, 256, 8, 0}, kv{&cache, 1280, 40, 0};
+  t.shared_sectors[0] = 2, t.shared_reads[0] = 4;
+  l.allocations = {t, kv};
+  simt::Counters whole = l.counters;
+  whole.grid_x = 24;
+  const std::vector<const void*> shared{&table};
+  simt::Counters c = scaled(l, HeadSample{1, 6}, shared, whole, 2);
+  // Each sequence's row crosses DRAM once: 3 x 8 sectors, beside 6 x 40 of the cache.
+  CHECK(c.dram_read_sectors == 3 * 8 + 6 * 40);
+  // In a sequence, a sector's readers run from its chunk(s) in KV head 0 to the same in KV head 1:
+  // 4 + 1 blocks along x (4 + 2 for the two that two chunks read), every sector shared, per sequence.
+  CHECK(c.shared_sectors[0] == 3 * 8);
+  CHECK(c.shared_reads[0] == 3 * (6 * 5 + 2 * 6));
+  // The span of every head is the broadcast's: one group, its run the whole grid.
+  c = scaled(l, HeadSample{1, 6}, shared, whole);
+  CHECK(c.dram_read_sectors == 8 + 6 * 40);
+  CHECK(c.shared_reads[0] == 6 * (1 + 20) + 2 * (2 + 20));
+  // One KV head a sequence (span 1): the row is each group's alone, shared as in the sample.
+  c = scaled(l, HeadSample{1, 3}, shared, [&] { simt::Counters w = whole; w.grid_x = 12; return w; }(), 1);
+  CHECK(c.dram_read_sectors == 3 * 8 + 3 * 40);
+  CHECK(c.shared_sectors[0] == 3 * 2);
+  CHECK(c.shared_reads[0] == 3 * 4);
+}
+
 TEST_CASE("busy: the blocks in launch order, each given to the SM given the least so far", "[profile]") {
   using namespace attn;
   // Blocks alike: the quantization of waves, blocks / (SMs x ceil(blocks / SMs)).

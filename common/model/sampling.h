@@ -50,29 +50,37 @@ struct HeadSample {
 // along h, are the sample's (1 for a sector it did not share along h) and the whole grid's blocks
 // along h that the sample lacks. A sector the sample shares along a dimension above h shares as the
 // sample does, and so do all of them where the grid does not grow with the heads.
+// span: how many of the sample's copies read one copy of `shared` (0: all of them, as an attn_mask
+// broadcast over (batch, head)). Decoding's block table and lengths are a sequence's, read by its
+// KV heads alone (span = Hkv, decode.cpp): the launch then holds factor / span groups, each its run
+// of the blocks along h (the sequences are h's slowest part), each group sharing as above, and
+// counted once per group. A group no longer along h than the sample shares as the sample does.
 inline simt::Counters scaled(const simt::LaunchCounters& l, const HeadSample& s, const std::vector<const void*>& shared,
-                             const simt::Counters& whole) {
+                             const simt::Counters& whole, double span = 0) {
   simt::Counters c = l.counters;
   if (!s.sampled()) return c;
-  c *= s.factor();
+  const double factor = s.factor(), groups = span > 0 ? factor / span : 1;
+  c *= factor;
   const double sample_grid[3] = {l.counters.grid_x, l.counters.grid_y, l.counters.grid_z};
   const double whole_grid[3] = {whole.grid_x, whole.grid_y, whole.grid_z};
   int h = -1;
   for (int d = 0; d < 3; ++d)
     if (whole_grid[d] > sample_grid[d]) h = d;
+  const double extent = h < 0 ? 0 : whole_grid[h] / groups;  // a group's blocks along h
+  if (h >= 0 && extent <= sample_grid[h]) h = -1;
   for (const simt::AllocationSectors& a : l.allocations) {
     if (std::find(shared.begin(), shared.end(), a.base) == shared.end()) continue;
-    c.dram_read_sectors -= (s.factor() - 1) * a.read_sectors;
-    c.dram_write_sectors -= (s.factor() - 1) * a.written_sectors;
-    double moved = a.read_sectors;  // the sectors shared along h in the whole launch
+    c.dram_read_sectors -= (factor - groups) * a.read_sectors;
+    c.dram_write_sectors -= (factor - groups) * a.written_sectors;
+    double moved = a.read_sectors;  // the sectors shared along h in a group
     for (int d = 0; d < 3; ++d) {
-      const double counted = d > h ? s.factor() - 1 : s.factor();  // of the sample's sharing, multiplied above
+      const double counted = d > h ? factor - groups : factor;  // of the sample's sharing, multiplied above
       c.shared_sectors[d] -= counted * a.shared_sectors[d], c.shared_reads[d] -= counted * a.shared_reads[d];
       if (d > h) moved -= a.shared_sectors[d];
     }
     if (h < 0) continue;
-    c.shared_sectors[h] += moved;
-    c.shared_reads[h] += a.shared_reads[h] + (moved - a.shared_sectors[h]) + moved * (whole_grid[h] - sample_grid[h]);
+    c.shared_sectors[h] += groups * moved;
+    c.shared_reads[h] += groups * (a.shared_reads[h] + (moved - a.shared_sectors[h]) + moved * (extent - sample_grid[h]));
   }
   return c;
 }

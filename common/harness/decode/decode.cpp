@@ -509,9 +509,10 @@ std::vector<std::vector<simt::LaunchCounters>> dry_decode(const DecodeVariant& v
 }
 
 // One launch of the emulated part as the whole problem's launch `whole` (a dry run's) counts. Its
-// work times `factor` (the KV heads x the sequences it stands for), but the sectors of `shared`
-// (what every KV head of a sequence reads alike: its row of the block table, its length) times
-// the sequences only: they cross from DRAM once per sequence. The grid, the blocks and their
+// work times `factor` (the KV heads x the sequences it stands for), but `shared` (what every KV
+// head of a sequence reads alike: its row of the block table, its length) as sampling.h's scaled
+// counts memory the heads share, once per sequence: its sectors cross from DRAM once per sequence,
+// each read by the blocks of the sequence's KV heads. The grid, the blocks and their
 // work are the whole launch's: a block's work is the sample's block at the same place in its
 // dimension (the heads and sequences are each dimension's slowest part, decode.cuh: x = (b, hk,
 // chunk); the combine's x = (b, token, head), whose blocks are alike), times the factor over
@@ -519,12 +520,7 @@ std::vector<std::vector<simt::LaunchCounters>> dry_decode(const DecodeVariant& v
 simt::LaunchCounters as_whole(const simt::LaunchCounters& l, const simt::Counters& whole, double factor, double heads,
                               const std::vector<const void*>& shared) {
   simt::LaunchCounters w = l;
-  w.counters *= factor;
-  for (const simt::AllocationSectors& a : l.allocations)
-    if (std::find(shared.begin(), shared.end(), a.base) != shared.end()) {
-      w.counters.dram_read_sectors -= factor * (1 - 1 / heads) * a.read_sectors;
-      w.counters.dram_write_sectors -= factor * (1 - 1 / heads) * a.written_sectors;
-    }
+  w.counters = scaled(l, HeadSample{1, std::llround(factor)}, shared, whole, heads);
   const simt::Counters& c = l.counters;
   w.counters.blocks = whole.blocks;
   w.counters.grid_x = whole.grid_x, w.counters.grid_y = whole.grid_y, w.counters.grid_z = whole.grid_z;
