@@ -91,7 +91,10 @@ Expected reference(const Problem& p, const Inputs& in, const Selection& sel) {
         e.lse.push_back(m);
         continue;
       }
-      s = (s.array() - m).exp().matrix();
+      // std::exp, not Eigen's vectorized exp, which clamps its argument and turns exp(-inf) into
+      // 1e-308: a hidden key's P must be exactly 0, and P V over denormals crawls (flashsteps run
+      // --lq 768 --lk 8192 -d 128 --causal --full-check: 22 s with Eigen's exp, 4 s with std::exp).
+      s = s.unaryExpr([m](double x) { return std::exp(x - m); });
       const double l = s.sum();
       s /= l;
       e.lse.push_back(m + std::log(l));
