@@ -13,6 +13,7 @@
 
 #include "harness/compare.h"
 #include "harness/reference.h"
+#include "harness/softmax_row.h"
 #include "kernels/mask_mod.h"
 #include "sweep.h"
 
@@ -765,4 +766,21 @@ TEST_CASE("the same-dtype naive yardstick exists for a negative scale, and is dr
   CHECK(o.bound < 0);
   out[3] += 0.1f;
   CHECK_FALSE(compare(p, all, out, big, &overflowed, nullptr).pass);
+}
+
+TEST_CASE("a reference row's softmax: every hidden key exactly 0, a row that sees none all 0", "[reference]") {
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  // Eigen's vectorized exp gives 5.6e-309 for a hidden key, not 0 (softmax_row.h).
+  Eigen::RowVectorXd s(5);
+  s << 1.0, -inf, 0.5, -inf, -inf;
+  const double lse = softmax_row(s);
+  CHECK(s(1) == 0.0);
+  CHECK(s(3) == 0.0);
+  CHECK(s(4) == 0.0);
+  CHECK(s(0) == Approx(1 / (1 + std::exp(-0.5))).epsilon(1e-15));
+  CHECK(s(0) + s(2) == Approx(1.0).epsilon(1e-15));
+  CHECK(lse == Approx(1.0 + std::log1p(std::exp(-0.5))).epsilon(1e-15));
+  s.setConstant(-inf);
+  CHECK(softmax_row(s) == -inf);
+  CHECK(s.isZero(0));
 }

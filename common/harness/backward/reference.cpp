@@ -8,6 +8,7 @@
 #include "harness/dtype.h"
 #include "harness/errors.h"
 #include "harness/reference.h"
+#include "harness/softmax_row.h"
 
 namespace attn {
 
@@ -24,21 +25,8 @@ HeadResult forward_backward(const Head& h, const std::vector<int>& rows, const s
   HeadResult r;
   Mat P = h.scale * (h.q * h.k.transpose()) + h.bias;
   r.lse.resize(P.rows());
-  for (Eigen::Index i = 0; i < P.rows(); ++i) {
-    auto s = P.row(i);
-    const double m = s.size() ? s.maxCoeff() : kNegInf;
-    if (m == kNegInf) {  // nothing to attend to: P = 0, O = 0, L = -inf
-      s.setZero();
-      r.lse(i) = kNegInf;
-      continue;
-    }
-    // std::exp, not Eigen's vectorized exp, which clamps its argument and turns exp(-inf) into
-    // 1e-308 instead of 0: a key nobody sees must get a gradient of exactly 0.
-    s = s.unaryExpr([m](double x) { return std::exp(x - m); });
-    const double l = s.sum();
-    s /= l;
-    r.lse(i) = m + std::log(l);
-  }
+  // A row that sees no key: P = 0, O = 0, L = -inf.
+  for (Eigen::Index i = 0; i < P.rows(); ++i) r.lse(i) = softmax_row(P.row(i));
   r.o = P * h.v;
   const Mat dout_abs = h.dout.cwiseAbs();
   const Eigen::VectorXd D = h.dout.cwiseProduct(r.o).rowwise().sum();
