@@ -504,19 +504,32 @@ TEST_CASE("Hits on a miss in flight: readers of a sector that ask at once all wa
   CHECK(model(alone, g, k).waits_dram == Approx(0.25));
 }
 
+namespace {
+// An allocation of which a launch read `sectors` sectors, `pairs` of them by two blocks side by side in x.
+simt::AllocationSectors read_in_x(const void* base, double sectors, double pairs) {
+  simt::AllocationSectors a{base, 32 * sectors, sectors, 0};
+  a.shared_sectors[0] = pairs, a.shared_reads[0] = 2 * pairs;
+  return a;
+}
+// A launch of grid_x blocks in x that read those allocations: its counts are theirs summed.
+simt::LaunchCounters launch_reading(double grid_x, const std::vector<simt::AllocationSectors>& allocations) {
+  simt::LaunchCounters l;
+  l.counters.grid_x = grid_x, l.counters.grid_y = 1, l.counters.grid_z = 1;
+  for (const simt::AllocationSectors& a : allocations) {
+    l.counters.dram_read_sectors += a.read_sectors;
+    for (int d = 0; d < 3; ++d) l.counters.shared_sectors[d] += a.shared_sectors[d], l.counters.shared_reads[d] += a.shared_reads[d];
+  }
+  l.allocations = allocations;
+  return l;
+}
+}  // namespace
+
 TEST_CASE("a sampled launch shares memory every head reads alike as the launch over every head does", "[profile]") {
   using namespace attn;
   // One head of two emulated, its 7 Q tiles' blocks in x. The mask (100 sectors, 10 of them read by
   // two neighbouring tiles) is every head's; K (50 sectors, 5 shared by two tiles) is the head's own.
   int mask = 0, k = 0;
-  simt::LaunchCounters l;
-  l.counters.grid_x = 7, l.counters.grid_y = 1, l.counters.grid_z = 1;
-  l.counters.dram_read_sectors = 150;
-  l.counters.shared_sectors[0] = 10 + 5, l.counters.shared_reads[0] = 20 + 10;
-  simt::AllocationSectors m{&mask, 3200, 100, 0}, kk{&k, 1600, 50, 0};
-  m.shared_sectors[0] = 10, m.shared_reads[0] = 20;
-  kk.shared_sectors[0] = 5, kk.shared_reads[0] = 10;
-  l.allocations = {m, kk};
+  const simt::LaunchCounters l = launch_reading(7, {read_in_x(&mask, 100, 10), read_in_x(&k, 50, 5)});
   const HeadSample two{1, 2};
   const std::vector<const void*> shared{&mask};
   simt::Counters whole = l.counters;
@@ -550,13 +563,7 @@ TEST_CASE("a sampled launch shares memory of one group of heads per group, as de
   // chunk) in the whole launch (24 blocks). The block table's row (8 sectors, 2 of them read by two
   // neighbouring chunks) is the sequence's, every KV head's alike; the cache (40 sectors) the head's own.
   int table = 0, cache = 0;
-  simt::LaunchCounters l;
-  l.counters.grid_x = 4, l.counters.grid_y = 1, l.counters.grid_z = 1;
-  l.counters.dram_read_sectors = 48;
-  l.counters.shared_sectors[0] = 2, l.counters.shared_reads[0] = 4;
-  simt::AllocationSectors t{&table, 256, 8, 0}, kv{&cache, 1280, 40, 0};
-  t.shared_sectors[0] = 2, t.shared_reads[0] = 4;
-  l.allocations = {t, kv};
+  const simt::LaunchCounters l = launch_reading(4, {read_in_x(&table, 8, 2), read_in_x(&cache, 40, 0)});
   simt::Counters whole = l.counters;
   whole.grid_x = 24;
   const std::vector<const void*> shared{&table};
