@@ -75,7 +75,7 @@ for out in "${outs[@]}"; do
   tmp=$(mktemp "$out.XXXXXX")
   {
     echo "# tools/record_runs.sh at commit $commit, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-    echo "# machine: ${cpu:-unknown CPU}, $(nproc --all) cores; GPU: ${gpu:-none (the times are the CPU emulator's, not a GPU's)}"
+    echo "# machine: ${cpu:-unknown CPU}, $(nproc --all) cores; GPU: ${gpu:-none (no time in this file was measured on a GPU)}"
     echo
   } >"$tmp"
   if ((again)); then mapfile -t cmds <<<"${commands[$out]}"; else cmds=("${given[@]}"); fi
