@@ -59,6 +59,10 @@
 //         carries them for its Turing (RTX) class, not measured on a T4. ASSUMPTIONS, no figure found:
 //         the H200 and H100 PCIe take the H100 SXM5's (the same GH100 L2; their HBM unmeasured), GA102
 //         the A100's, the L4 the RTX 4090's, the B200 and RTX 5090 the H100 SXM5's.
+//   [mma] mma.sync m16n8k16 (fp16 in, fp32 out) on Hopper, as a share of the dense peak: 713.7 TFLOP/s
+//         on an H100 SXM5 at 1980 MHz in the rerun of [lat], 0.67 of the peak at that clock (989.4 x
+//         1.98 / 1.83 = 1071); 62.9 % on an H800 PCIe in Luo et al. (second-hand, as in [lat]). The
+//         model takes 0.63, the lower: an ASSUMPTION within that range, not fitted.
 //   [copy] What a streaming copy reaches of the datasheet's DRAM bandwidth (the model's DRAM term:
 //         model.h). H100 SXM5: 3010 of 3352 GB/s, 0.90, the same rerun of Luo et al.'s suite as
 //         [lat]. H200 SXM: 4226 of 4800 GB/s, 0.88, a device-to-device copy (bytes read + written)
@@ -126,10 +130,10 @@ inline constexpr Gpu kGpus[] = {
      .clock_ghz = 1.83, .dram_tb_s = 3.35, .dram_copy_share = 0.90,  // [copy]
      .l2_tb_s = 7.0,  // ASSUMPTION: no official figure; microbenchmarks put it well above DRAM
      .l2_mb = 50, .l1_wavefronts_per_clk = 1, .mufu_per_clk = 16, .tensor_tflops = 989.4, .fp32_tflops = 67,
-     .mma_sync_fraction = 0.63,  // ASSUMPTION: second-hand figure for mma.sync m16n8k16 on Hopper (measure it)
+     .mma_sync_fraction = 0.63,  // [mma]: 0.63 to 0.67 published; the lower taken
      .launch_us = 2.5,           // ASSUMPTION
      .l2_latency_clk = 272, .dram_latency_clk = 484,  // [lat]
-     .rate_sources = "[H100]; [CC]; [lat]; [copy]; L2 rate, mma.sync share and launch cost: assumptions"},
+     .rate_sources = "[H100]; [CC]; [lat]; [copy]; [mma] (the lower); L2 rate and launch cost: assumptions"},
     {.key = "h200", .name = "H200 SXM", .cc_major = 9, .cc_minor = 0, .sms = 132,
      .smem_optin_bytes = 227 * 1024, .smem_per_sm_bytes = 228 * 1024, .smem_reserved_bytes = 1 * 1024,
      .max_threads_per_sm = 2048, .max_blocks_per_sm = 32, .sources = "[CC] 9.0; [H100] (H200)",
