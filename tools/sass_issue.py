@@ -470,7 +470,8 @@ def write(out, rows, deps, version, nvdisasm_version):
              " chapter 09)." % os.path.relpath(out, ROOT),
              "// Written by tools/sass_issue.py (its docstring says how) from %s and nvdisasm %s." % (version, nvdisasm_version),
              "// Do not edit: regenerate with tools/sass_issue.py --out %s after changing a source below;" % os.path.relpath(out, ROOT),
-             "// CTest sass_data_fresh fails until then. A compiler's report: nothing here ran on a GPU.",
+             "// CTest sass_data_fresh fails until then. The instructions are the compiler's; the cycles are the model's",
+             "// (the compiler's stall counts with the latencies this tool's docstring cites). Nothing here ran on a GPU.",
              "//"]
     listed = [(f, file_hash(os.path.join(ROOT, f))) for f in sorted(deps)]
     lines += ["// source %s %s" % fh for fh in listed]
