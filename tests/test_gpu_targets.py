@@ -57,6 +57,10 @@ def main():
         check(any(l.startswith("08") and "gqa_packed" in l and "22% (900 of 4000 GB/s)" in l and l.endswith("no")
                   for l in lines), "08: the fastest step's GB/s over the logs' median copy (4000 GB/s)")
         check(any(l.startswith("07") and "not measured" in l for l in lines), "no backward rows: not measured")
+        r = subprocess.run([sys.executable, str(TOOL), str(f), "--markdown"], capture_output=True, text=True, timeout=60)
+        first = r.stdout.splitlines()[0] if r.stdout else ""
+        check(r.returncode == 0 and "GPU, driver 1, CUDA 13.0, commit c0ffee" in first and "sdpa_flash" not in first,
+              "--markdown names what its measured rows ran on, once, above the table (got: %s)" % first[:120])
         r = subprocess.run([sys.executable, str(TOOL), str(f / "missing")], capture_output=True, text=True, timeout=60)
         check(r.returncode == 2 and "is not a folder" in r.stderr and "Traceback" not in r.stderr,
               "a missing folder: exit 2, one line")

@@ -61,6 +61,8 @@ def main():
     if not a.folder.is_dir():
         print(f"gpu_targets.py: {a.folder} is not a folder", file=sys.stderr)
         return 2
+    measured = [r for name in ("sdpa.csv", "backward.csv", "backward_torch.csv", "promise.csv")
+                for r in rows(a.folder / name)]
     sdpa = by_shape(rows(a.folder / "sdpa.csv"))
     back = by_shape(rows(a.folder / "backward.csv") + rows(a.folder / "backward_torch.csv"))
     copy = copy_gbps(a.folder)
@@ -108,6 +110,10 @@ def main():
                           f"{share:.0%} ({float(m.group(2)):.0f} of {float(m.group(4)):.0f} GB/s)",
                           "yes" if share >= 0.8 else "no"))
     if a.markdown:
+        # What the rows were measured on, so that a committed table says where it came from.
+        seen = sorted({f"{r['device']}, driver {r['driver']}, CUDA {r['cuda']}, commit {r['commit']}" for r in measured})
+        print(f"Written by `python3 tools/gpu_targets.py {a.folder.as_posix()} --markdown` from the folder's CSVs and logs "
+              f"({'; '.join(seen) or 'no measured rows'}); do not edit by hand.\n")
         print("| target | shape | measured | met |\n| --- | --- | --- | --- |")
         for line in lines:
             print("| " + " | ".join(line) + " |")
