@@ -28,13 +28,20 @@
 //         GDDR6X, 72 MB L2, 82.6 fp32 TFLOP/s, "Peak FP16 Tensor TFLOPS with FP32 Accumulate" 165.2
 //         (330.3 with fp16 accumulation). L4 datasheet: 242 fp16 tensor TFLOP/s with sparsity (121
 //         dense = 58 x 1024 x 2.04 GHz boost, full rate with fp32 accumulation), 30.3 fp32, 300 GB/s
-//         GDDR6; its 48 MB L2 is the AD104's (third-party spec listings; not in the datasheet).
+//         GDDR6; its 48 MB L2 is the AD104's (ASSUMPTION: third-party spec listings; not in the
+//         datasheet).
 //   [H100] NVIDIA H100 datasheet and "NVIDIA H100 Tensor Core GPU Architecture" whitepaper (SXM5:
 //         132 SMs, 3.35 TB/s HBM3, 50 MB L2, 989.4 dense fp16 TFLOP/s = 132 SMs x 4096 FLOP/clock x
-//         1.83 GHz; 67 fp32 TFLOP/s; PCIe: 114 SMs); NVIDIA H200 datasheet (GH100, 4.8 TB/s HBM3e).
+//         1.83 GHz; 67 fp32 TFLOP/s; PCIe: 114 SMs, 50 MB L2); NVIDIA H200 datasheet (GH100, 4.8 TB/s
+//         HBM3e, 989 dense fp16 TFLOP/s and 67 fp32, the H100 SXM5's: so its 132 SMs and clock, which
+//         the H200 this project measured reports too, results/nvidia-h200/logs). 1.83 GHz is the clock
+//         that peak implies; the parts boost to 1.98 GHz (results/nvidia-h200/device.txt), at which the
+//         rerun of [lat] and [mma] measured its cycles. The model converts every cycle count at 1.83:
+//         at a sustained 1.98 its latencies in us would be 8 % long (the clock under load is not
+//         measured here).
 //         H100 PCIe (datasheet): 2.0 TB/s HBM2e, 756 dense fp16 TFLOP/s (1513 with sparsity), 51 fp32.
 //   [B200] "NVIDIA Blackwell Architecture Technical Brief"; 148 SMs as cudaGetDeviceProperties
-//         reports them on a B200. HGX B200 (1000 W), per GPU: 4.5 PFLOP/s fp16/bf16 tensor with
+//         is reported to give them on a B200 (ASSUMPTION: second-hand, not in the brief). HGX B200 (1000 W), per GPU: 4.5 PFLOP/s fp16/bf16 tensor with
 //         sparsity (2.25 dense), 80 fp32 TFLOP/s, 8 TB/s HBM3e (the HGX B200 datasheet's later
 //         revision says 75 TFLOP/s and 7.7 TB/s). Its full-rate tensor path is tcgen05 (UMMA, tensor
 //         memory), not mma.sync; no published clock, L2 rate or mma.sync share.
@@ -72,7 +79,10 @@
 //   ([copy]); the L2 rate is the H100's assumed
 //   7 TB/s scaled by SMs x clock (no vendor gives one); a launch costs 2.5 us as on the H100; 16
 //   MUFU results per clock per SM on 10.0 and 12.0 as up to 9.0 (the [CC] table cited stops at
-//   9.0). L1: 128 B per clock per SM (32 banks x 4 B). The model's issue term and the occupancy
+//   9.0); mma.sync at the full tensor peak before sm_90 and on 12.0, where it is the tensor path (no
+//   published shortfall found). L1: 128 B per clock per SM, the Programming Guide's shared memory
+//   (32 banks of 4 bytes, each one access per clock); 127.5 B per clock per SM on an H100 SXM5 in the
+//   rerun of [lat]. The model's issue term and the occupancy
 //   its registers give take each kernel's SASS for the GPU's own architecture where the counters
 //   build compiled it (FLASHSTEPS_SASS_ARCHS; model/sass.h), else sm_90's, a stand-in the profile
 //   names.
@@ -133,7 +143,7 @@ inline constexpr Gpu kGpus[] = {
      .mma_sync_fraction = 0.63,  // [mma]: 0.63 to 0.67 published; the lower taken
      .launch_us = 2.5,           // ASSUMPTION
      .l2_latency_clk = 272, .dram_latency_clk = 484,  // [lat]
-     .rate_sources = "[H100]; [CC]; [lat]; [copy]; [mma] (the lower); L2 rate and launch cost: assumptions"},
+     .rate_sources = "[H100]; [CC]; [lat]; [copy]; [mma]; L2 rate, launch cost and the mma.sync share within [mma]'s range: assumptions"},
     {.key = "h200", .name = "H200 SXM", .cc_major = 9, .cc_minor = 0, .sms = 132,
      .smem_optin_bytes = 227 * 1024, .smem_per_sm_bytes = 228 * 1024, .smem_reserved_bytes = 1 * 1024,
      .max_threads_per_sm = 2048, .max_blocks_per_sm = 32, .sources = "[CC] 9.0; [H100] (H200)",
@@ -166,7 +176,7 @@ inline constexpr Gpu kGpus[] = {
      .mma_sync_fraction = 1.0,  // mma.sync is the tensor path before sm_90 (m16n8k8 on sm_75: no m16n8k16)
      .launch_us = 2.5,          // ASSUMPTION
      .l2_latency_clk = 234, .dram_latency_clk = 424,  // Turing's [lat], not measured on a T4
-     .rate_sources = "[T4]; [CC] 7.5; [lat] (Turing's); L2 rate, launch cost and DRAM copy share: assumptions"},
+     .rate_sources = "[T4]; [CC] 7.5; [lat] (Turing's); L2 rate, launch cost, DRAM copy share and mma.sync at full rate: assumptions"},
     {.key = "a100", .name = "A100 SXM4 80GB", .cc_major = 8, .cc_minor = 0, .sms = 108,
      .smem_optin_bytes = 163 * 1024, .smem_per_sm_bytes = 164 * 1024, .smem_reserved_bytes = 1 * 1024,
      .max_threads_per_sm = 2048, .max_blocks_per_sm = 32, .sources = "[CC] 8.0; [A100]",
@@ -176,7 +186,7 @@ inline constexpr Gpu kGpus[] = {
      .mma_sync_fraction = 1.0,  // mma.sync is the tensor path before sm_90
      .launch_us = 2.5,          // ASSUMPTION
      .l2_latency_clk = 261.5, .dram_latency_clk = 466,  // [lat]
-     .rate_sources = "[A100]; [CC] 8.0; [lat] (second-hand); L2 rate, launch cost and DRAM copy share: assumptions"},
+     .rate_sources = "[A100]; [CC] 8.0; [lat] (second-hand); L2 rate, launch cost, DRAM copy share and mma.sync at full rate: assumptions"},
     {.key = "rtx3090", .name = "GeForce RTX 3090", .cc_major = 8, .cc_minor = 6, .sms = 82,
      .smem_optin_bytes = 99 * 1024, .smem_per_sm_bytes = 100 * 1024, .smem_reserved_bytes = 1 * 1024,
      .max_threads_per_sm = 1536, .max_blocks_per_sm = 16, .sources = "[CC] 8.6; [GA102]",
@@ -188,7 +198,7 @@ inline constexpr Gpu kGpus[] = {
      .mma_sync_fraction = 1.0,  // mma.sync is the tensor path before sm_90
      .launch_us = 2.5,          // ASSUMPTION
      .l2_latency_clk = 261.5, .dram_latency_clk = 466,  // ASSUMPTION: the A100's
-     .rate_sources = "[GA102] (RTX 3090; fp32-accumulate tensor rate); [CC] 8.6; L2 rate, latencies, launch cost and DRAM copy share: assumptions"},
+     .rate_sources = "[GA102] (RTX 3090; fp32-accumulate tensor rate); [CC] 8.6; L2 rate, latencies, launch cost, DRAM copy share and mma.sync at full rate: assumptions"},
     {.key = "a6000", .name = "RTX A6000", .cc_major = 8, .cc_minor = 6, .sms = 84,
      .smem_optin_bytes = 99 * 1024, .smem_per_sm_bytes = 100 * 1024, .smem_reserved_bytes = 1 * 1024,
      .max_threads_per_sm = 1536, .max_blocks_per_sm = 16, .sources = "[CC] 8.6; [GA102]",
@@ -198,7 +208,7 @@ inline constexpr Gpu kGpus[] = {
      .mma_sync_fraction = 1.0,  // mma.sync is the tensor path before sm_90
      .launch_us = 2.5,          // ASSUMPTION
      .l2_latency_clk = 261.5, .dram_latency_clk = 466,  // ASSUMPTION: the A100's
-     .rate_sources = "[GA102] (RTX A6000); [CC] 8.6; L2 rate, latencies, launch cost and DRAM copy share: assumptions"},
+     .rate_sources = "[GA102] (RTX A6000); [CC] 8.6; L2 rate, latencies, launch cost, DRAM copy share and mma.sync at full rate: assumptions"},
     {.key = "a10", .name = "A10", .cc_major = 8, .cc_minor = 6, .sms = 72,
      .smem_optin_bytes = 99 * 1024, .smem_per_sm_bytes = 100 * 1024, .smem_reserved_bytes = 1 * 1024,
      .max_threads_per_sm = 1536, .max_blocks_per_sm = 16, .sources = "[CC] 8.6; [GA102] (A10)",
@@ -210,7 +220,7 @@ inline constexpr Gpu kGpus[] = {
      .mma_sync_fraction = 1.0,  // mma.sync is the tensor path before sm_90
      .launch_us = 2.5,          // ASSUMPTION
      .l2_latency_clk = 261.5, .dram_latency_clk = 466,  // ASSUMPTION: the A100's
-     .rate_sources = "[GA102] (A10 datasheet); [CC] 8.6; L2 rate, latencies, launch cost and DRAM copy share: assumptions"},
+     .rate_sources = "[GA102] (A10 datasheet); [CC] 8.6; L2 rate, latencies, launch cost, DRAM copy share and mma.sync at full rate: assumptions"},
     {.key = "rtx4090", .name = "GeForce RTX 4090", .cc_major = 8, .cc_minor = 9, .sms = 128,
      .smem_optin_bytes = 99 * 1024, .smem_per_sm_bytes = 100 * 1024, .smem_reserved_bytes = 1 * 1024,
      .max_threads_per_sm = 1536, .max_blocks_per_sm = 24, .sources = "[CC] 8.9; [AD102]",
@@ -222,7 +232,7 @@ inline constexpr Gpu kGpus[] = {
      .mma_sync_fraction = 1.0,  // mma.sync is the tensor path before sm_90
      .launch_us = 2.5,          // ASSUMPTION
      .l2_latency_clk = 273, .dram_latency_clk = 541.5,  // [lat]
-     .rate_sources = "[AD102] (RTX 4090; fp32-accumulate tensor rate); [CC] 8.9; [lat] (second-hand); L2 rate, launch cost and DRAM copy share: assumptions"},
+     .rate_sources = "[AD102] (RTX 4090; fp32-accumulate tensor rate); [CC] 8.9; [lat] (second-hand); L2 rate, launch cost, DRAM copy share and mma.sync at full rate: assumptions"},
     {.key = "l4", .name = "L4", .cc_major = 8, .cc_minor = 9, .sms = 58,
      .smem_optin_bytes = 99 * 1024, .smem_per_sm_bytes = 100 * 1024, .smem_reserved_bytes = 1 * 1024,
      .max_threads_per_sm = 1536, .max_blocks_per_sm = 24, .sources = "[CC] 8.9; [AD102] (L4)",
@@ -235,7 +245,7 @@ inline constexpr Gpu kGpus[] = {
      .mma_sync_fraction = 1.0,  // mma.sync is the tensor path before sm_90
      .launch_us = 2.5,          // ASSUMPTION
      .l2_latency_clk = 273, .dram_latency_clk = 541.5,  // ASSUMPTION: the RTX 4090's
-     .rate_sources = "[AD102] (L4 datasheet; L2 size third-party); [CC] 8.9; L2 rate, latencies, launch cost and DRAM copy share: assumptions"},
+     .rate_sources = "[AD102] (L4 datasheet; L2 size third-party); [CC] 8.9; L2 rate, latencies, launch cost, DRAM copy share and mma.sync at full rate: assumptions"},
     {.key = "b200", .name = "B200", .cc_major = 10, .cc_minor = 0, .sms = 148,
      .smem_optin_bytes = 227 * 1024, .smem_per_sm_bytes = 228 * 1024, .smem_reserved_bytes = 1 * 1024,
      .max_threads_per_sm = 2048, .max_blocks_per_sm = 32, .sources = "[CC] 10.0; [B200]",
@@ -251,7 +261,7 @@ inline constexpr Gpu kGpus[] = {
      .launch_us = 2.5,           // ASSUMPTION
      .l2_latency_clk = 272, .dram_latency_clk = 484,  // ASSUMPTION: the H100 SXM5's
      .rate_sources = "[B200] (HGX B200); [CC] 10.0; "
-                     "clock, L2 rate and size, latencies, MUFU rate, mma.sync share, launch cost and DRAM copy share: assumptions"},
+                     "SM count, clock, L2 rate and size, latencies, MUFU rate, FMA pipes ([pipes]), mma.sync share, launch cost and DRAM copy share: assumptions"},
     {.key = "rtx5090", .name = "GeForce RTX 5090", .cc_major = 12, .cc_minor = 0, .sms = 170,
      .smem_optin_bytes = 99 * 1024, .smem_per_sm_bytes = 100 * 1024, .smem_reserved_bytes = 1 * 1024,
      .max_threads_per_sm = 1536, .max_blocks_per_sm = 32, .sources = "[CC] 12.0; [GB202]",
@@ -265,7 +275,7 @@ inline constexpr Gpu kGpus[] = {
      .launch_us = 2.5,          // ASSUMPTION
      .l2_latency_clk = 272, .dram_latency_clk = 484,  // ASSUMPTION: the H100 SXM5's
      .rate_sources = "[GB202] (RTX 5090; fp32-accumulate tensor rate); [CC] 12.0; "
-                     "L2 rate, latencies, MUFU rate, launch cost and DRAM copy share: assumptions"},
+                     "L2 rate, latencies, MUFU rate, FMA pipes ([pipes]), mma.sync at full rate, launch cost and DRAM copy share: assumptions"},
 };
 
 // The row of `key` ("h100", "a100", ...), or nullptr.
