@@ -8,7 +8,8 @@ commit, a source file) passes; then one change at a time must be reported: a cit
 at another commit (named by path, by file name, or as "the CSV" after it), a backticked repository
 path that does not exist. And what must not be reported: the rows' own commit by a shorter prefix,
 "at" before a number, a CSV without a commit column, a commit in a table row beside one that names
-the CSV, a path under a build folder, a path NOT_COMMITTED names.
+the CSV, a path under a build folder, a path NOT_COMMITTED names. And a diagnostic of the emulator's
+buggy kernels quoted at a line its test does not expect (and not at one it does).
 """
 import subprocess
 import sys
@@ -57,6 +58,9 @@ def tree(tmp, body):
         f"commit,chapter,variant,mufu\n{COMMIT},01_first,naive,42\n")
     (root / "results" / "cpu-emulation-simt" / "runs.csv").write_text("chapter,ms\n01_first,1.0\n")
     (root / "common" / "a.h").write_text("// a\n")
+    (root / "common" / "simt" / "tests").mkdir(parents=True, exist_ok=True)
+    (root / "common" / "simt" / "tests" / "test_diagnostics.cpp").write_text(
+        'CHECK_THAT(out, Contains("buggy_kernels.cu:15"));\n')
     return root
 
 
@@ -98,6 +102,10 @@ def main():
           "counters.csv by file name, 'at' an older commit")
     fails(f"From `counters.csv` (commit {COMMIT}).\n\nThe last is the CSV's (`mufu` 42, commit 8009f53).",
           "at commit 8009f53, but its rows carry", "'the CSV' after counters.csv, at an older commit")
+    passes("```text\nsimt: divergent __syncthreads (common/simt/tests/buggy_kernels.cu:15)\n```",
+           "a diagnostic quoted at the line the test expects")
+    fails("```text\nsimt: divergent __syncthreads (common/simt/tests/buggy_kernels.cu:14)\n```",
+          "quotes a diagnostic at common/simt/tests/buggy_kernels.cu:14", "a diagnostic quoted at a line that moved")
     fails("In (`common/kernels/online_softmax.cuh`), the counters.",
           "names common/kernels/online_softmax.cuh, which does not exist", "a backticked path that moved")
     return check.exit_code()

@@ -14,7 +14,11 @@
   file name; "the CSV" is the last one the page named) and cites a commit ("commit 7063334692d6",
   "at 7063334692d6") cites one its rows carry: a CSV re-profiled at a new commit makes every
   citation of the old one fail here until the numbers quoted are checked against the new rows and
-  the citation moved.
+  the citation moved;
+- a diagnostic a page quotes from the emulator's buggy kernels (`common/simt/tests/buggy_kernels.cu:N`,
+  in a code block too) names a line that `common/simt/tests/test_diagnostics.cpp`, the test that runs
+  them and checks their messages, expects: a kernel moved by an edit there makes the note's quote fail
+  here until it is taken again.
 
 Usage: tools/check_notes.py [--root DIR]. Prints one line per problem; exit 1 if any, else 0.
 """
@@ -36,6 +40,7 @@ CSV_NAME = re.compile(r"((?:[\w.+-]+/)*[\w.+-]+\.csv)\b")
 # "commit <hash>" always; "at <hash>" only with a letter in it, so that "at 1048576" is no commit.
 CITED = re.compile(r"\bcommit\s+([0-9a-f]{7,40})\b|\bat\s+((?=[0-9a-f]*[a-f])[0-9a-f]{7,40})\b")
 THE_CSV = re.compile(r"\bthe CSV\b", re.I)
+DIAGNOSTIC = re.compile(r"common/simt/tests/buggy_kernels\.cu:(\d+)")
 # Sentences: split at a paragraph break, before a table row, and after . ! or ? (also after .* .) .`).
 SENTENCE = re.compile(r"\n[ \t]*\n|\n(?=\|)|(?<=[.!?])\s+|(?<=[.!?][*_)`])\s+")
 # Paths the notes name that are not committed, and why: the backticked-path check skips them.
@@ -165,11 +170,18 @@ def check(root):
     pages = [root / "README.md", root / "results" / "README.md"] + sorted((root / "notes").rglob("*.md"))
     tops = {d.name for d in root.iterdir() if d.is_dir() and not d.name.startswith((".", "build"))}
     commits = csv_commits(root)
+    diagnostics = root / "common" / "simt" / "tests" / "test_diagnostics.cpp"
+    expected = (set(re.findall(r"buggy_kernels\.cu:(\d+)", diagnostics.read_text(encoding="utf-8")))
+                if diagnostics.is_file() else None)
     for page in pages:
         if not page.is_file():
             continue
-        text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+        raw = page.read_text(encoding="utf-8")
+        text = re.sub(r"```.*?```", "", raw, flags=re.S)
         where = page.relative_to(root)
+        for line in sorted(set(DIAGNOSTIC.findall(raw)) - (expected or set()), key=int) if expected is not None else ():
+            problems.append(f"{where}: quotes a diagnostic at common/simt/tests/buggy_kernels.cu:{line}, a line "
+                            f"test_diagnostics.cpp does not expect: run its case again and quote what it prints")
         for target in LINK.findall(text):
             if re.match(r"[a-z]+:", target) or target.startswith("#"):
                 continue
