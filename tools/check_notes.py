@@ -40,7 +40,7 @@ CSV_NAME = re.compile(r"((?:[\w.+-]+/)*[\w.+-]+\.csv)\b")
 # "commit <hash>" always; "at <hash>" only with a letter in it, so that "at 1048576" is no commit.
 CITED = re.compile(r"\bcommit\s+([0-9a-f]{7,40})\b|\bat\s+((?=[0-9a-f]*[a-f])[0-9a-f]{7,40})\b")
 THE_CSV = re.compile(r"\bthe CSV\b", re.I)
-DIAGNOSTIC = re.compile(r"common/simt/tests/buggy_kernels\.cu:(\d+)")
+DIAGNOSTIC = re.compile(r"buggy_kernels\.cu:(\d+)")
 # Sentences: split at a paragraph break, before a table row, and after . ! or ? (also after .* .) .`).
 SENTENCE = re.compile(r"\n[ \t]*\n|\n(?=\|)|(?<=[.!?])\s+|(?<=[.!?][*_)`])\s+")
 # Paths the notes name that are not committed, and why: the backticked-path check skips them.
@@ -171,15 +171,15 @@ def check(root):
     tops = {d.name for d in root.iterdir() if d.is_dir() and not d.name.startswith((".", "build"))}
     commits = csv_commits(root)
     diagnostics = root / "common" / "simt" / "tests" / "test_diagnostics.cpp"
-    expected = (set(re.findall(r"buggy_kernels\.cu:(\d+)", diagnostics.read_text(encoding="utf-8")))
-                if diagnostics.is_file() else None)
+    expected = set(DIAGNOSTIC.findall(diagnostics.read_text(encoding="utf-8"))) if diagnostics.is_file() else None
     for page in pages:
         if not page.is_file():
             continue
         raw = page.read_text(encoding="utf-8")
         text = re.sub(r"```.*?```", "", raw, flags=re.S)
         where = page.relative_to(root)
-        for line in sorted(set(DIAGNOSTIC.findall(raw)) - (expected or set()), key=int) if expected is not None else ():
+        stale = set(DIAGNOSTIC.findall(raw)) - expected if expected is not None else set()
+        for line in sorted(stale, key=int):
             problems.append(f"{where}: quotes a diagnostic at common/simt/tests/buggy_kernels.cu:{line}, a line "
                             f"test_diagnostics.cpp does not expect: run its case again and quote what it prints")
         for target in LINK.findall(text):

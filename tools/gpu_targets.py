@@ -61,10 +61,9 @@ def main():
     if not a.folder.is_dir():
         print(f"gpu_targets.py: {a.folder} is not a folder", file=sys.stderr)
         return 2
-    measured = [r for name in ("sdpa.csv", "backward.csv", "backward_torch.csv", "promise.csv")
-                for r in rows(a.folder / name)]
-    sdpa = by_shape(rows(a.folder / "sdpa.csv"))
-    back = by_shape(rows(a.folder / "backward.csv") + rows(a.folder / "backward_torch.csv"))
+    sdpa_rows, promise_rows = rows(a.folder / "sdpa.csv"), rows(a.folder / "promise.csv")
+    back_rows = rows(a.folder / "backward.csv") + rows(a.folder / "backward_torch.csv")
+    sdpa, back = by_shape(sdpa_rows), by_shape(back_rows)
     copy = copy_gbps(a.folder)
     lines = []  # (target, shape, measured, met)
 
@@ -92,7 +91,7 @@ def main():
             best07[s] = {"best07": t[v], "sdpa_flash_backward": t["sdpa_flash_backward"]}
     add("07 >= 0.8x torch's flash backward", 0.8,
         ratio_rows(best07, "best07", "sdpa_flash_backward", lambda s: True), speed)
-    decode = [r for r in rows(a.folder / "promise.csv") if r["chapter"] == "08_decoding" and int(r["Lk"]) >= 32768]
+    decode = [r for r in promise_rows if r["chapter"] == "08_decoding" and int(r["Lk"]) >= 32768]
     if decode and copy:
         # The fastest step: its GB/s counts the bytes it moves (the cache once, for a GQA-packed step).
         r = min(decode, key=lambda r: float(r["median_ms"]))
@@ -111,7 +110,7 @@ def main():
                           "yes" if share >= 0.8 else "no"))
     if a.markdown:
         # What the rows were measured on, so that a committed table says where it came from.
-        seen = sorted({f"{r['device']}, driver {r['driver']}, CUDA {r['cuda']}, commit {r['commit']}" for r in measured})
+        seen = sorted({f"{r['device']}, driver {r['driver']}, CUDA {r['cuda']}, commit {r['commit']}" for r in sdpa_rows + back_rows + promise_rows})
         print(f"Written by `python3 tools/gpu_targets.py {a.folder.as_posix()} --markdown` from the folder's CSVs and logs "
               f"({'; '.join(seen) or 'no measured rows'}); do not edit by hand.\n")
         print("| target | shape | measured | met |\n| --- | --- | --- | --- |")
