@@ -33,7 +33,13 @@ case $(basename "$0") in
       : >"$2/lib/libflashsteps_capi.so"
     fi ;;
   ctest) sleep "${STUB_CTEST_SECONDS:-0}" ;;
-  nvidia-smi) [ "$1" = --query-gpu=compute_cap ] && printf '%b' "${STUB_COMPUTE_CAP:-}" ;;
+  nvidia-smi)
+    [ "$1" = --query-gpu=compute_cap ] && printf '%b' "${STUB_COMPUTE_CAP:-}"
+    # The clock sampler (-lms): three samples busy, one idle, as nvidia-smi's csv,noheader,nounits prints them.
+    [[ " $* " == *" -lms 200 "* ]] && printf '%s\n' "2026/12/07 10:00:00.000, 1980, 2619, 512.30, 61, 100" \
+      "2026/12/07 10:00:00.200, 345, 2619, 71.02, 35, 0" "2026/12/07 10:00:00.400, 1755, 2619, 699.90, 70, 98" \
+      "2026/12/07 10:00:00.600, 1980, 2619, 520.00, 62, 57"
+    ;;
   ncu) [ "$1" = --query-metrics ] && printf 'Device GH100\ngpu__time_duration\ndram__bytes_read\nlts__t_sector_hit_rate\n' ;;
   flashsteps)  # `run --list` as the binary prints it (common/harness/cli.cpp, print_list), shortened
     [ "$1 $2" = "run --list" ] && cat <<'LIST'
@@ -142,6 +148,12 @@ def main():
               "decoding beside SDPA and flash_attn_with_kvcache")
         check(f"bench_torch_masks.py --chapters {build}/lib/libflashsteps_capi.so" in calls and "masks.csv" in calls,
               "chapter 10 beside FlexAttention and varlen_attn")
+        check(any(line.startswith("nvidia-smi --query-gpu=timestamp,clocks.sm,") and " -lms 200" in line
+                  for line in calls.splitlines())
+              and "SM clock while busy (nvidia-smi every 200 ms, utilization >= 50 %): median 1980 MHz, lowest 1755, "
+                  "highest 1980, 3 samples" in summary,
+              "the SMs' clock sampled while the steps run, its median, lowest and highest while busy in the summary "
+              f"(the idle sample left out; got {[line for line in summary.splitlines() if 'clock' in line]})")
         files = sorted(p.name for p in out.iterdir())
         check(len(files) <= 8 and {"summary.txt", "device.txt", "all.tar.gz"} <= set(files),
               f"at most 8 files come back, the summary and the archive among them (got {files})")
@@ -149,6 +161,7 @@ def main():
             with tarfile.open(out / "all.tar.gz") as t:
                 names = {Path(n).name for n in t.getnames()}
             check({f"{s}.log" for s in STEPS} <= names, "the archive holds every step's log")
+            check({"clocks.csv", "clocks_end.txt"} <= names, "the archive holds the clock's samples and its end state")
 
         # A second call: only the steps asked for; a budget that runs out names what is left, as
         # the next call's --steps. Its machine has two kinds of GPU, one of them twice.

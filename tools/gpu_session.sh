@@ -122,6 +122,34 @@ device_info() {
   echo "commit $FLASHSTEPS_COMMIT"
 }
 
+# The SMs' clock while the steps run, sampled every 200 ms into clocks.csv (in the archive): the model
+# times the H100 and H200 at 1.83 GHz, the clock their tensor peak implies, where the parts boost to
+# 1.98 (gpus.h, "Clocks"; issue 35). What a GPU holds under this load only a GPU can say: summary.txt
+# gets the samples' median, lowest and highest while the GPU was busy (utilization >= 50 %), and
+# nvidia-smi's clock event reasons (power, thermal) at the end.
+clock_fields=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu
+start_clocks() {
+  nvidia-smi --query-gpu=$clock_fields --format=csv,noheader,nounits -lms 200 >"$out/clocks.csv" 2>"$out/clocks.err" &
+  clock_pid=$!
+}
+stop_clocks() {
+  [ -n "${clock_pid:-}" ] || return 0
+  kill "$clock_pid" 2>/dev/null || true
+  wait "$clock_pid" 2>/dev/null || true
+  clock_pid=
+  nvidia-smi -q -d PERFORMANCE,CLOCK >"$out/clocks_end.txt" 2>&1 || true
+  # Every GPU's samples together (one line per GPU per sample): a machine of one kind holds one clock.
+  local busy
+  busy=$(awk -F', *' '$6 >= 50 && $2 ~ /^[0-9]+$/ {print $2}' "$out/clocks.csv" | sort -n)
+  if [ -z "$busy" ]; then
+    note "SM clock: no sample with the GPU busy ($(wc -l <"$out/clocks.csv") samples in clocks.csv; clocks.err)"
+    return 0
+  fi
+  local n
+  n=$(echo "$busy" | wc -l)
+  note "SM clock while busy (nvidia-smi every 200 ms, utilization >= 50 %): median $(echo "$busy" | sed -n "$(((n + 1) / 2))p") MHz, lowest $(echo "$busy" | sed -n 1p), highest $(echo "$busy" | tail -1), $n samples (clocks.csv; event reasons at the end: clocks_end.txt)"
+}
+
 # Every variant on small shapes that cross tile edges, with and without is_causal and masks.
 sanitize() {
   local status=0
@@ -348,6 +376,8 @@ case "${1:-}" in
       pack
       exit 1
     fi
+    start_clocks
+    trap stop_clocks EXIT
     # The tests that need the GPU (the static and plotting tests ran where the commit was made).
     ! wanted tests || step tests 100 ctest --test-dir "$build" --output-on-failure \
       -R '^(simt|reference|cli|variants|backward|decode|capi)$'
@@ -381,6 +411,7 @@ case "${1:-}" in
     ! wanted timing || step timing 45 "$build/bin/flashsteps_timing"
     ! wanted sanitizers || step sanitizers 60 sanitize
     ! wanted tune || step tune 240 tune
+    stop_clocks
     grep -h "^\[" "$out/sdpa.log" "$out/sdpa_early.log" 2>/dev/null | tail -60 >>"$out/summary.txt" || true
     grep -hE "test cases|assertions|tests passed|ERROR SUMMARY|RACECHECK SUMMARY|FAILED" "$out"/*.log 2>/dev/null |
       sort | uniq -c >>"$out/summary.txt" || true

@@ -38,7 +38,7 @@
 //         that peak implies; the parts boost to 1.98 GHz (results/nvidia-h200/device.txt), at which the
 //         rerun of [lat] and [mma] measured its cycles. The model converts every cycle count at 1.83:
 //         at a sustained 1.98 its latencies in us would be 8 % long (the clock under load is not
-//         measured here).
+//         measured yet: tools/gpu_session.sh samples it through every step, summary.txt's "SM clock").
 //         H100 PCIe (datasheet): 2.0 TB/s HBM2e, 756 dense fp16 TFLOP/s (1513 with sparsity), 51 fp32.
 //   [B200] "NVIDIA Blackwell Architecture Technical Brief"; 148 SMs as cudaGetDeviceProperties
 //         is reported to give them on a B200 (ASSUMPTION: second-hand, not in the brief). HGX B200 (1000 W), per GPU: 4.5 PFLOP/s fp16/bf16 tensor with
