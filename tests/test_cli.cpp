@@ -255,7 +255,27 @@ TEST_CASE("numbers out of range are refused, not wrapped, clamped or ignored", "
   bad("bench --reps 0 --csv never_written.csv", "--reps must be 1 or more");
   bad("bench --warmup -1 --csv never_written.csv", "--warmup must be 0 or more");
   bad("bench --budget -3 --csv never_written.csv", "--budget takes seconds");
+  // A filter that selects nothing is refused, not dropped beside one that does.
+  bad("bench --chapter 01 -v naive -v no_such_step --csv never_written.csv", "unknown variant \"no_such_step\"");
+  bad("bench --chapter 01 --chapter 99 --csv never_written.csv", "--chapter 99: no chapter starts with it");
+  bad("bench --chapter 01 -d 0 -d 64 --csv never_written.csv", "--head-dim 0: the smoke sweep has d = 64 and 128 only");
+  bad("bench --chapter 01 --dtype fp32 --csv never_written.csv", "--dtype fp32: the smoke sweep has no shape of it");
   CHECK_FALSE(exists("never_written.csv"));
+  // --profile's options without --profile, an empty --gpu, the results and the counters in one file.
+  bad("run -v naive --sample-blocks 0", "--sample-blocks is --profile's: add --profile");
+  bad("run -v naive --row-groups maybe", "--row-groups is --profile's: add --profile");
+  bad("run -v naive --emulated-heads 2", "--emulated-heads is --profile's");
+  bad("run -v naive --counters-csv never_written.csv", "--counters-csv is --profile's");
+  bad("run -v naive --gpu ''", "--gpu needs a GPU's key (--gpu list shows them)");
+  bad("run -v naive --reps 1 --profile --csv never_written.csv --counters-csv ./never_written.csv",
+      "--csv and --counters-csv name the same file");
+  CHECK_FALSE(exists("never_written.csv"));
+  // An empty item in a list of lengths is refused, not dropped.
+  bad("run -v varlen --seqlens 10,,20", "--seqlens 10,,20: an empty item");
+  bad("run -v varlen --seqlens 10,20,", "--seqlens 10,20,: an empty item");
+  bad("run -v varlen --seqlens 10,x", "\"x\" is not a whole number");
+  bad("run -v varlen --seqlens 10,20 --seqlens-k 30,,5", "--seqlens-k 30,,5: an empty item");
+  bad("run -v block_mask -n 64 --mask-mod document --documents 32,,32", "--documents 32,,32: an empty item");
   // FlashAttention-2's causal=True with a window: its right side becomes 0.
   const Outcome w = run("run -v window -v block_mask -n 100 --reps 1 --mask-mod window --window-size 20,7 --causal bottom-right");
   INFO(w.output);

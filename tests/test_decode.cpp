@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <string>
 
@@ -237,7 +238,19 @@ TEST_CASE("flashsteps decode: bad input exits with 2 and a message before any wo
                  Case{"-d 80", "no decoding variant runs"},
                  Case{"--cache-len -4", "is negative"},
                  Case{"-v no_such_step", "unknown decoding variant"},
-                 Case{"--new-tokens 0", "at least 1"}}) {
+                 Case{"--new-tokens 0", "at least 1"},
+                 // As `flashsteps run` refuses them (cli.h's parse_seed, check_run_options; check_scale):
+                 Case{"-H 2 --kv-heads 2 -d 64 --scale 1e300", "overflow fp32"},
+                 Case{"--cpu-budget -1", "--cpu-budget takes seconds, 0 or more (0: no limit), not -1"},
+                 Case{"--cpu-budget nan", "not nan"},
+                 Case{"--reps 0 --csv never_written_decode.csv", "--csv takes --reps 1 or more"},
+                 Case{"--seed -1", "--seed takes a whole number from 0 to 18446744073709551615"},
+                 Case{"-b 2 --cache-lens 64,32 --cache-len 100", "--cache-lens gives every sequence's length: drop --cache-len"},
+                 Case{"-b 2 --cache-lens 64,,32", "--cache-lens 64,,32: an empty item"},
+                 Case{"--all-sequences", "--all-sequences is --profile's: add --profile"},
+                 Case{"--sample-blocks 2", "--sample-blocks is --profile's: add --profile"},
+                 // A pool of pages far larger than the sequences: refused by the memory it takes.
+                 Case{"--cache-len 64 --page-size 100000000", "of host memory for"}}) {
     INFO("flashsteps decode " << c.args);
     const Outcome o = decode_cli(c.args);
     INFO(o.output);
@@ -245,6 +258,7 @@ TEST_CASE("flashsteps decode: bad input exits with 2 and a message before any wo
     CHECK_THAT(o.output, Contains(c.says));
     CHECK_THAT(o.output, !Contains("checked:"));
   }
+  CHECK_FALSE(std::ifstream("never_written_decode.csv").good());
   const Outcome ok = decode_cli("-b 2 -H 4 --kv-heads 2 -d 64 --cache-lens 5,9 --page-size 4 --new-tokens 2 --causal --reps 0");
   INFO(ok.output);
   CHECK(ok.code == 0);

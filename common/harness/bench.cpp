@@ -98,12 +98,30 @@ int bench_main(int argc, char** argv) {
       std::snprintf(got, sizeof got, "%g", budget);
       throw UsageError(std::string("--budget takes seconds, 0 or more (0: no limit), not ") + got);
     }
+    // Each filter value must select something: one that names nothing (a typo, a chapter that is not
+    // there) would otherwise shrink the sweep without a word.
+    const std::vector<Shape> shapes = sweep(sweep_name);
+    for (const std::string& c : chapter_f)
+      if (std::none_of(registry().begin(), registry().end(), [&](const Variant& v) { return v.chapter.rfind(c, 0) == 0; }))
+        throw UsageError("--chapter " + c + ": no chapter starts with it (flashsteps run --list shows them)");
+    for (const std::string& n : variant_f)
+      if (std::none_of(registry().begin(), registry().end(), [&](const Variant& v) { return v.name == n; })) {
+        for (const auto& [chapter, name] : gpu_only_variants())
+          if (name == n) throw UsageError("variant " + n + " of " + chapter + " needs a GPU: not in this build");
+        throw UsageError("unknown variant \"" + n + "\" (flashsteps run --list shows them)");
+      }
+    for (int d : dims)
+      if (std::none_of(shapes.begin(), shapes.end(), [&](const Shape& s) { return s.d == d; }))
+        throw UsageError("--head-dim " + std::to_string(d) + ": the " + sweep_name + " sweep has d = 64 and 128 only");
+    for (const std::string& t : dtype_f)
+      if (std::none_of(shapes.begin(), shapes.end(), [&](const Shape& s) { return dtype_name(s.dtype) == t; }))
+        throw UsageError("--dtype " + t + ": the " + sweep_name + " sweep has no shape of it");
     check_csv_target(csv);
     RunOptions o;
     o.reps = reps, o.warmup = warmup, o.sample_rows = 64, o.sample_heads = 2;
     o.cpu_budget_s = budget;
     std::vector<std::pair<Shape, const Variant*>> items;
-    for (const Shape& s : sweep(sweep_name)) {
+    for (const Shape& s : shapes) {
       if (!dtype_f.empty() && !matches(dtype_f, dtype_name(s.dtype), false)) continue;
       if (!dims.empty() && std::find(dims.begin(), dims.end(), s.d) == dims.end()) continue;
       if ((causal_f == "off" && s.causal) || (causal_f == "on" && !s.causal)) continue;

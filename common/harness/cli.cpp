@@ -27,8 +27,8 @@ struct Args {
   std::string dtype = "fp16", causal, mask = "none", mask_mod = "none";
   int window = -1, prefix = -1;  // -1: not given
   std::vector<int> window_size;  // --window-size L,R
-  std::vector<int> seqlens, seqlens_k;  // --seqlens, --seqlens-k: a packed batch
-  std::vector<int> documents;           // --documents: the document mask_mod's lengths
+  std::vector<std::string> seqlens, seqlens_k;  // --seqlens, --seqlens-k: a packed batch (lengths_of)
+  std::vector<std::string> documents;           // --documents: the document mask_mod's lengths
   std::string block_mask;               // --block-mask: the blocks mask_mod's lists, as words or @FILE
   bool mask_per_head = false, full_check = false, alibi = false;
   double scale = 0, softcap = 0;
@@ -44,6 +44,8 @@ struct Args {
 };
 
 bool emulated() { return !FLASHSTEPS_GPU; }
+
+
 std::string number(double x) {  // as the user would write it: -1, 0.5, nan
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", x);
@@ -86,16 +88,13 @@ void add_problem_options(CLI::App& app, Args& a) {
                  "full_kv_indices=... for whole blocks), each Q block's listed K/V blocks end to end");
   app.add_option("--documents", a.documents,
                  "document, document_causal: the documents' lengths in order, e.g. 2048,2048, adding up to max(Lq, Lk) (default: "
-                 "lengths drawn from --seed, 1 to a third of the sequence)")
-      ->delimiter(',');
+                 "lengths drawn from --seed, 1 to a third of the sequence)");
   app.add_option("--seqlens", a.seqlens,
                  "a packed batch (chapter 10, flash_attn_varlen_func): the sequences' lengths, e.g. 100,2000,37; "
-                 "Lq and Lk are their sums, B is 1, and is_causal (or --mask-mod window) applies within each sequence")
-      ->delimiter(',');
+                 "Lq and Lk are their sums, B is 1, and is_causal (or --mask-mod window) applies within each sequence");
   app.add_option("--seqlens-k", a.seqlens_k,
                  "with --seqlens: the sequences' key lengths, when they differ from their query lengths "
-                 "(is_causal's bottom-right diagonal is then each sequence's)")
-      ->delimiter(',');
+                 "(is_causal's bottom-right diagonal is then each sequence's)");
   app.add_option("--kv-heads", a.Hkv,
                  "with --seqlens: K and V's heads, a divisor of H; query head h reads K/V head h / (H / Hkv) "
                  "(grouped-query attention, as flash_attn_varlen_func takes it; default H)");
@@ -206,7 +205,7 @@ Problem build_problem(const Args& a, const CLI::App& app) {
                                                  : "--prefix is prefix_lm's: add --mask-mod prefix_lm");
   if (app.count("--documents") && !reads_documents(p.mod))
     throw UsageError("--documents is document's and document_causal's: add --mask-mod document or document_causal");
-  p.doc_lengths = a.documents;  // validate() checks that they add up
+  p.doc_lengths = lengths_of("--documents", a.documents);  // validate() checks that they add up
   if ((p.mod == ModKind::blocks) != (app.count("--block-mask") > 0))
     throw UsageError(p.mod == ModKind::blocks ? "--mask-mod blocks needs --block-mask (its lists, or @FILE)"
                                               : "--block-mask is blocks': add --mask-mod blocks");
@@ -217,7 +216,8 @@ Problem build_problem(const Args& a, const CLI::App& app) {
       if (app.count(sized))
         throw UsageError(std::string("--seqlens sets Lq and Lk (the sums of the lengths): drop ") + sized);
     // pack() refuses a mask_mod other than a window; validate() a negative length.
-    p.pack(a.seqlens, app.count("--seqlens-k") ? a.seqlens_k : a.seqlens);
+    const std::vector<int> q = lengths_of("--seqlens", a.seqlens);
+    p.pack(q, app.count("--seqlens-k") ? lengths_of("--seqlens-k", a.seqlens_k) : q);
     if (!app.count("--batch")) p.B = 1;
   }
   if (p.windowed()) {
@@ -253,11 +253,7 @@ Problem build_problem(const Args& a, const CLI::App& app) {
   if (a.softcap > 0 && p.softcap == 0.f)
     throw UsageError("--softcap " + number(a.softcap) + " is below the smallest fp32 number: give 0 for no cap");
   if (app.count("--scale")) p.scale_override = a.scale;  // validate() refuses NaN, Inf and overflowing ones
-  // CLI11 would wrap -1 and clamp 2^64 or 1e23 into range: digits only, and within 64 bits.
-  const char* end = a.seed.data() + a.seed.size();
-  const auto [at, err] = std::from_chars(a.seed.data(), end, p.seed);
-  if (a.seed.empty() || err != std::errc() || at != end)
-    throw UsageError("--seed takes a whole number from 0 to 18446744073709551615, not \"" + a.seed + "\"");
+  p.seed = parse_seed(a.seed);
   p.validate();
   return p;
 }
@@ -265,21 +261,13 @@ Problem build_problem(const Args& a, const CLI::App& app) {
 RunOptions build_options(const Args& a, const CLI::App& app) {
   RunOptions o;
   const bool gpu = !emulated();
-  if (app.count("--reps") && a.reps < 0) throw UsageError("--reps must be 0 or more, not " + std::to_string(a.reps));
-  if (app.count("--warmup") && a.warmup < 0) throw UsageError("--warmup must be 0 or more, not " + std::to_string(a.warmup));
-  if (!(a.cpu_budget >= 0) || std::isinf(a.cpu_budget))  // NaN too
-    throw UsageError("--cpu-budget takes seconds, 0 or more (0: no limit), not " + number(a.cpu_budget));
   // On the CPU, 10 repetitions: with one, a busy machine swings the speedups by tens of percent.
   o.reps = app.count("--reps") ? a.reps : gpu ? 20 : 10;
   o.warmup = app.count("--warmup") ? a.warmup : gpu ? 3 : 1;
   o.sample = !a.full_check;
   o.cpu_budget_s = a.cpu_budget;
-  if (app.count("--csv")) {
-    if (o.reps == 0)
-      throw UsageError("--reps 0 checks the output without timing it: a CSV row holds times, so --csv takes "
-                       "--reps 1 or more");
-    check_csv_target(a.csv);
-  }
+  check_run_options(o, app.count("--csv") > 0);
+  if (app.count("--csv")) check_csv_target(a.csv);
   return o;
 }
 
@@ -420,6 +408,45 @@ int finish(const std::vector<Result>& results, const std::string& csv, const Pro
 
 }  // namespace
 
+uint64_t parse_seed(const std::string& given) {
+  // CLI11 would wrap -1 and clamp 2^64 or 1e23 into range: digits only, and within 64 bits.
+  uint64_t seed = 0;
+  const char* end = given.data() + given.size();
+  const auto [at, err] = std::from_chars(given.data(), end, seed);
+  if (given.empty() || err != std::errc() || at != end)
+    throw UsageError("--seed takes a whole number from 0 to 18446744073709551615, not \"" + given + "\"");
+  return seed;
+}
+
+std::vector<int> lengths_of(const char* option, const std::vector<std::string>& given) {
+  std::vector<int> out;
+  for (const std::string& arg : given)
+    for (size_t start = 0;;) {
+      const size_t comma = arg.find(',', start);
+      const std::string item = arg.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      int v = 0;
+      const auto [at, err] = std::from_chars(item.data(), item.data() + item.size(), v);
+      if (item.empty() || err != std::errc() || at != item.data() + item.size())
+        throw UsageError(std::string(option) + " " + arg + ": " +
+                         (item.empty() ? std::string("an empty item") : "\"" + item + "\" is not a whole number") +
+                         " (lengths as N1,N2,...)");
+      out.push_back(v);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  return out;
+}
+
+void check_run_options(const RunOptions& o, bool csv) {
+  if (o.reps < 0) throw UsageError("--reps must be 0 or more, not " + std::to_string(o.reps));
+  if (o.warmup < 0) throw UsageError("--warmup must be 0 or more, not " + std::to_string(o.warmup));
+  if (!(o.cpu_budget_s >= 0) || std::isinf(o.cpu_budget_s))  // NaN too
+    throw UsageError("--cpu-budget takes seconds, 0 or more (0: no limit), not " + number(o.cpu_budget_s));
+  if (csv && o.reps == 0)
+    throw UsageError("--reps 0 checks the output without timing it: a CSV row holds times, so --csv takes "
+                     "--reps 1 or more");
+}
+
 int chapter_main(int argc, char** argv, const std::string& chapter, bool profile_only) {
   CLI::App app{profile_only ? "Every variant (or those chosen) run once with the emulator's counters on: what a GPU "
                               "profiler would count, stage by stage, and the time the model of "
@@ -436,16 +463,18 @@ int chapter_main(int argc, char** argv, const std::string& chapter, bool profile
   add_profile_options(app, a.profile, !profile_only);
   if (const int rc = parse_command_line(app, argc, argv); rc >= 0) return rc;
   return guarded([&] {
+    check_profile_options(app, a.profile, a.profile.on || profile_only, a.csv);
     if (apply_gpu_option(a.profile)) return 0;  // --gpu list
     std::optional<Profiler> profiler;
     if (a.profile.on || profile_only) profiler.emplace(a.profile);  // refuses before any work
     auto pool = variants_of(chapter);
-    if (!a.chapters.empty()) {
+    for (const std::string& c : a.chapters)  // each must name one: a typo would shrink the run without a word
+      if (std::none_of(pool.begin(), pool.end(), [&](const Variant* v) { return v->chapter.rfind(c, 0) == 0; }))
+        throw UsageError("--chapter " + c + ": no chapter starts with it (--list shows them)");
+    if (!a.chapters.empty())
       std::erase_if(pool, [&](const Variant* v) {
         return std::none_of(a.chapters.begin(), a.chapters.end(), [&](const std::string& c) { return v->chapter.rfind(c, 0) == 0; });
       });
-      if (pool.empty()) throw UsageError("no chapter starts with the --chapter given");
-    }
     if (a.list) {
       print_list(pool);
       return 0;
@@ -532,6 +561,7 @@ int tour_main(int argc, char** argv) {
                "the chapters' table alone: no decoding or masks line after it (tools/model_sweep.sh)");
   if (const int rc = parse_command_line(app, argc, argv); rc >= 0) return rc;
   return guarded([&] {
+    check_profile_options(app, a.profile, a.profile.on, a.csv);
     if (apply_gpu_option(a.profile)) return 0;  // --gpu list
     std::optional<Profiler> profiler;
     if (a.profile.on) profiler.emplace(a.profile);  // refuses before any work

@@ -1,7 +1,9 @@
 // cli.h: the command lines of the chapter binaries and of `flashsteps`.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "runner.h"
 
@@ -32,6 +34,16 @@ class Profiler;
 void tour_decoding(const Problem& p, const RunOptions& o, Profiler* profiler);
 // What the tour's extra lines' times are: "modelled" (a profiler's), "emulator times" or "measured".
 const char* times_kind(const Profiler* profiler);
+
+// --seed's text as a 64-bit seed: digits only, within 64 bits (CLI11 would wrap -1 and clamp 2^64),
+// else a UsageError.
+uint64_t parse_seed(const std::string& given);
+// A list option's lengths as given, "100,2000,37" (or in separate arguments), each a whole number:
+// an empty item (two commas, or one at an end) is a UsageError, where CLI11's delimiter would drop it.
+std::vector<int> lengths_of(const char* option, const std::vector<std::string>& given);
+// --reps, --warmup and --cpu-budget as given (reps and warmup 0 or more, the budget a number of
+// seconds, 0 or more), and --csv (`csv`: given) only with timed repetitions: else a UsageError.
+void check_run_options(const RunOptions& o, bool csv);
 
 // The problem options every command shares (sizes, dtype, is_causal, mask, scale, seed, --reps,
 // --warmup, --full-check, --cpu-budget, --csv), for a command defined in another file: declared

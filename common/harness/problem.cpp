@@ -108,17 +108,18 @@ void Problem::validate() const {
   if (static_cast<long long>(B) * H > std::numeric_limits<int>::max())
     throw UsageError("B*H = " + std::to_string(static_cast<long long>(B) * H) + " heads: the kernels number them with "
                      "32-bit ints, so at most " + std::to_string(std::numeric_limits<int>::max()));
-  if (scale_override) {
-    const double s = *scale_override;
-    if (!std::isfinite(s)) throw UsageError(std::string("the scale must be a finite number, not ") + (std::isnan(s) ? "nan" : "inf"));
-    // |scale * q.k| <= |scale| * d * kInputBound^2, times log2(e) in the exp2 variants: in fp32.
-    const double largest = static_cast<double>(std::numeric_limits<float>::max()) / (d * kInputBound * kInputBound * 1.4427);
-    if (std::fabs(s) > largest) {
-      std::ostringstream m;
-      m << "the scale " << s << " would let scores (|scale| * q.k, up to |scale| * " << d * kInputBound * kInputBound
-        << " at d = " << d << ") overflow fp32, in which every kernel computes them: |scale| must be at most " << largest;
-      throw UsageError(m.str());
-    }
+  if (scale_override) check_scale(*scale_override, d);
+}
+
+void check_scale(double s, int d) {
+  if (!std::isfinite(s)) throw UsageError(std::string("the scale must be a finite number, not ") + (std::isnan(s) ? "nan" : "inf"));
+  // |scale * q.k| <= |scale| * d * kInputBound^2, times log2(e) in the exp2 variants: in fp32.
+  const double largest = static_cast<double>(std::numeric_limits<float>::max()) / (d * kInputBound * kInputBound * 1.4427);
+  if (std::fabs(s) > largest) {
+    std::ostringstream m;
+    m << "the scale " << s << " would let scores (|scale| * q.k, up to |scale| * " << d * kInputBound * kInputBound
+      << " at d = " << d << ") overflow fp32, in which every kernel computes them: |scale| must be at most " << largest;
+    throw UsageError(m.str());
   }
 }
 

@@ -193,6 +193,9 @@ struct Bell {
 // the problem's dtype and kept as float: the reference then sees exactly what the kernel sees.
 // No element is larger than kInputBound in magnitude.
 constexpr double kInputBound = 3.4641017;  // 2 * sqrt(3)
+// A UsageError for a scale that is not a finite number, or one that lets scores of such inputs at
+// head dim d overflow fp32, in which every kernel computes them (the forward's and decoding's).
+void check_scale(double scale, int d);
 struct Inputs {
   std::vector<float> q, k, v;
   std::vector<uint8_t> mask_bool;   // boolean mask: some keys off, some rows wholly off

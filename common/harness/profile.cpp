@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <numeric>
 #include <sstream>
@@ -64,6 +65,18 @@ std::optional<Profiler> whole_problem_profiler(const ProfileOptions& o, const st
     throw UsageError("--emulated-heads and --row-groups sample a forward profile; " + command +
                      " --profile emulates every block of its problem (choose a smaller one)");
   return profiler;
+}
+
+void check_profile_options(const CLI::App& app, const ProfileOptions& o, bool profiling, const std::string& csv) {
+  if (app.count("--gpu") && o.gpu.empty()) throw UsageError("--gpu needs a GPU's key (--gpu list shows them)");
+  if (!profiling)
+    for (const char* only : {"--sample-blocks", "--emulated-heads", "--row-groups", "--counters-csv", "--emulator-times"})
+      if (app.count(only)) throw UsageError(std::string(only) + " is --profile's: add --profile");
+  std::error_code a, b;
+  if (!csv.empty() && !o.counters_csv.empty() &&
+      std::filesystem::weakly_canonical(std::filesystem::absolute(csv, a), a) ==
+          std::filesystem::weakly_canonical(std::filesystem::absolute(o.counters_csv, b), b))
+    throw UsageError("--csv and --counters-csv name the same file, " + csv + ": its rows are of two kinds; give two files");
 }
 
 bool apply_gpu_option(const ProfileOptions& o) {

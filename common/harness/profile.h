@@ -39,6 +39,10 @@ void add_profile_options(CLI::App& app, ProfileOptions& o, bool flag);
 // true after printing the table for `--gpu list` (the command then ends). A name not in the table,
 // or --gpu on the gpu backend, is a UsageError.
 bool apply_gpu_option(const ProfileOptions& o);
+// After parsing, before any work: a UsageError for an option of --profile's given without it
+// (`profiling`: --profile given, or `flashsteps profile`), an empty --gpu, or --counters-csv naming
+// the results' --csv file (`csv`; "" when the command has none), which would mix two kinds of row.
+void check_profile_options(const CLI::App& app, const ProfileOptions& o, bool profiling, const std::string& csv);
 // A UsageError when the model has no rates for g (a row of common/gpus/gpus.h whose rates are zero:
 // none is, today; the Profiler asks this of every GPU it models).
 void require_rates(const gpus::Gpu& g);

@@ -92,15 +92,14 @@ std::string bytes_and_count(double b) {
   s << human_bytes(b) << " (" << std::fixed << b << " bytes)";
   return s.str();
 }
-// Address space that costs little memory but that an address-space limit (ulimit -v) counts,
-// mapped once the kernels run: per emulator worker a thread stack (8 MiB), a malloc arena
-// (64 MiB) and a fiber stack of 256 KiB + a guard page for each GPU thread of a block (the
-// chapters' blocks have at most 256 threads).
+}  // namespace
+
+// Per emulator worker a thread stack (8 MiB), a malloc arena (64 MiB) and a fiber stack of 256 KiB
+// + a guard page for each GPU thread of a block (the chapters' blocks have at most 256 threads).
 double emulator_address_space() {
   const double mib = 1024.0 * 1024;
   return device().emulated ? std::max(1, device().sms) * (8 * mib + 64 * mib + 256 * (256 + 4) * 1024.0) : 0;
 }
-}  // namespace
 
 void check_runnable(const Variant& v, const Problem& p, const RunOptions& o) {
   if (const std::string why = v.unsupported(p); !why.empty()) throw UsageError(why);

@@ -75,6 +75,9 @@ MemoryNeed memory_needed(const Variant& v, const Problem& p, const RunOptions& o
 // than is free (device or host; naming both numbers); more time than the CPU budget (suggesting
 // a size).
 void check_runnable(const Variant& v, const Problem& p, const RunOptions& o);
+// Address space that costs little memory but that an address-space limit (ulimit -v) counts,
+// mapped once the emulator's kernels run (0 on the gpu backend): available_host_memory's extra.
+double emulator_address_space();
 // The kernels' view of a problem whose inputs are on the device: everything but the outputs
 // (o, lse) and the workspace, which the caller owns.
 AttentionParams attention_params(const Problem& p, const DeviceInputs& in);

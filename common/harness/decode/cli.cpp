@@ -105,9 +105,9 @@ int decode_main(int argc, char** argv, const std::string& chapter) {
                "repeated) and its cache against the expected one, bit for bit, and timed."};
   app.name(chapter.empty() ? "flashsteps decode" : chapter);
   DecodeProblem p;
-  std::vector<int> lens;
+  std::vector<std::string> lens;
   int cache_len = 1024, page_size = 0;
-  std::string dtype = "fp16", csv;
+  std::string dtype = "fp16", csv, seed = std::to_string(p.seed);
   std::optional<double> scale;
   bool no_append = false, list = false, full_check = false, all_sequences = false;
   RunOptions o;
@@ -120,7 +120,7 @@ int decode_main(int argc, char** argv, const std::string& chapter) {
   app.add_option("--new-tokens", p.Lq, "new query tokens per sequence (1: decoding; 2 to 16: speculative verification)")
       ->capture_default_str();
   app.add_option("--cache-len", cache_len, "keys in every sequence's cache before the new tokens")->capture_default_str();
-  app.add_option("--cache-lens", lens, "one cache length per sequence (replaces --cache-len)")->delimiter(',');
+  app.add_option("--cache-lens", lens, "one cache length per sequence, e.g. 100,2000 (replaces --cache-len)");
   app.add_option("--capacity", p.capacity, "keys a sequence's cache can hold (default: the longest sequence's, in whole pages)");
   app.add_option("--page-size", page_size, "a paged cache: pages of this many keys (any size >= 1) and a block table");
   app.add_flag("--no-append", no_append, "the new tokens' K and V are not appended: attend over the cache as it is");
@@ -129,7 +129,7 @@ int decode_main(int argc, char** argv, const std::string& chapter) {
       ->capture_default_str();
   app.add_option("--dtype", dtype, "fp16 or bf16")->capture_default_str();
   app.add_option("--scale", scale, "the softmax scale (default 1/sqrt(d))");
-  app.add_option("--seed", p.seed, "seed of the inputs")->capture_default_str();
+  app.add_option("--seed", seed, "seed of the inputs, 0 to 18446744073709551615")->capture_default_str()->type_name("UINT");
   app.add_option("-v,--variant", names, "run only this variant (repeatable)");
   app.add_flag("--list", list, "list the decoding variants and what they support");
   app.add_option("--reps", o.reps, "timed repetitions (0: run once, untimed)")->capture_default_str();
@@ -145,6 +145,8 @@ int decode_main(int argc, char** argv, const std::string& chapter) {
                "sequence would stand for all (sequences of one length)");
   if (const int rc = parse_command_line(app, argc, argv); rc >= 0) return rc;
   return guarded([&] {
+    check_profile_options(app, profile, profile.on, csv);
+    if (all_sequences && !profile.on) throw UsageError("--all-sequences is --profile's: add --profile");
     if (apply_gpu_option(profile)) return 0;  // --gpu list
     std::optional<Profiler> profiler = whole_problem_profiler(profile, "decode");
     if (list) {
@@ -155,10 +157,13 @@ int decode_main(int argc, char** argv, const std::string& chapter) {
     if (!t) throw UsageError("unknown dtype \"" + dtype + "\" (fp16, bf16)");
     p.dtype = *t;
     p.scale_override = scale;
+    p.seed = parse_seed(seed);
     p.append = !no_append;
-    p.cache_lens = lens.empty() ? std::vector<int>{cache_len} : lens;
+    if (app.count("--cache-len") && app.count("--cache-lens"))
+      throw UsageError("--cache-lens gives every sequence's length: drop --cache-len");
+    p.cache_lens = lens.empty() ? std::vector<int>{cache_len} : lengths_of("--cache-lens", lens);
     if (app.count("--page-size")) p.paged = true, p.page_size = page_size;
-    if (o.reps < 0 || o.warmup < 0) throw UsageError("--reps and --warmup must be at least 0");
+    check_run_options(o, !csv.empty());
     o.sample = !full_check;
     p.validate();
     if (!csv.empty()) check_csv_target(csv);
@@ -219,7 +224,7 @@ int decode_main(int argc, char** argv, const std::string& chapter) {
       pass = pass && r.verdict.pass;
     }
     if (device().emulated) std::printf("\n(CPU emulation: these times measure the emulator, not a GPU)\n");
-    if (!csv.empty() && o.reps > 0) append_csv(csv, rows);
+    if (!csv.empty()) append_csv(csv, rows);
     return pass ? 0 : 1;
   });
 }

@@ -45,7 +45,7 @@ void DecodeProblem::validate() const {
     fail("one cache length per sequence: " + std::to_string(cache_lens.size()) + " given for B = " + std::to_string(B));
   if (capacity < 0) fail("the capacity must be positive (or 0: the longest sequence's)");
   if (splits < 0 || splits > 128) fail("--splits takes 0 (the heuristic) to 128 (got " + std::to_string(splits) + ")");
-  if (scale_override && !std::isfinite(*scale_override)) fail("the scale must be a finite number");
+  if (scale_override) check_scale(*scale_override, d);
   for (size_t b = 0; b < cache_lens.size(); ++b)
     if (cache_lens[b] < 0) fail("cache length " + std::to_string(cache_lens[b]) + " of sequence " + std::to_string(b) + " is negative");
   // Elements are indexed in 64 bits; pages, rows and blocks in 32 (the harness's pool holds twice
@@ -435,18 +435,31 @@ void check_decode_runnable(const DecodeVariant& v, const DecodeProblem& p, const
   if (const std::string why = v.unsupported(p); !why.empty()) throw UsageError(why);
   const int splits = v.splits_for(p);
   const double t = static_cast<double>(dtype_size(p.dtype));
-  const double need = t * (2.0 * p.pool_pages() * p.page() * p.Hkv * p.d + 2.0 * p.B * p.Lq * p.Hq * p.d +
-                           (p.append ? 2.0 * p.B * p.Lq * p.Hkv * p.d : 0)) +
+  const double pool = t * 2.0 * p.pool_pages() * p.page() * p.Hkv * p.d;  // K and V's pages, used or not
+  const double need = pool + t * (2.0 * p.B * p.Lq * p.Hq * p.d + (p.append ? 2.0 * p.B * p.Lq * p.Hkv * p.d : 0)) +
                       static_cast<double>(v.workspace_bytes(p, splits));
+  // The host holds the inputs as float (Q, the new K and V, the pool) and, on the CPU backend, the
+  // kernels' buffers too; a run takes at most 90 % of what is available, as the forward's
+  // (runner.cpp, check_runnable).
+  const double host_need = 4.0 / t * (need - static_cast<double>(v.workspace_bytes(p, splits))) + (device().emulated ? need : 0);
+  HostMemory host = available_host_memory(emulator_address_space());
+  if (host_need > 0.9 * host.bytes)
+    throw UsageError("variant " + v.info.name + " needs about " + human_bytes(host_need) + " of host memory for " +
+                     p.describe() + " (the inputs as float" + (device().emulated ? ", and the kernels' buffers" : "") +
+                     "; a pool of " + human_bytes(pool) + " on the device); 90% of the " + host.limit + ": " +
+                     human_bytes(0.9 * host.bytes));
   const double free_b = static_cast<double>(free_device_bytes());
   if (need > free_b)
     throw UsageError("variant " + v.info.name + " needs " + human_bytes(need) + " of device memory for " + p.describe() +
                      "; " + device().name + " has " + human_bytes(free_b) + " free");
   if (device().emulated && o.cpu_budget_s > 0) {
     const int runs = o.reps > 0 ? o.warmup + o.reps : 1;
-    // The emulator's time grows with the cache it reads as much as with the products.
+    // The emulator's time grows with the cache it reads as much as with the products; and the pool,
+    // every page of it, is filled and copied once by one thread, not by the emulated SMs (pages far
+    // larger than the sequences make it far larger than the cache).
     const double work = std::max(p.flops(), p.cache_bytes() * p.group());
-    const double seconds = work / (v.info.cpu_flops_per_second * std::max(1, device().sms)) * runs;
+    const double seconds =
+        work / (v.info.cpu_flops_per_second * std::max(1, device().sms)) * runs + pool / v.info.cpu_flops_per_second;
     if (seconds > o.cpu_budget_s) {
       std::ostringstream s;
       s.precision(0);
