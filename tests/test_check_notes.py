@@ -9,7 +9,8 @@ at another commit (named by path, by file name, or as "the CSV" after it), a bac
 path that does not exist. And what must not be reported: the rows' own commit by a shorter prefix,
 "at" before a number, a CSV without a commit column, a commit in a table row beside one that names
 the CSV, a path under a build folder, a path NOT_COMMITTED names. And a diagnostic of the emulator's
-buggy kernels quoted at a line its test does not expect (and not at one it does).
+buggy kernels quoted at a line its test does not expect (and not at one it does). And a --root that
+is not a folder is refused with exit code 2 and one line, not reported as a problem of the notes.
 """
 import subprocess
 import sys
@@ -108,6 +109,14 @@ def main():
           "quotes a diagnostic at common/simt/tests/buggy_kernels.cu:14", "a diagnostic quoted at a line that moved")
     fails("In (`common/kernels/online_softmax.cuh`), the counters.",
           "names common/kernels/online_softmax.cuh, which does not exist", "a backticked path that moved")
+    with tempfile.TemporaryDirectory(prefix="flashsteps-check-notes-") as tmp:
+        for root in (Path(tmp) / "missing", Path(tmp) / "a-file"):
+            if root.name == "a-file":
+                root.write_text("not a folder\n")
+            r = subprocess.run([sys.executable, str(TOOL), "--root", str(root)], capture_output=True, text=True,
+                               timeout=60)
+            check(r.returncode == 2 and "is not a folder" in r.stderr and "Traceback" not in r.stderr and not r.stdout,
+                  f"--root {root.name}: exit 2 and \"is not a folder\" (got {r.returncode}: {r.stderr.strip()[-200:]})")
     return check.exit_code()
 
 

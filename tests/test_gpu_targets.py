@@ -5,9 +5,10 @@
 
 The ratios are PyTorch's time over the chapter's on the same shape, met at the target and not under
 it; chapter 08's share is its fastest step's GB/s over the copy bandwidth the logs measured (their
-median); a target without rows says "not measured"; modelled rows are never read; a missing folder
-is refused with exit code 2. model_vs_gpu.py pairs a modelled row with the measured row of the same
-variant and shape only, and counts the pairs within +-15 %.
+median); a target without rows says "not measured"; modelled rows are never read; a missing folder,
+one that holds none of the files it reads, a sdpa.csv that is a folder and a CSV with another header
+are refused with exit code 2. model_vs_gpu.py pairs a modelled row with the measured row of the same
+variant and shape only, and counts the pairs within +-15 %; it refuses a CSV with another header.
 """
 import subprocess
 import sys
@@ -75,6 +76,32 @@ def main():
               "measured / modelled for each shape in both files (2.0 / 1.0, 4.0 / 3.6)")
         check(not any("N=4096 d=128" in l for l in lines), "a modelled shape never measured makes no line")
         check(r.stdout.strip().endswith("1 of 2 within +-15 % of the GPU"), "one of the two within 15 %")
+
+        def refused(tool, argv, says, what):
+            r = subprocess.run([sys.executable, str(tool), *map(str, argv)], capture_output=True, text=True, timeout=60)
+            check(r.returncode == 2 and says in r.stderr and "Traceback" not in r.stderr and not r.stdout,
+                  f"{tool.name} {what}: exit 2 and \"{says}\", nothing printed (got {r.returncode}: "
+                  f"{(r.stderr.strip().splitlines() or [''])[-1]})")
+
+        foreign = f / "foreign"
+        foreign.mkdir()
+        (foreign / "sdpa.csv").write_text("name,age\nada,36\n")
+        says = "its header is not one of this project's results CSVs"
+        refused(TOOL, [foreign], f"{foreign / 'sdpa.csv'}: {says}", "a sdpa.csv with another header")
+        refused(MODEL, [foreign / "sdpa.csv", f / "sdpa.csv"], f"{foreign / 'sdpa.csv'}: {says}",
+                "a modelled CSV with another header")
+        refused(MODEL, [f / "model.csv", foreign / "sdpa.csv"], f"{foreign / 'sdpa.csv'}: {says}",
+                "a measured CSV with another header")
+        empty = f / "empty"
+        empty.mkdir()
+        refused(TOOL, [empty], "holds none of the files it reads", "an empty folder")
+        (empty / "sdpa.csv").mkdir()
+        refused(TOOL, [empty], "is not a file", "a sdpa.csv that is a folder")
+        only = f / "only"
+        only.mkdir()
+        (only / "backward.csv").write_text(HEAD)
+        r = subprocess.run([sys.executable, str(TOOL), str(only)], capture_output=True, text=True, timeout=60)
+        check(r.returncode == 0 and "not measured" in r.stdout, "one CSV of the four, no rows: exit 0, not measured")
     return check.exit_code()
 
 

@@ -5,7 +5,8 @@
 
 Checks that the four PNGs are written and non-empty, that the results table between the README
 markers is regenerated from the CSV (and the same again on a second run), that a failing row is
-left out and named on stderr, and that a README without the markers is left as it was; that the
+left out and named on stderr, and that a README without the markers is refused (exit code 2) and
+left as it was, before any PNG is written; that the
 modelled rows (kind = modelled) get their own figure in their own folder and stay out of the
 measured figures and the table; and that a file in another schema is refused. Then the edges: the
 CPU emulator's rows never enter the table; by default nothing is written into the checkout but
@@ -95,10 +96,13 @@ def main():
 
     plain = work / "README-without-markers.md"
     plain.write_text(WITHOUT_MARKERS)
-    r = run("--readme", str(plain))
-    check(r.returncode == 0, "a README without markers is not an error")
+    untouched = work / "png-without-markers"
+    r = subprocess.run([sys.executable, str(SCRIPT), str(SAMPLE), "--out", str(untouched), "--readme", str(plain)],
+                       capture_output=True, text=True, timeout=300)
+    check(r.returncode == 2 and "markers" in r.stderr and "Traceback" not in r.stderr,
+          f"a README without markers: exit 2 and \"markers\" (got {r.returncode}: {r.stderr.strip()[-200:]})")
     check(plain.read_text() == WITHOUT_MARKERS, "a README without markers is left unchanged")
-    check("markers" in r.stderr, "a README without markers gets a warning")
+    check(not untouched.exists() and not r.stdout, "a README without markers: refused before any PNG is written")
 
     old_schema = work / "old-schema.csv"
     old_schema.write_text(SAMPLE.read_text().replace(",bound,mods\n", ",bound\n", 1))

@@ -6,7 +6,8 @@
 tools/bench_torch_sdpa.py: a --csv that is a folder, in a missing folder, or not one of the
 project's files (left as it was) is refused with exit code 2 and one line, before PyTorch is even
 imported, so this runs without PyTorch or a GPU. tools/causal_schedule.py: a --png whose folder is
-missing is refused before the model runs. tools/arch_resources.py and tools/fatbin_ptx.py refuse an
+missing is refused before the model runs, and so are an --overhead that is not a number from 0 up,
+a problem too large to finish in seconds, an --orders that names none, and negative counts. tools/arch_resources.py and tools/fatbin_ptx.py refuse an
 architecture, a file or a library they do not know before running nvcc or cuobjdump. None prints a
 traceback. And arch_resources.py's rules on hand-made input: threads from .maxntid, the register file
 a block takes, what fails and what is only reported. And bench_torch_sdpa.py, bench_torch_decode.py and
@@ -55,6 +56,16 @@ def main():
         refused(MASKS, ["--chapters", str(foreign), "--baselines", "flex,xformers"], "unknown xformers", "--baselines xformers")
         refused(SCHEDULE, ["--png", str(work / "missing" / "s.png")], "missing or not writable", "--png in a missing folder")
         refused(SCHEDULE, ["--png", str(work)], "a folder", "--png a folder")
+        for value in ("nan", "inf", "-100"):
+            refused(SCHEDULE, ["-n", "256", "--overhead", value], "--overhead", f"--overhead {value}")
+        refused(SCHEDULE, ["-n", "2000000000"], "at most 1048576", "-n 2000000000 (too large to finish soon)")
+        refused(SCHEDULE, ["-n", "300000", "--br", "1", "--bc", "1"], "tile pairs per head", "Br = Bc = 1 at 300k")
+        refused(SCHEDULE, ["-H", "100000"], "blocks, more than", "-H 100000")
+        refused(SCHEDULE, ["-n", "65536", "--png", str(work / "s.png")], "--png draws", "--png of 49152 blocks")
+        check(not (work / "s.png").exists(), "causal_schedule.py refuses before it draws")
+        refused(SCHEDULE, ["--orders", ","], "names no order", "--orders ','")
+        for option, value in (("--gantt", "-3"), ("--gantt-width", "-5"), ("--tail", "-1"), ("--grid-rows", "-1")):
+            refused(SCHEDULE, [option, value], f"{option} {value}: it takes", f"{option} {value}")
         refused(ARCHS, [], "nothing to do", "without --check or --out")
         refused(ARCHS, ["--check", "--archs", "70"], "give compute capabilities from", "--archs 70 (before sm_75)")
         refused(ARCHS, ["--check", "--files", "05_flash_v2/nope.cu"], "not among", "--files not in its list")

@@ -20,6 +20,7 @@ longer) and the last wave: from the moment the first slot runs out of blocks to 
 """
 import argparse
 import heapq
+import math
 import os
 import signal
 import sys
@@ -30,6 +31,16 @@ ORDERS = {
     "balanced": "grid (heads, Q tiles), q_tile = Tr-1-y: every head's heaviest Q tile first",
     "paired": "(not a variant; exercise) block k takes Q tiles k and Tr-1-k of one head",
 }
+
+# The largest problem taken, so that the largest accepted finishes in a few seconds: the time grows
+# with the (Q tile, K/V tile) pairs of one head (the grid and the masked count visit each), with the
+# blocks of one launch (each order schedules and profiles every block) and with Lq (visible_pairs);
+# --png draws one bar per block of every order, about 0.4 ms each.
+MAX_SEQ = 1 << 20         # Lq, Lk
+MAX_TILE_PAIRS = 1 << 22  # Tr x Tc of one head
+MAX_BLOCKS = 1 << 16      # B*H x Tr, one launch
+MAX_PNG_BLOCKS = 1 << 13  # blocks of every order, drawn
+MAX_OVERHEAD = 1e6        # K/V tiles a block
 
 
 def cdiv(a, b):
@@ -146,10 +157,13 @@ def print_gantt(runs, makespan, slots, count, width):
     chosen = sorted({round(k * (slots - 1) / max(1, count - 1)) for k in range(count)} | {last_slot})
     scale = width / makespan if makespan > 0 else 0
     print(f"  which blocks run where ({len(chosen)} of {slots} slots; {width} characters = {makespan:g} tiles):")
+    on = {}  # each slot's blocks, in launch order: one pass over the runs, not one per slot printed
+    for r in runs:
+        on.setdefault(r[2], []).append(r)
     for slot in chosen:
         line = [" "] * width
-        for st, e, sl, (h, label, w) in runs:
-            if sl != slot or e <= st:
+        for st, e, sl, (h, label, w) in on.get(slot, []):
+            if e <= st:
                 continue
             a = round(st * scale)
             b = max(a + 1, round(e * scale))
@@ -200,15 +214,45 @@ def main():
                     ("SMs", a.sms), ("blocks per SM", a.blocks_per_sm)):
         if v < 1:
             ap.error(f"{name} must be at least 1")
+    # Every option is refused before any work: out of range, not a number, or too large to finish soon.
+    for name, v in (("--lq" if a.lq is not None else "-n", lq), ("--lk" if a.lk is not None else "-n", lk)):
+        if v > MAX_SEQ:
+            ap.error(f"{name} {v}: the model takes sequences of at most {MAX_SEQ} (Lq and Lk)")
+    for name, v, lo, hi, what in (("--sms", a.sms, 1, 1024, "multiprocessors"),
+                                  ("--blocks-per-sm", a.blocks_per_sm, 1, 64, "blocks"),
+                                  ("--grid-rows", a.grid_rows, 0, None, "Q tiles (0: no grid)"),
+                                  ("--grid-cols", a.grid_cols, 1, None, "characters"),
+                                  ("--tail", a.tail, 0, None, "blocks (0: none)"),
+                                  ("--gantt", a.gantt, 0, 1024, "slots (0: no timelines)"),
+                                  ("--gantt-width", a.gantt_width, 16, 1000, "characters")):
+        if v < lo or (hi is not None and v > hi):
+            ap.error(f"{name} {v}: it takes {lo} to {hi} {what}" if hi is not None else
+                     f"{name} {v}: it takes {lo} or more {what}")
+    if not math.isfinite(a.overhead) or not 0 <= a.overhead <= MAX_OVERHEAD:
+        ap.error(f"--overhead {a.overhead:g}: it takes a number of K/V tiles from 0 to {MAX_OVERHEAD:.0f}")
     orders = [o.strip() for o in a.orders.split(",") if o.strip()]
     for o in orders:
         if o not in ORDERS:
             ap.error(f"unknown order {o!r}: use {', '.join(ORDERS)}")
+    if not orders:
+        ap.error(f"--orders {a.orders!r} names no order: give one or more of {', '.join(ORDERS)}, comma-separated")
+    tr, tc = cdiv(lq, a.br), cdiv(lk, a.bc)
+    if tr * tc > MAX_TILE_PAIRS:
+        ap.error(f"{tr} Q tiles x {tc} K/V tiles = {tr * tc} tile pairs per head, more than the {MAX_TILE_PAIRS} "
+                 f"the model takes: a larger --br or --bc, or a shorter sequence")
+    blocks = a.heads * a.batch * tr
+    if blocks > MAX_BLOCKS:
+        ap.error(f"B*H = {a.heads * a.batch} heads x {tr} Q tiles = {blocks} blocks, more than the {MAX_BLOCKS} "
+                 f"the model takes: fewer -H or -b, a larger --br, or a shorter sequence")
 
     if a.png:  # refused before any work: a folder that is missing or cannot be written
         folder = os.path.dirname(os.path.abspath(a.png))
         if os.path.isdir(a.png) or not os.path.isdir(folder) or not os.access(folder, os.W_OK):
             ap.error(f"--png {a.png}: {'a folder' if os.path.isdir(a.png) else 'its folder is missing or not writable'}")
+        drawn = sum(a.heads * a.batch * cdiv(tr, 2) if o == "paired" else blocks for o in orders)
+        if drawn > MAX_PNG_BLOCKS:
+            ap.error(f"--png draws each block of each order: {drawn} blocks here, more than the {MAX_PNG_BLOCKS} it "
+                     f"draws: fewer orders, heads or Q tiles")
         try:
             import matplotlib  # noqa: F401  (draw_png uses it)
         except ImportError:

@@ -20,7 +20,8 @@
   them and checks their messages, expects: a kernel moved by an edit there makes the note's quote fail
   here until it is taken again.
 
-Usage: tools/check_notes.py [--root DIR]. Prints one line per problem; exit 1 if any, else 0.
+Usage: tools/check_notes.py [--root DIR]. Prints one line per problem; exit 1 if any, else 0;
+exit 2, before any check, when DIR is not a folder.
 """
 import argparse
 import csv
@@ -208,6 +209,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--root", type=Path, default=Path(__file__).resolve().parent.parent)
     args = ap.parse_args()
+    if not args.root.is_dir():
+        print(f"check_notes: --root {args.root} is not a folder: give the repository's top folder", file=sys.stderr)
+        sys.exit(2)
     problems = check(args.root)
     for p in problems:
         print(p)

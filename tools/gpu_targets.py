@@ -8,7 +8,9 @@ and 09 beside PyTorch's SDPA backends, one process), backward.csv and backward_t
 07, then torch's backward, one session), promise.csv (chapter 08 at B = 1, 32k context) and the
 logs' "device copy (N GB/s, measured now)" lines (the copy bandwidth each run measured). Prints one
 row per target: what was asked, what was measured, and whether it was met. Only measured rows
-(kind = measured) are read; a target without its rows says so instead of a number.
+(kind = measured) are read; a target without its rows says so instead of a number. A folder that
+holds none of these files, or a CSV there that is not one of this project's (another header, a
+folder), is refused with exit code 2 before anything is printed.
 """
 import argparse
 import re
@@ -16,7 +18,9 @@ import statistics
 import sys
 from pathlib import Path
 
-from results_csv import SHAPE, rows_of_kind
+from results_csv import SHAPE, NotResultsCsv, rows_of_kind
+
+CSVS = ("sdpa.csv", "backward.csv", "backward_torch.csv", "promise.csv")  # the results CSVs read, in the folder
 
 
 def rows(path):
@@ -61,8 +65,19 @@ def main():
     if not a.folder.is_dir():
         print(f"gpu_targets.py: {a.folder} is not a folder", file=sys.stderr)
         return 2
-    sdpa_rows, promise_rows = rows(a.folder / "sdpa.csv"), rows(a.folder / "promise.csv")
-    back_rows = rows(a.folder / "backward.csv") + rows(a.folder / "backward_torch.csv")
+    try:
+        read = {name: rows(a.folder / name) for name in CSVS}
+    except NotResultsCsv as e:
+        print(f"gpu_targets.py: {e}", file=sys.stderr)
+        return 2
+    softmax = (a.folder / "logs" / "softmax.log")
+    if not any((a.folder / name).is_file() and (a.folder / name).stat().st_size > 0 for name in CSVS) \
+            and not softmax.is_file():
+        print(f"gpu_targets.py: {a.folder} holds none of the files it reads ({', '.join(CSVS)}, logs/softmax.log): "
+              "give the folder tools/gpu_session.sh wrote", file=sys.stderr)
+        return 2
+    sdpa_rows, promise_rows = read["sdpa.csv"], read["promise.csv"]
+    back_rows = read["backward.csv"] + read["backward_torch.csv"]
     sdpa, back = by_shape(sdpa_rows), by_shape(back_rows)
     copy = copy_gbps(a.folder)
     lines = []  # (target, shape, measured, met)
@@ -100,7 +115,6 @@ def main():
                       f"{share:.0%} ({float(r['gbps']):.0f} of {copy:.0f} GB/s)", "yes" if share >= 0.85 else "no"))
     else:
         lines.append(("08 >= 85% of copy bandwidth, B = 1, 32k", "-", "not measured", "-"))
-    softmax = (a.folder / "logs" / "softmax.log")
     if softmax.exists():
         for m in re.finditer(r"^(\w+) .*\n(?:    .*\n)*?    P = softmax\(scale\*S\) +[\d.]+ ms +\d+% +([\d.]+) GB/s = +(\d+)% of a "
                              r"device copy \(([\d.]+) GB/s", softmax.read_text(), re.M):

@@ -7,13 +7,14 @@ MODELLED.csv: rows with kind = modelled (`flashsteps run --profile --gpu NAME --
 build); MEASURED.csv: rows with kind = measured (a GPU). A row of each with the same chapter,
 variant, dtype, B, H, Lq, Lk, d, causal, mask and mods makes one line: both times and measured / modelled
 (above 1: the model is optimistic), with the model's bound. Prints the lines and, last, how many
-fall within +-15 % (the GPU issue's target). Nothing is fitted here.
+fall within +-15 % (the GPU issue's target). Nothing is fitted here. A file that is missing or
+is not one of this project's results CSVs (another header) is refused with exit code 2.
 """
 import argparse
 import sys
 from pathlib import Path
 
-from results_csv import SHAPE, rows_of_kind
+from results_csv import SHAPE, NotResultsCsv, rows_of_kind
 
 KEY = ("chapter", "variant") + SHAPE
 
@@ -32,7 +33,11 @@ def main():
         if not Path(p).is_file():
             print(f"model_vs_gpu.py: no file {p}", file=sys.stderr)
             return 2
-    model, gpu = read(a.modelled, "modelled"), read(a.measured, "measured")
+    try:
+        model, gpu = read(a.modelled, "modelled"), read(a.measured, "measured")
+    except NotResultsCsv as e:
+        print(f"model_vs_gpu.py: {e}", file=sys.stderr)
+        return 2
     both = [k for k in model if k in gpu]
     if not both:
         print("model_vs_gpu.py: no shape is in both files", file=sys.stderr)

@@ -24,7 +24,8 @@ per modelled GPU, in a folder of its own (<gpu-slug>-modelled):
 
 By default the PNGs go to build/plots/<device-slug>/ (git-ignored): nothing in the checkout changes
 unless --out or --readme says so. Every PNG it writes names the CSVs its rows came from and their
-SHA-256 in its "Source" text chunk.
+SHA-256 in its "Source" text chunk. A --readme without the results-table markers is refused (exit
+code 2) before any PNG is written.
 
 Rows of different kinds (measured on a GPU, emulated on the CPU, modelled) are never drawn in one
 figure, and the README table takes measured rows only. Rows that failed their check (pass = 0) are
@@ -576,15 +577,22 @@ def readable_markdown(path):
     return text
 
 
+def table_span(text):
+    """Where the results table goes: (index of BEGIN, index of END after it), or None without both."""
+    begin = text.find(BEGIN)
+    end = text.find(END, begin + len(BEGIN)) if begin >= 0 else -1
+    return None if begin < 0 or end < 0 else (begin, end)
+
+
 def update_readme(path, table):
     text = readable_markdown(path)
     if text is None:
         return False
-    begin = text.find(BEGIN)
-    end = text.find(END, begin + len(BEGIN)) if begin >= 0 else -1
-    if begin < 0 or end < 0:
+    span = table_span(text)
+    if span is None:  # main refuses such a file before any work; it changed since
         warn(f"{path} has no {BEGIN} ... {END} markers: the results table was not written")
         return True
+    begin, end = span
     new = text[:begin + len(BEGIN)] + "\n" + table + "\n" + text[end:]
     if new != text:
         try:
@@ -638,8 +646,14 @@ def main(argv=None):
     except ImportError:
         warn(matplotlib_missing())
         return 2
-    if args.readme and readable_markdown(args.readme) is None:
-        return 2
+    if args.readme:
+        text = readable_markdown(args.readme)
+        if text is None:
+            return 2
+        if table_span(text) is None:
+            warn(f"{args.readme} has no {BEGIN} ... {END} markers: add them where the results table goes "
+                 "(nothing was written)")
+            return 2
 
     rows = usable(read_rows(args.csv))
     if not rows:

@@ -65,10 +65,29 @@ def open_csv(path):
     return f
 
 
+class NotResultsCsv(Exception):
+    """A path that is there but is not one of this project's results CSVs; the message is one
+    sentence that names it, for the tool to print before it exits with code 2."""
+
+
 def rows_of_kind(path, kind):
-    """The rows of one kind (KINDS) of a results CSV, as dicts; none when the file does not exist."""
+    """The rows of one kind (KINDS) of a results CSV, as dicts; none when the file does not exist
+    or is empty. NotResultsCsv when it is not a file, cannot be read, or its first line is not
+    CSV_HEADER (another program's CSV, or another version of the columns)."""
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         return []
-    with p.open() as f:
-        return [r for r in csv.DictReader(f) if r["kind"] == kind]
+    if not p.is_file():
+        raise NotResultsCsv(f"{path} is not a file: a results CSV was expected there")
+    try:
+        with p.open(newline="") as f:
+            reader = csv.DictReader(f)
+            if reader.fieldnames is None:
+                return []  # empty: a file the C++ binaries would still start with the header
+            if reader.fieldnames != CSV_HEADER.split(","):
+                raise NotResultsCsv(f"{path}: its header is not one of this project's results CSVs "
+                                    f"(the first line must be {CSV_HEADER.split(',')[0]},...,"
+                                    f"{CSV_HEADER.split(',')[-1]} as common/harness/report.cpp writes it)")
+            return [r for r in reader if r["kind"] == kind]
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        raise NotResultsCsv(f"{path} cannot be read as a CSV: {getattr(e, 'strerror', None) or e}") from None
