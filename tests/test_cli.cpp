@@ -267,6 +267,7 @@ TEST_CASE("numbers out of range are refused, not wrapped, clamped or ignored", "
   bad("run -v naive --emulated-heads 2", "--emulated-heads is --profile's");
   bad("run -v naive --counters-csv never_written.csv", "--counters-csv is --profile's");
   bad("run -v naive --gpu ''", "--gpu needs a GPU's key (--gpu list shows them)");
+  bad("backward -v causal --sample-blocks 2", "--sample-blocks is --profile's: add --profile");
   bad("run -v naive --reps 1 --profile --csv never_written.csv --counters-csv ./never_written.csv",
       "--csv and --counters-csv name the same file");
   CHECK_FALSE(exists("never_written.csv"));

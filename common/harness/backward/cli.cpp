@@ -106,6 +106,7 @@ int backward_main(int argc, char** argv, const std::string& chapter) {
   add_profile_options(app, profile, true);
   if (const int rc = parse_command_line(app, argc, argv); rc >= 0) return rc;
   return guarded([&] {
+    check_profile_options(app, profile, profile.on, args.csv());
     if (apply_gpu_option(profile)) return 0;  // --gpu list
     std::optional<Profiler> profiler = whole_problem_profiler(profile, "backward");
     if (list) {
