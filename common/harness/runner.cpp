@@ -41,12 +41,6 @@ DeviceInputs::DeviceInputs(const Problem& p, const Inputs& in)
 
 namespace {
 size_t lse_bytes(const Variant& v, const Problem& p) { return v.writes_lse ? p.heads() * p.Lq * sizeof(float) : 0; }
-std::string fmt_seconds(double s) {
-  std::ostringstream o;
-  o.precision(s < 10 ? 2 : 0);
-  o << std::fixed << s << " s";
-  return o.str();
-}
 }  // namespace
 
 MemoryNeed memory_needed(const Variant& v, const Problem& p, const RunOptions& o) {
@@ -93,6 +87,18 @@ std::string bytes_and_count(double b) {
   return s.str();
 }
 }  // namespace
+
+std::string fmt_seconds(double s) {
+  std::ostringstream o;
+  if (s > 0 && s < 0.01) {  // a budget of 0.0001 s is not "0.00 s"
+    o.precision(2);
+    o << s << " s";
+    return o.str();
+  }
+  o.precision(s < 10 ? 2 : 0);
+  o << std::fixed << s << " s";
+  return o.str();
+}
 
 // Per emulator worker a thread stack (8 MiB), a malloc arena (64 MiB) and a fiber stack of 256 KiB
 // + a guard page for each GPU thread of a block (the chapters' blocks have at most 256 threads).

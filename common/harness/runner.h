@@ -75,6 +75,8 @@ MemoryNeed memory_needed(const Variant& v, const Problem& p, const RunOptions& o
 // than is free (device or host; naming both numbers); more time than the CPU budget (suggesting
 // a size).
 void check_runnable(const Variant& v, const Problem& p, const RunOptions& o);
+// Seconds as the budget messages give them: "0.25 s", "137 s", and "0.0001 s" below a hundredth.
+std::string fmt_seconds(double s);
 // Address space that costs little memory but that an address-space limit (ulimit -v) counts,
 // mapped once the emulator's kernels run (0 on the gpu backend): available_host_memory's extra.
 double emulator_address_space();

@@ -112,10 +112,9 @@ void check_backward_runnable(const BackwardVariant& v, const Problem& p, const R
     if (seconds > o.cpu_budget_s) {
       const double shrink = std::sqrt(o.cpu_budget_s / seconds);
       std::ostringstream s;
-      s.precision(seconds < 10 ? 2 : 0);
-      s << std::fixed << "the CPU emulation of variant " << v.info.name << " would take about " << seconds << " s for "
-        << p.describe() << " (" << runs << (runs == 1 ? " run" : " runs") << "), more than its budget of " << o.cpu_budget_s
-        << " s: try --lq " << std::max(1, static_cast<int>(p.Lq * shrink) / 16 * 16) << " --lk "
+      s << "the CPU emulation of variant " << v.info.name << " would take about " << fmt_seconds(seconds) << " for "
+        << p.describe() << " (" << runs << (runs == 1 ? " run" : " runs") << "), more than its budget of "
+        << fmt_seconds(o.cpu_budget_s) << ": try --lq " << std::max(1, static_cast<int>(p.Lq * shrink) / 16 * 16) << " --lk "
         << std::max(1, static_cast<int>(p.Lk * shrink) / 16 * 16) << " (or raise --cpu-budget; 0 lifts it)";
       throw UsageError(s.str());
     }

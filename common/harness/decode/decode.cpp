@@ -462,10 +462,9 @@ void check_decode_runnable(const DecodeVariant& v, const DecodeProblem& p, const
         work / (v.info.cpu_flops_per_second * std::max(1, device().sms)) * runs + pool / v.info.cpu_flops_per_second;
     if (seconds > o.cpu_budget_s) {
       std::ostringstream s;
-      s.precision(0);
-      s << std::fixed << "the CPU emulation of variant " << v.info.name << " would take about " << seconds << " s for "
+      s << "the CPU emulation of variant " << v.info.name << " would take about " << fmt_seconds(seconds) << " for "
         << p.describe() << " (" << runs << (runs == 1 ? " run" : " runs") << "), more than its budget of "
-        << o.cpu_budget_s << " s: try a shorter --cache-len or fewer sequences (or raise --cpu-budget; 0 lifts it)";
+        << fmt_seconds(o.cpu_budget_s) << ": try a shorter --cache-len or fewer sequences (or raise --cpu-budget; 0 lifts it)";
       throw UsageError(s.str());
     }
   }
