@@ -29,7 +29,7 @@ struct Args {
   std::vector<int> window_size;  // --window-size L,R
   std::vector<std::string> seqlens, seqlens_k;  // --seqlens, --seqlens-k: a packed batch (lengths_of)
   std::vector<std::string> documents;           // --documents: the document mask_mod's lengths
-  std::string block_mask;               // --block-mask: the blocks mask_mod's lists, as words or @FILE
+  std::string block_mask;                       // --block-mask: the blocks mask_mod's lists, as words or @FILE
   bool mask_per_head = false, full_check = false, alibi = false;
   double scale = 0, softcap = 0;
   std::string alibi_slopes;  // --alibi-slopes, read as the mods word alibi_slopes= is
@@ -44,8 +44,6 @@ struct Args {
 };
 
 bool emulated() { return !FLASHSTEPS_GPU; }
-
-
 std::string number(double x) {  // as the user would write it: -1, 0.5, nan
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", x);
