@@ -465,6 +465,23 @@ TEST_CASE("a device allocation that fails says out of memory", "[cli]") {
   CHECK(attn::guarded([]() -> int { throw std::bad_alloc(); }) == 2);
 }
 
+#if !FLASHSTEPS_GPU
+TEST_CASE("the emulator's settings in the environment: a bad value is a sentence and exit code 2", "[cli]") {
+  // notes/emulator.md's table: SIMT_STACK_KB=1 crashed without a word, SIMT_WORKERS=abc ran on the default.
+  for (const char* env : {"SIMT_STACK_KB=1", "SIMT_STACK_KB=abc", "SIMT_WORKERS=abc", "SIMT_WORKERS=-3", "SIMT_SEED=1e3",
+                          "SIMT_LENIENT_EXIT=yes", "SIMT_QUIET=2"}) {
+    INFO(env);
+    const Outcome o = shell(std::string(env) + " " + FLASHSTEPS_BINARY + " run -v naive -n 64 -d 32 --reps 0");
+    INFO(o.output);
+    CHECK(o.code == 2);
+    CHECK_THAT(o.output, Contains("is not a whole number from"));
+  }
+  const Outcome ok = shell(std::string("SIMT_STACK_KB=512 SIMT_WORKERS=1 ") + FLASHSTEPS_BINARY + " run -v naive -n 64 -d 32 --reps 0");
+  INFO(ok.output);
+  CHECK(ok.code == 0);
+}
+#endif
+
 TEST_CASE("a gpu-only variant on the CPU says it needs a GPU", "[cli]") {
   REQUIRE_FALSE(attn::gpu_only_variants().empty());  // chapter 01's math_path, from its GPU_KERNELS
   for (const auto& [chapter, name] : attn::gpu_only_variants()) {

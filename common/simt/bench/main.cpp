@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <thread>
 #include <vector>
@@ -35,7 +36,16 @@ void row(const char* what, double value, const char* unit, double bound) {
 }
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  // It takes no options (the emulator's settings come from the environment: notes/emulator.md).
+  if (argc > 1) {
+    const bool help = !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h");
+    std::fprintf(help ? stdout : stderr,
+                 "%ssimt_bench takes no arguments: it prints what the emulator costs beside the bounds it is designed "
+                 "for; SIMT_WORKERS and the other SIMT_* variables of notes/emulator.md apply\n",
+                 help ? "" : "error: ");
+    return help && argc == 2 ? 0 : 2;
+  }
   const simt::Schedule saved = simt::schedule();
   simt::Schedule one = saved;
   one.workers = 1;

@@ -137,6 +137,10 @@ struct Warp {
   bool wgmma_fenced = false;  // a wgmma_fence since the last wait
 };
 
+// A fiber's stack: SIMT_STACK_KB KiB (default 256, 1024 under AddressSanitizer; env.h refuses a
+// bad value). Read by every BlockRunner, and once with the schedule, before any launch (grid.cpp).
+size_t stack_bytes();
+
 class BlockRunner {
  public:
   BlockRunner();

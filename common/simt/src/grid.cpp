@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "block_runner.h"
+#include "env.h"
 #include "runtime_state.h"
 #include "simt/cpu/counters_hooks.h"
 #include "symbols.h"
@@ -38,17 +39,14 @@ Order parse_order(const char* v) {
   std::fprintf(stderr, "simt: SIMT_ORDER=%s is not one of forward, reverse, shuffle\n", v);
   std::exit(2);
 }
-int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::atoi(v) : fallback;
-}
 Schedule from_environment() {
   Schedule s;
   s.order = parse_order(std::getenv("SIMT_ORDER"));
-  s.seed = static_cast<unsigned>(env_int("SIMT_SEED", 1));
-  s.workers = env_int("SIMT_WORKERS", 0);
-  s.lenient_exit = env_int("SIMT_LENIENT_EXIT", 0) != 0;
-  s.quiet = env_int("SIMT_QUIET", 0) != 0;
+  s.seed = static_cast<unsigned>(env_number("SIMT_SEED", 1, 0, 4294967295L));
+  s.workers = static_cast<int>(env_number("SIMT_WORKERS", 0, 0, 1024));  // 0: one per core
+  s.lenient_exit = env_number("SIMT_LENIENT_EXIT", 0, 0, 1) != 0;
+  s.quiet = env_number("SIMT_QUIET", 0, 0, 1) != 0;
+  stack_bytes();  // read with the others, before any launch: a bad SIMT_STACK_KB is refused now
   return s;
 }
 std::mutex g_schedule_mu;
