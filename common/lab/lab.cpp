@@ -69,6 +69,10 @@ Lab::Lab(int argc, char** argv, Options defaults) : o_(std::move(defaults)) {
   if (!simt::counters::available())
     refuse("a lab counts what its kernels do: build it in a counters build (cmake -S . -B build-counters "
            "-DFLASHSTEPS_BACKEND=cpu -DFLASHSTEPS_COUNTERS=ON)");
+  // A list with an empty item (two commas, or one at an end) is refused: getline would drop the last.
+  for (const auto& [option, list] : {std::pair<const char*, const std::string&>{"--gpu", gpus}, {"--emulated", emulated}})
+    if (!list.empty() && (list.front() == ',' || list.back() == ',' || list.find(",,") != std::string::npos))
+      refuse(std::string(option) + " " + list + ": an empty item (comma-separated, as a,b,c)");
   o_.gpus.clear();
   std::stringstream gs(gpus);
   for (std::string key; std::getline(gs, key, ',');) {
@@ -91,6 +95,11 @@ Lab::Lab(int argc, char** argv, Options defaults) : o_(std::move(defaults)) {
     refuse("--emulated: give " + std::to_string(o_.degree + 2) + " sizes (a polynomial of degree " +
            std::to_string(o_.degree) + " through all but the last, which checks it)");
   if (o_.n < 1) refuse("--n: give a size of 1 or more");
+  if (o_.max_emulated > 0)
+    for (long long n : o_.emulated)
+      if (n > o_.max_emulated)
+        refuse("--emulated " + std::to_string(n) + ": the emulator runs sizes up to " + std::to_string(o_.max_emulated) +
+               " here (its time grows with the work; --n models any size)");
   if (o_.refuse_size)
     for (long long n : o_.emulated) {
       const std::string why = o_.refuse_size(n);

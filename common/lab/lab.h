@@ -42,6 +42,8 @@ struct Options {
   std::function<double(long long n)> flop;  // the useful operations at n, for TFLOP/s (optional)
   // Why the kernels cannot run at n ("" when they can), asked of every size before any run (optional).
   std::function<std::string(long long n)> refuse_size;
+  // The largest size the emulator runs (0: any): its time grows as the work does, n^3 for a GEMM.
+  long long max_emulated = 0;
 };
 
 class Lab {
