@@ -76,6 +76,17 @@ def main():
             expect(False, "a run without a GPU fails")
         except RuntimeError as e:
             expect(len(str(e)) > 0, f"a run without a GPU fails with a message ({e})")
+        # With pointers that pass every check (never touched: the machine's GPU is asked for first),
+        # the message is a sentence about the machine, not the first CUDA call's error name.
+        fake = ctypes.c_void_p(256)
+        for what, call in (("fs_run", lambda: c.run("pipelined", p, fake, fake, fake, fake, None)),
+                           ("fs_synchronize", c.synchronize)):
+            try:
+                call()
+                expect(False, f"{what} without a GPU fails")
+            except RuntimeError as e:
+                expect("on this machine" in str(e) and "cudaError" not in str(e),
+                       f"{what} without a GPU says so in a sentence ({e})")
 
     script = ROOT / "tools" / "bench_torch_sdpa.py"
     r = subprocess.run([sys.executable, str(script), "--chapters", "/nonexistent/lib.so"], capture_output=True, text=True)

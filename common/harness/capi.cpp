@@ -12,6 +12,7 @@
 #include "errors.h"
 #include "report.h"
 #include "runner.h"
+#include "simt/gpu_presence.h"
 
 namespace {
 using namespace attn;
@@ -68,6 +69,16 @@ const DecodeVariant* decode_at(int i) {
   return i >= 0 && i < static_cast<int>(decode_registry().size()) ? &decode_registry()[static_cast<size_t>(i)] : nullptr;
 }
 
+// A gpu build on a machine whose GPU the CUDA runtime cannot use (no driver, no device, a driver
+// older than the runtime): a sentence before the first CUDA call, which would say only its error's
+// name ("cudaErrorInsufficientDriver" where there is no driver at all).
+void require_gpu() {
+#if FLASHSTEPS_GPU
+  static const simt::GpuPresence g = simt::gpu_presence();
+  if (!g.usable) throw UsageError(g.why);
+#endif
+}
+
 // Runs `body`, turning the harness's exceptions into the C convention: 0, or 1 and a message.
 template <class F>
 int guarded(F&& body) {
@@ -100,12 +111,14 @@ const char* fs_unsupported(const char* variant, const fs_problem* p) {
 }
 double fs_workspace_bytes(const char* variant, const fs_problem* p) {
   const Variant* v = named(variant);
+  if (!v) g_error = std::string("unknown variant ") + (variant ? variant : "(NULL)");
   double bytes = -1;
   if (v && guarded([&] { bytes = static_cast<double>(v->workspace_bytes(problem_of(p))); }) != 0) return -1;
   return bytes;
 }
 double fs_hbm_bytes(const char* variant, const fs_problem* p) {
   const Variant* v = named(variant);
+  if (!v) g_error = std::string("unknown variant ") + (variant ? variant : "(NULL)");
   double bytes = -1;
   if (v && guarded([&] { bytes = v->bytes_moved(problem_of(p)); }) != 0) return -1;
   return bytes;
@@ -153,6 +166,7 @@ int fs_run(const char* variant, const fs_problem* p, const void* q, const void* 
     a.o = o;
     a.workspace = workspace;
     a.lse = var->writes_lse ? lse : nullptr;
+    require_gpu();
     static Stages stages;  // its events mark the stages, as in the harness's own timing
     stages.begin();
     var->run(a, stages);  // checks every launch
@@ -161,6 +175,7 @@ int fs_run(const char* variant, const fs_problem* p, const void* q, const void* 
 
 int fs_synchronize(void) {
   return guarded([] {
+    require_gpu();
     check(cudaDeviceSynchronize(), "the kernels");
     check(cudaGetLastError(), "the kernels");
   });
@@ -183,6 +198,7 @@ const char* fs_decode_unsupported(const char* variant, const fs_decode_problem* 
 }
 double fs_decode_workspace_bytes(const char* variant, const fs_decode_problem* p) {
   const DecodeVariant* v = decode_named(variant);
+  if (!v) g_error = std::string("unknown decoding variant ") + (variant ? variant : "(NULL)");
   double bytes = -1;
   if (v && guarded([&] {
         const DecodeProblem d = decode_problem_of(p);
@@ -193,6 +209,7 @@ double fs_decode_workspace_bytes(const char* variant, const fs_decode_problem* p
 }
 int fs_decode_splits(const char* variant, const fs_decode_problem* p) {
   const DecodeVariant* v = decode_named(variant);
+  if (!v) g_error = std::string("unknown decoding variant ") + (variant ? variant : "(NULL)");
   int splits = -1;
   if (v && guarded([&] { splits = v->splits_for(decode_problem_of(p)); }) != 0) return -1;
   return splits;
@@ -223,6 +240,7 @@ int fs_decode_run(const char* variant, const fs_decode_problem* p, const void* q
     a.causal = d.causal;
     a.splits = splits;
     a.workspace = workspace;
+    require_gpu();
     static Stages stages;
     stages.begin();
     var->run(a, stages);
