@@ -7,7 +7,7 @@ An inline function that loads, emitted out of line both by an instrumented file 
 as the counters build compiles a kernel) and by an uninstrumented one (the harness), must be
 reported; the same pair with the uninstrumented file calling a function of its own must not, nor
 a shared function that counts nothing; a folder that is not a counters build, or has no objects,
-is refused with exit 2.
+and an unknown option are refused with exit 2; --help prints its use with exit 0.
 """
 import shutil
 import subprocess
@@ -70,6 +70,10 @@ def main():
         c(r.returncode == 2 and "no object files" in r.stderr, f"a counters build without objects: exit 2 ({r.returncode}: {r.stderr})")
         r = run(plain)
         c(r.returncode == 2 and "not a counters build" in r.stderr, f"no CMakeCache.txt: exit 2 ({r.returncode}: {r.stderr})")
+        r = subprocess.run([sys.executable, str(TOOL), "--help"], capture_output=True, text=True)
+        c(r.returncode == 0 and "BUILD_DIR" in r.stdout and not r.stderr, f"--help: its use on stdout, exit 0 ({r.returncode}: {r.stderr})")
+        r = subprocess.run([sys.executable, str(TOOL), "--build"], capture_output=True, text=True)
+        c(r.returncode == 2 and "unknown option --build" in r.stderr, f"an unknown option: exit 2 ({r.returncode}: {r.stderr})")
     return c.exit_code()
 
 

@@ -6,10 +6,11 @@
 The SGEMM lab's counts at n = 4096, extrapolated from its emulated sizes, against counts worked out
 by hand; its issue term from the SASS its build compiled for each GPU's architecture, and none on a
 GPU it was not built for (the book's own SASS data does not know its kernels); bad input refused
-with exit status 2; an edited copy of its kernels compiled by tools/lab_sass.py gets other
-instruction counts than the original; and the depfile tools/lab_sass.py writes for the build names
-the lab's kernel and the header it includes, in the repository or outside it (an edit to either
-compiles the lab's SASS again).
+with exit status 2, by the lab and by tools/lab_sass.py (an output that is a folder or in a missing
+folder, a --nvcc that is not an executable file) before it writes anything; an edited copy of its
+kernels compiled by tools/lab_sass.py gets other instruction counts than the original; and the
+depfile tools/lab_sass.py writes for the build names the lab's kernel and the header it includes, in
+the repository or outside it (an edit to either compiles the lab's SASS again).
 Without nvdisasm at build time the lab has no SASS: the rest is checked, and the test reports itself
 skipped (77) when that passes.
 """
@@ -53,6 +54,24 @@ def counted(text, section, what):
     return float(m.group(1)) if m else None
 
 
+def sass_tool_refusals(check):
+    """tools/lab_sass.py refuses an output it cannot write (--out or --depfile a folder, or in a missing
+    folder) and a --nvcc or --nvdisasm that is not an executable file with exit 2 and one sentence,
+    before it writes anything or looks for another tool; no nvcc runs."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "lab.cpp")
+        for args, says in [(("--out", tmp), "a folder, not a file"),
+                           (("--out", out, "--depfile", tmp), "a folder, not a file"),
+                           (("--out", out, "--depfile", os.path.join(tmp, "missing", "lab.d")), "no such folder"),
+                           (("--out", out, "--nvcc", os.path.join(tmp, "missing", "nvcc")), "not an executable file"),
+                           (("--out", out, "--nvdisasm", tmp), "not an executable file")]:
+            r = subprocess.run([sys.executable, str(ROOT / "tools" / "lab_sass.py"), "--gpu", "a100", *args,
+                                str(ROOT / "labs" / "sgemm" / "kernels.cu")], capture_output=True, text=True, timeout=60)
+            check(r.returncode == 2 and says in r.stderr and "Traceback" not in r.stderr and os.listdir(tmp) == [],
+                  f"lab_sass.py {' '.join(args[2:] or args)}: exit 2, \"{says}\", nothing written "
+                  f"(exit {r.returncode}: {r.stderr.strip()[-160:]}; {os.listdir(tmp)})")
+
+
 def main():
     if len(sys.argv) != 2:
         print("usage: test_lab.py path/to/lab_sgemm")
@@ -93,10 +112,13 @@ def main():
           f"--gpu h100: modelled without an issue term, marked, and said on stderr (got {row}, {r.stderr.strip()[:200]})")
     for args, what in [(("--gpu", "nope"), "unknown GPU"), (("--emulated", "32,64"), "too few sizes"),
                        (("--n", "0"), "n = 0"), (("--emulated", "32,64,96,128,100"), "a size that is not a multiple of 32"),
-                       (("--emulated", "32,64,64,96,128"), "a size twice")]:
+                       (("--emulated", "32,64,64,96,128"), "a size twice"),
+                       (("--gpu", "a100,"), "an empty item"), (("--emulated", "32,64,96,128,160,"), "an empty item"),
+                       (("--emulated", "32,64,96,128,2048"), "a size past the emulator's 512")]:
         r = run(lab, *args)
         check(r.returncode == 2 and r.stderr.strip() and not r.stdout.strip().startswith("naive at"),
               f"{' '.join(args)}: {what} refused with exit 2 and a message (exit {r.returncode}: {r.stderr.strip()[:120]})")
+    sass_tool_refusals(check)
     if not sass:
         print(r.stderr.strip() + "\nthe SASS checks skipped: this build had no SASS for the lab "
               "(pip install nvidia-cuda-nvdisasm, rebuild)")

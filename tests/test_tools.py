@@ -5,7 +5,13 @@
 
 tools/bench_torch_sdpa.py: a --csv that is a folder, in a missing folder, or not one of the
 project's files (left as it was) is refused with exit code 2 and one line, before PyTorch is even
-imported, so this runs without PyTorch or a GPU. tools/causal_schedule.py: a --png whose folder is
+imported, so this runs without PyTorch or a GPU; so are bench_torch_sdpa.py's --variants without
+--chapters and a --commit the CSV would have to quote, bench_torch_decode.py's empty list items, a
+--head-dim below 1, more new tokens than chapter 08 takes and a --csv not its own, and
+bench_torch_sdpa_backward.py's --seq that is no length of its sweep. tests/support_matrix.py refuses
+a missing, folder or non-UTF-8 README, paths given the wrong way round and a binary that fails, with
+exit 2; tools/figures.py answers --help and refuses bad options without matplotlib (drawing
+without it is a skip, 77). tools/causal_schedule.py: a --png whose folder is
 missing is refused before the model runs, and so are an --overhead that is not a number from 0 up,
 a problem too large to finish in seconds, an --orders that names none, and negative counts. tools/arch_resources.py and tools/fatbin_ptx.py refuse an
 architecture, a file or a library they do not know before running nvcc or cuobjdump. None prints a
@@ -14,7 +20,8 @@ a block takes, what fails and what is only reported. And bench_torch_sdpa.py, be
 bench_torch_masks.py import torch before they load the book's library (a stand-in torch and ctypes.CDLL log the order):
 `import torch` after the library segfaults on a GPU machine. And cmake/WriteCommit.cmake records
 "unknown", not another repository's commit, for a tree that lies in a repository without being its top.
-And tools/record_runs.sh --again with tools/stale_quotes.py, in a repository of their own.
+And tools/record_runs.sh --again with tools/stale_quotes.py, in a repository of their own (and
+stale_quotes.py refuses a file named that is not a results file: outside results/, a README, an image).
 """
 import os
 import shutil
@@ -31,6 +38,13 @@ SCHEDULE = ROOT / "tools" / "causal_schedule.py"
 ARCHS = ROOT / "tools" / "arch_resources.py"
 FATBIN = ROOT / "tools" / "fatbin_ptx.py"
 MASKS = ROOT / "tools" / "bench_torch_masks.py"
+DECODE = ROOT / "tools" / "bench_torch_decode.py"
+BACKWARD = ROOT / "tools" / "bench_torch_sdpa_backward.py"
+SUPPORT = ROOT / "tests" / "support_matrix.py"
+FIGURES = ROOT / "tools" / "figures.py"
+# Runs a script with `import matplotlib` failing, whether or not this Python has it.
+NO_MATPLOTLIB = ("import runpy, sys; sys.modules['matplotlib'] = None; sys.argv = sys.argv[1:]; "
+                 "runpy.run_path(sys.argv[0], run_name='__main__')")
 
 
 def main():
@@ -72,6 +86,44 @@ def main():
         refused(ARCHS, ["--out", str(foreign)], "is a file", "--out a file")
         refused(FATBIN, ["--ptx-arch", "sm_90", "--libs", str(foreign)], "as a number", "--ptx-arch sm_90")
         refused(FATBIN, ["--ptx-arch", "90", "--libs", str(work / "missing.a")], "no such file", "--libs missing")
+        refused(TORCH, ["--variants", "all"], "give --chapters", "--variants without --chapters")
+        refused(TORCH, ["--commit", "a,b"], "a commit is letters", "--commit 'a,b' (a comma in the CSV)")
+        refused(TORCH, ["--commit", ""], "a commit is letters", "--commit ''")
+        lib = str(work / "missing.so")  # the arguments are refused before torch or the library is loaded
+        refused(DECODE, ["--chapters", lib, "--contexts", "1,,2"], "an empty item", "--contexts 1,,2")
+        for value in ("0", "-7"):
+            refused(DECODE, ["--chapters", lib, "--head-dim", value], f"--head-dim {value}: it must be at least 1",
+                    f"--head-dim {value}")
+        refused(DECODE, ["--chapters", lib, "--new-tokens", "100000"], "at most 128 new tokens", "--new-tokens 100000")
+        refused(DECODE, ["--chapters", lib, "--csv", str(work)], "is a folder", "--csv a folder")
+        refused(DECODE, ["--chapters", lib, "--csv", str(foreign)], "does not start with the header", "--csv not ours")
+        check(foreign.read_text() == "name,age\nada,36\n", "bench_torch_decode.py leaves a file not its own as it was")
+        for seq in (["0"], ["-5"], ["777"], ["512", "513"]):
+            refused(BACKWARD, ["--seq", *seq], "not a sequence length of --shapes flash", f"--seq {' '.join(seq)}")
+        readme, folder, latin = work / "README.md", work / "folder", work / "latin.md"
+        readme.write_text("<!-- flashsteps support -d 64 -->\nx\n<!-- end -->\n")
+        folder.mkdir()
+        latin.write_bytes(b"caf\xe9\n")
+        for argv, says, what in (([shutil.which("false") or "/bin/false", str(work / "missing.md")], "is missing",
+                                  "a missing README"),
+                                 (["/bin/sh", str(folder)], "is a folder", "a folder as README"),
+                                 (["/bin/sh", str(latin)], "not UTF-8", "a README not UTF-8"),
+                                 ([shutil.which("false") or "/bin/false", str(readme)], "failed with exit code 1",
+                                  "a FLASHSTEPS that fails"),
+                                 ([str(readme), "/bin/sh"], "not an executable file", "the paths swapped")):
+            refused(SUPPORT, argv, says, what)
+        r = subprocess.run([sys.executable, "-c", NO_MATPLOTLIB, str(FIGURES), "--help"], capture_output=True,
+                           text=True, timeout=120)
+        check(r.returncode == 0 and "--only" in r.stdout, f"figures.py --help without matplotlib: exit 0 (got {r.returncode})")
+        r = subprocess.run([sys.executable, "-c", NO_MATPLOTLIB, str(FIGURES), "--br", "0"], capture_output=True,
+                           text=True, timeout=120)
+        check(r.returncode == 2 and "--br must be at least 1" in r.stderr,
+              f"figures.py --br 0 without matplotlib: exit 2, the option named (got {r.returncode}: {r.stderr.strip()[-120:]})")
+        refused(FIGURES, ["--out", str(foreign)], "is not a folder", "--out a file")
+        r = subprocess.run([sys.executable, "-c", NO_MATPLOTLIB, str(FIGURES), "--out", str(work / "figures")],
+                           capture_output=True, text=True, timeout=120)
+        check(r.returncode == 77 and "needs matplotlib" in r.stderr and not (work / "figures").exists(),
+              f"figures.py drawing without matplotlib: skipped (77), no folder made (got {r.returncode})")
 
     rules(check)
     measured_rows(check)
@@ -115,6 +167,8 @@ def recording_again(check):
         (work / "notes" / "other.md").write_text("1234.56 here cites nothing.\n")
         (work / "results" / "c.csv").write_text("modelled_us\n22.67923497\n")  # a CSV quoted rounded
         (work / "notes" / "c.md").write_text("c.csv models 22.68 us.\n")
+        (work / "results" / "README.md").write_text("1234.56\n")  # prose and an image: no results files
+        (work / "results" / "f.png").write_bytes(b"\x89PNG\r\n\x1a\n\0")
         run = lambda *a: subprocess.run(list(a), cwd=work, env=env, capture_output=True, text=True, timeout=120)
         run(git, "init", "-q")
         run(git, "add", "-A")
@@ -136,6 +190,11 @@ def recording_again(check):
               f"stale_quotes.py finds a CSV's value quoted to 2 decimals (got {r.returncode}: {r.stdout!r})")
         r = run(sys.executable, "tools/stale_quotes.py", "--since", "no-such-rev")
         check(r.returncode == 2 and "no revision" in r.stderr, "stale_quotes.py refuses an unknown revision with exit 2")
+        for named, says in (("notes/n.md", "is not a results file"), ("tools/record_runs.sh", "is not a results file"),
+                            ("results/README.md", "is prose"), ("results/f.png", "is an image")):
+            r = run(sys.executable, "tools/stale_quotes.py", "--check", named)
+            check(r.returncode == 2 and says in r.stderr and not r.stdout,
+                  f"stale_quotes.py --check {named}: exit 2, \"{says}\" (got {r.returncode}: {r.stderr.strip()})")
         r = run("tools/record_runs.sh", "--again", "notes/n.md")
         check(r.returncode == 2 and "records no command" in r.stderr, "record_runs.sh --again refuses a file it did not write")
         run(git, "add", "-A")

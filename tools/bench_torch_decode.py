@@ -11,7 +11,9 @@ the expected one; times are CUDA events around each call (the L2 flushed before 
 
 page_size is empty for a contender that reads an unpaged layout. GB/s is the cache read once (K and
 V of every key attended, 2 x B x L x Hkv x d x bytes) over the median time, beside the device's copy
-bandwidth measured in the same run. Exit 2 on bad input (a library that does not load, an unknown
+bandwidth measured in the same run. At most 128 new tokens (chapter 08's limit: longer is a prefill).
+--csv appends to a new or empty file, or to one this script wrote (its header first). Exit 2 on bad
+input (the arguments are checked before torch is imported; a library that does not load, an unknown
 variant, no GPU), 1 when an output is wrong.
 """
 import argparse
@@ -22,6 +24,9 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script or through runpy
+from results_csv import check_csv  # noqa: E402
 
 FIELDS = ["device", "driver", "cuda", "torch", "commit", "contender", "dtype", "B", "Hq", "Hkv", "d", "context",
           "new_tokens", "page_size", "splits", "median_ms", "gb_s", "copy_gb_s", "max_err", "status"]
@@ -89,14 +94,42 @@ def fail(msg):
     sys.exit(2)
 
 
+# Chapter 08 decodes at most this many new tokens per sequence (DecodeProblem::validate in
+# common/harness/decode/decode.cpp): longer is a prefill.
+MAX_NEW_TOKENS = 128
+
+
 def ints(text, what):
+    items = text.split(",")
+    if any(not x.strip() for x in items):
+        fail(f"{what} {text!r}: an empty item; give comma-separated whole numbers, each at least 1")
     try:
-        values = [int(x) for x in text.split(",") if x.strip()]
+        values = [int(x) for x in items]
     except ValueError:
         fail(f"{what}: a comma-separated list of whole numbers, not {text!r}")
-    if not values or min(values) < 1:
+    if min(values) < 1:
         fail(f"{what}: at least one value, each at least 1")
     return values
+
+
+def check_args(a):
+    """Every rule the arguments alone decide, before torch or the library is loaded (exit 2)."""
+    if not a.chapters:
+        fail("--chapters needs the library's file name (build-gpu/lib/libflashsteps_capi.so)")
+    lists = ints(a.batches, "--batches"), ints(a.contexts, "--contexts")
+    if a.heads < 1 or a.kv_heads < 1 or a.heads % a.kv_heads:
+        fail(f"--heads {a.heads} must be a multiple of --kv-heads {a.kv_heads}, both at least 1")
+    for option, value in (("--head-dim", a.head_dim), ("--page-size", a.page_size), ("--new-tokens", a.new_tokens),
+                          ("--reps", a.reps)):
+        if value < 1:
+            fail(f"{option} {value}: it must be at least 1")
+    if a.new_tokens > MAX_NEW_TOKENS:
+        fail(f"--new-tokens {a.new_tokens}: chapter 08 decodes at most {MAX_NEW_TOKENS} new tokens per sequence "
+             "(longer is a prefill)")
+    why = check_csv(a.csv, ",".join(FIELDS), "the header this script writes (device,driver,...,status)")
+    if why:
+        fail(why)
+    return lists
 
 
 def main():
@@ -114,6 +147,7 @@ def main():
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--csv", help="append rows to this CSV file")
     a = ap.parse_args()
+    batches, contexts = check_args(a)
     # torch (and flash-attn) before the book's library: the library links the system's CUDA (libcublas,
     # libcudart), and `import torch` after it segfaults in torch/__init__.py (an H200, CUDA 13.0).
     try:
@@ -129,17 +163,12 @@ def main():
             pass
     try:
         lib = Decoding(a.chapters)
-    except OSError as e:
-        fail(f"cannot load {a.chapters}: {e}")
+    except (OSError, AttributeError) as e:  # AttributeError: a library without the book's functions
+        fail(f"cannot load {a.chapters} as the book's C interface: {e}")
     try:
         names = lib.select(a.variants)
     except ValueError as e:
         fail(str(e))
-    batches, contexts = ints(a.batches, "--batches"), ints(a.contexts, "--contexts")
-    if a.heads < 1 or a.kv_heads < 1 or a.heads % a.kv_heads or a.page_size < 1 or a.new_tokens < 1 or a.reps < 1:
-        fail("--heads must be a multiple of --kv-heads; --page-size, --new-tokens and --reps at least 1")
-    if a.csv and not Path(a.csv).resolve().parent.is_dir():
-        fail(f"--csv: the folder of {a.csv} does not exist")
     if torch is None:
         fail("needs torch")
     if not torch.cuda.is_available():

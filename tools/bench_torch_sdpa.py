@@ -27,6 +27,7 @@ import ctypes
 import gc
 import math
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -47,6 +48,9 @@ TOLERANCE = {"fp16": 2e-3, "bf16": 1.6e-2}
 # The fp32 reference runs a few heads at a time so that its S and P stay within this many bytes.
 REFERENCE_CHUNK_BYTES = 2 << 30
 REPO = Path(__file__).resolve().parent.parent
+# What the commit column holds (cmake/WriteCommit.cmake's 12 hex digits, '-dirty', "unknown"): nothing
+# the CSV would need to quote.
+COMMIT = re.compile(r"[0-9A-Za-z._-]+")
 
 
 def sweep(which, dtypes, causals):
@@ -139,8 +143,8 @@ def parse_args(argv):
     ap.add_argument("--chapters", metavar="LIB",
                     help="the book's C interface (build-gpu/lib/libflashsteps_capi.so): its variants run and are "
                          "timed in the same rounds as PyTorch's backends")
-    ap.add_argument("--variants", default="best",
-                    help="with --chapters: best (each chapter's best variant, default), all, either followed by "
+    ap.add_argument("--variants", default=None,
+                    help="with --chapters (refused without it): best (each chapter's best variant, default), all, either followed by "
                          "chapter prefixes (all:05,06), or a comma-separated list of names")
     ap.add_argument("--reps", type=int, default=30, help="timed repetitions, at least 20 (default 30)")
     ap.add_argument("--warmup", type=int, default=3, help="untimed runs first (default 3)")
@@ -152,6 +156,15 @@ def parse_args(argv):
                          "git rev-parse --short=12 HEAD, else unknown)")
     args = ap.parse_args(argv)
     check_timing_args(ap, args)
+    if args.chapters == "":
+        ap.error("--chapters needs the library's file name (build-gpu/lib/libflashsteps_capi.so)")
+    if args.variants is not None and not args.chapters:
+        ap.error("--variants chooses among the book's variants: give --chapters LIB too")
+    args.variants = args.variants or "best"
+    if args.commit is not None and not COMMIT.fullmatch(args.commit):
+        ap.error(f"--commit {args.commit!r}: a commit is letters, digits, '.', '_' and '-' (as git rev-parse "
+                 "prints it), at least one")
+    check_commit_env(ap, args.commit is None and not args.chapters)
     args.backends = subset(args.backends)
     bad = [b for b in args.backends if b not in BACKENDS]
     if bad or not (args.backends or args.chapters):
@@ -171,6 +184,14 @@ def check_timing_args(ap, args):
     why = check_csv(args.csv)
     if why:
         ap.error(why)
+
+
+def check_commit_env(ap, used):
+    """$FLASHSTEPS_COMMIT, when the commit column would take it, as --commit is checked (ap.error)."""
+    env = os.environ.get("FLASHSTEPS_COMMIT")
+    if used and env and not COMMIT.fullmatch(env):
+        ap.error(f"FLASHSTEPS_COMMIT={env!r}: a commit is letters, digits, '.', '_' and '-' (as git rev-parse "
+                 "prints it)")
 
 
 def subset(text):
@@ -384,7 +405,7 @@ def main(argv=None):
         try:
             chapters = Chapters(args.chapters)
             ours = chapters.select(args.variants)
-        except OSError as e:
+        except (OSError, AttributeError) as e:  # AttributeError: a library without the book's functions
             print(f"bench_torch_sdpa: cannot load the book's C interface {args.chapters}: {e} "
                   "(build it with the gpu backend: build-gpu/lib/libflashsteps_capi.so)", file=sys.stderr)
             return 2

@@ -23,8 +23,8 @@ import math
 import sys
 import time
 
-from bench_torch_sdpa import (BACKEND_ENUM, BACKENDS, ELEM_BYTES, Bench, default_commit, driver_version, first_line,
-                              release, shape_label, sweep, visible_pairs)
+from bench_torch_sdpa import (BACKEND_ENUM, BACKENDS, ELEM_BYTES, Bench, check_commit_env, default_commit,
+                              driver_version, first_line, release, shape_label, sweep, visible_pairs)
 from results_csv import check_csv, measured_row, open_csv
 
 # The fp32 reference and the same-dtype yardstick run a few heads at a time, within this many bytes of S and P.
@@ -36,7 +36,8 @@ def parse_args(argv):
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shapes", choices=["flash", "small", "uneven"], default="flash",
                     help="flash: B*N = 16k, N = 512 .. 16k, d = 64 (H = 32) and 128 (H = 16); small: B*N = 2k")
-    ap.add_argument("--seq", type=int, nargs="+", metavar="N", help="only the shapes of these sequence lengths")
+    ap.add_argument("--seq", type=int, nargs="+", metavar="N",
+                    help="only the shapes of these sequence lengths (query lengths of --shapes' sweep)")
     ap.add_argument("--dtype", choices=["fp16", "bf16", "both"], default="both")
     ap.add_argument("--causal", choices=["off", "on", "both"], default="both")
     ap.add_argument("--backends", default="flash,efficient,cudnn",
@@ -55,6 +56,13 @@ def parse_args(argv):
     why = check_csv(args.csv)  # before torch is imported: a bad --csv costs nothing
     if why:
         ap.error(why)
+    check_commit_env(ap, True)
+    if args.seq:  # each a query length of the sweep --shapes names, none dropped
+        lengths = sorted({s[2] for s in sweep(args.shapes, ["fp16"], [False])})
+        bad = [n for n in args.seq if n not in lengths]
+        if bad:
+            ap.error(f"--seq {' '.join(map(str, bad))}: not a sequence length of --shapes {args.shapes}, whose shapes "
+                     f"have {', '.join(map(str, lengths))}")
     return args
 
 

@@ -12,7 +12,7 @@ instrumented copy counts something: its code calls __tsan_*, or a function tagge
 if there is any.
 
     tools/check_counted_copies.py BUILD_DIR      (exit 2: not a counters build, no objects, or no
-                                                  nm/objdump that reads them)
+                                                  nm/objdump that reads them; --help: this text)
 """
 import pathlib
 import re
@@ -44,8 +44,14 @@ def counts(obj, symbol):
 
 
 def main():
+    if sys.argv[1:] in (["-h"], ["--help"]):
+        print(__doc__.strip())
+        return 0
     if len(sys.argv) != 2:
-        print(__doc__.strip().splitlines()[-1].strip(), file=sys.stderr)
+        print("usage: tools/check_counted_copies.py BUILD_DIR (a counters build's folder; --help for more)", file=sys.stderr)
+        return 2
+    if sys.argv[1].startswith("-") and not pathlib.Path(sys.argv[1]).exists():
+        print(f"check_counted_copies: unknown option {sys.argv[1]}: it takes a build folder (or --help)", file=sys.stderr)
         return 2
     build = pathlib.Path(sys.argv[1])
     cache = build / "CMakeCache.txt"

@@ -57,40 +57,41 @@ Nothing here is a measurement. Each figure takes its rule from the file that def
 The SVGs are deterministic (fixed svg.hashsalt, no date, text kept as text), so regenerating them
 does not churn git. Each figure checks what it draws (every fragment element held by exactly one
 lane, the swizzle a permutation, the online softmax equal to the direct one): a failed check exits
-with status 1.
+with status 1. Bad options exit 2 before anything is drawn; drawing needs matplotlib (without it:
+exit 77, a skip), --help and the options' checks do not.
 """
 import argparse
+import importlib
 import sys
 from pathlib import Path
 
 # figures_lib/ and causal_schedule.py sit beside this file: importable however the file is loaded.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+ROOT = Path(__file__).resolve().parent.parent  # the repository (figures_lib.style's ROOT)
 
-from figures_lib import (ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08,  # noqa: E402
-                         ch09_layouts, ch09_ping_pong, ch09_pipeline, ch10)
-from figures_lib.style import ROOT, CheckFailed, save  # noqa: E402
-
-
+# Each figure: its module in figures_lib/ and the function that draws it. The modules import
+# matplotlib (figures_lib/style.py), so they are imported only to draw: --help and the checks of the
+# arguments need no matplotlib.
 FIGURES = {
-    "01_memory_traffic": ch01.fig_memory_traffic,
-    "02_reduction_trees": ch02.fig_reduction_trees,
-    "03_online_softmax": ch03.fig_online_softmax,
-    "04_loop_order": ch04.fig_loop_order,
-    "05_mma_fragments": ch05.fig_mma_fragments,
-    "05_swizzle_banks": ch05.fig_swizzle_banks,
-    "06_tile_map": ch06.fig_tile_map,
-    "06_schedule": ch06.fig_schedule,
-    "07_loop_order": ch07.fig_backward_loop_order,
-    "08_split_kv": ch08.fig_split_kv,
-    "08_paged_cache": ch08.fig_paged_cache,
-    "08_gqa_packing": ch08.fig_gqa_packing,
-    "08_roofline": ch08.fig_roofline,
-    "09_wgmma_layout": ch09_layouts.fig_wgmma_layout,
-    "09_swizzle_descriptor": ch09_layouts.fig_swizzle_descriptor,
-    "09_pipeline": ch09_pipeline.fig_pipeline,
-    "09_registers": ch09_pipeline.fig_registers,
-    "09_ping_pong": ch09_ping_pong.fig_ping_pong,
-    "10_block_mask": ch10.fig_block_mask,
+    "01_memory_traffic": ("ch01", "fig_memory_traffic"),
+    "02_reduction_trees": ("ch02", "fig_reduction_trees"),
+    "03_online_softmax": ("ch03", "fig_online_softmax"),
+    "04_loop_order": ("ch04", "fig_loop_order"),
+    "05_mma_fragments": ("ch05", "fig_mma_fragments"),
+    "05_swizzle_banks": ("ch05", "fig_swizzle_banks"),
+    "06_tile_map": ("ch06", "fig_tile_map"),
+    "06_schedule": ("ch06", "fig_schedule"),
+    "07_loop_order": ("ch07", "fig_backward_loop_order"),
+    "08_split_kv": ("ch08", "fig_split_kv"),
+    "08_paged_cache": ("ch08", "fig_paged_cache"),
+    "08_gqa_packing": ("ch08", "fig_gqa_packing"),
+    "08_roofline": ("ch08", "fig_roofline"),
+    "09_wgmma_layout": ("ch09_layouts", "fig_wgmma_layout"),
+    "09_swizzle_descriptor": ("ch09_layouts", "fig_swizzle_descriptor"),
+    "09_pipeline": ("ch09_pipeline", "fig_pipeline"),
+    "09_registers": ("ch09_pipeline", "fig_registers"),
+    "09_ping_pong": ("ch09_ping_pong", "fig_ping_pong"),
+    "10_block_mask": ("ch10", "fig_block_mask"),
 }
 
 
@@ -120,11 +121,23 @@ def main():
         if getattr(args, name) < 1:
             ap.error(f"--{name.replace('_', '-')} must be at least 1")
 
+    if any(d < 1 for d in args.swizzle_dims):
+        ap.error("--swizzle-dims takes head dims of at least 1")
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    if not args.out or (out.exists() and not out.is_dir()):
+        ap.error(f"--out {args.out!r} is not a folder: name the folder for the figures")
+    # Drawing needs matplotlib: without it figures_lib/style.py says so and exits 77 (a skip).
+    from figures_lib.style import CheckFailed, save
+    draw = {name: getattr(importlib.import_module(f"figures_lib.{module}"), function)
+            for name, (module, function) in FIGURES.items()}
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        print(f"figures.py: --out {args.out} cannot be created: {e.strerror}", file=sys.stderr)
+        return 2
     try:
         for name in args.only or FIGURES:
-            save(FIGURES[name](args), out / f"{name}.{'png' if args.png else 'svg'}", args.check)
+            save(draw[name](args), out / f"{name}.{'png' if args.png else 'svg'}", args.check)
     except CheckFailed as e:
         print(f"figures.py: check failed: {e}", file=sys.stderr)
         return 1

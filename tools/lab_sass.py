@@ -16,8 +16,9 @@ Each GPU is a key of common/gpus/gpus.h, whose row gives its architecture (a100:
 
 Without nvcc or nvdisasm (pip install nvidia-cuda-nvdisasm) it still writes the file, with no rows and
 the reason, which the lab prints on stderr: its rows are then modelled without the issue, FMA and
-latency terms, marked.
-Exit 2 on bad input; 1 when nvcc rejects a source.
+latency terms, marked. A --nvcc or --nvdisasm named is not looked for elsewhere: one that is not an
+executable file is bad input.
+Exit 2 on bad input (checked before anything is written); 1 when nvcc rejects a source.
 """
 import argparse
 import os
@@ -29,6 +30,12 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kernel_resources as kr  # noqa: E402
 import sass_issue as si  # noqa: E402
+
+
+def fail(msg, code=2):
+    """One sentence on stderr, named after this tool, and the exit code (2: bad input)."""
+    print("lab_sass.py: " + msg, file=sys.stderr)
+    sys.exit(code)
 
 
 def gpu_archs():
@@ -67,14 +74,28 @@ def main():
     known = gpu_archs()
     for g in a.gpu:
         if g not in known:
-            kr.fail("--gpu %s: not a GPU of common/gpus/gpus.h (%s)" % (g, ", ".join(known)))
+            fail("--gpu %s: not a GPU of common/gpus/gpus.h (%s)" % (g, ", ".join(known)))
     archs = sorted({known[g] for g in a.gpu})
     gpus = ",".join(a.gpu)
     for src in a.sources:
         if not os.path.isfile(src):
-            kr.fail("%s: no such file" % src)
-    if not os.path.isdir(os.path.dirname(os.path.abspath(a.out))):
-        kr.fail("--out %s: no such folder" % a.out)
+            fail("%s: no such file" % src)
+    # Every output path and every tool named before anything is written: no half-done output.
+    for option, path in (("--out", a.out), ("--depfile", a.depfile)):
+        if path is None:
+            continue
+        if not path or os.path.isdir(path):
+            fail("%s %s: a folder, not a file: name the file to write" % (option, path or "''"))
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            fail("%s %s: no such folder" % (option, path))
+        if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+            fail("%s %s: cannot be written (permission denied)" % (option, path))
+    if a.depfile and os.path.abspath(a.depfile) == os.path.abspath(a.out):
+        fail("--depfile %s: the same file as --out: name another" % a.depfile)
+    for option, given in (("--nvcc", a.nvcc), ("--nvdisasm", a.nvdisasm)):
+        if given is not None and not (os.path.isfile(given) and os.access(given, os.X_OK)):
+            fail("%s %s: not an executable file (leave %s out to look for one on PATH)" % (option, given or "''", option))
     names = ", ".join(os.path.relpath(os.path.abspath(s), kr.ROOT) for s in a.sources)
     nvcc, nvdisasm = kr.find_tool("nvcc", a.nvcc), kr.find_tool("nvdisasm", a.nvdisasm)
     if not nvcc or not nvdisasm:
@@ -94,7 +115,7 @@ def main():
                 cubin, log = kr.compile_one(nvcc, os.path.abspath(src), arch, where)
                 r = subprocess.run([nvdisasm, "-c", "-gi", "-hex", cubin], capture_output=True, text=True)
                 if r.returncode != 0:
-                    kr.fail("nvdisasm failed on %s: %s" % (cubin, r.stderr[-1000:]), 1)
+                    fail("nvdisasm failed on %s: %s" % (cubin, r.stderr[-1000:]), 1)
                 ptxas, sass = kr.parse_ptxas(log), kr.parse_sass(r.stdout)
                 demangled = kr.demangle(sorted(sass))
                 for m, instrs in sass.items():

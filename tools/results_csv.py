@@ -15,9 +15,10 @@ KINDS = ("measured", "emulated", "modelled")
 SHAPE = ("dtype", "B", "H", "Lq", "Lk", "d", "causal", "mask", "mods")
 
 
-def check_csv(path):
+def check_csv(path, header=CSV_HEADER, header_name="the project's CSV header"):
     """Why rows cannot be appended to path, or None: the C++ binaries' rules (report.cpp,
-    check_csv_target): a name, no folder, an existing folder, writable, new/empty or ours."""
+    check_csv_target): a name, no folder, an existing folder, writable, new/empty or ours (its first
+    line header: the results CSV's unless a tool that writes another kind of CSV names its own)."""
     if path is None:
         return None
     p = Path(path)
@@ -35,8 +36,8 @@ def check_csv(path):
                 first = f.readline().rstrip("\r\n")
         except (OSError, UnicodeDecodeError) as e:
             return f"--csv {path} cannot be used: {getattr(e, 'strerror', None) or e}"
-        if p.stat().st_size > 0 and first != CSV_HEADER:
-            return f"--csv {path} does not start with the project's CSV header; not appending to it"
+        if p.stat().st_size > 0 and first != header:
+            return f"--csv {path} does not start with {header_name}; not appending to it"
     elif not os.access(p.parent, os.W_OK):
         return f"--csv {path} cannot be created: permission denied"
     return None

@@ -8,12 +8,14 @@ them), and every note that quotes one of the old numbers is then wrong. For each
 default every file under results/ whose working-tree text differs from REV's, HEAD unless named),
 the numbers of REV's version that the new one no longer holds are looked for in every tracked
 Markdown file that names the results file (its name, anywhere in the document): each line quoting one
-is printed as `path:line: number (results file)`. Images and README.md files (prose) are skipped, and
-so are the blocks other tools generate in the notes (`<!-- counters-table:begin ... -->` to its end). Numbers are decimals of at least four digits
-(24399.54, 0.579), as the notes quote them verbatim, and a CSV's values also rounded to 2 and 1
-decimals (counters.csv's 34.7912 quoted as 34.79); another rounded or converted quote (24.4 ms for
-24399.54 us) is not found. Nothing is changed. Exit 0 (1 with --check when a line was found); exit 2 on
-bad use: not a git tree, an unknown REV, a file REV does not have.
+is printed as `path:line: number (results file)`. Images and README.md files (prose) are skipped (a
+file named that is one, or lies outside results/, is refused), and so are the blocks other tools
+generate in the notes (`<!-- counters-table:begin ... -->` to its end). Numbers are decimals of at
+least four digits (24399.54, 0.579), as the notes quote them verbatim, and a CSV's values also
+rounded to 2 and 1 decimals (counters.csv's 34.7912 quoted as 34.79); another rounded or converted
+quote (24.4 ms for 24399.54 us) is not found. Nothing is changed. Exit 0 (1 with --check when a line
+was found); exit 2 on bad use: not a git tree, an unknown REV, a file REV does not have, a file named
+that is not a results file.
 """
 import argparse
 import re
@@ -61,7 +63,7 @@ def main():
     if git("rev-parse", "--verify", "--quiet", a.since + "^{commit}").returncode != 0:
         return refuse(f"no revision {a.since}")
     files = []
-    for f in a.files:
+    for f in a.files:  # results files, as the default finds them: under results/, not prose, not images
         p = Path(f).resolve()
         if not p.is_file():
             return refuse(f"no file {f}")
@@ -69,6 +71,11 @@ def main():
             files.append(p.relative_to(ROOT).as_posix())
         except ValueError:
             return refuse(f"{f} is outside the repository {ROOT}")
+        if not files[-1].startswith("results/"):
+            return refuse(f"{f} is not a results file: name files under results/ (the notes quote those)")
+        if p.name == "README.md" or b"\0" in p.read_bytes():
+            return refuse(f"{f} is {'prose' if p.name == 'README.md' else 'an image (binary)'}, not a results file "
+                          "whose numbers the notes quote")
     if not a.files:  # changed, not added or deleted: a number can only be stale where it was
         files = [f for f in git("diff", "-z", "--name-only", "--diff-filter=M", a.since, "--", "results/").stdout.split("\0") if f]
     old_text = {}

@@ -11,8 +11,9 @@ try:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.patches import FancyArrowPatch, Rectangle
-except ImportError:
-    print("figures.py needs matplotlib: apt-get install python3-matplotlib", file=sys.stderr)
+except ImportError:  # tools/figures.py imports this module only to draw: a skip (77), as its test expects
+    print(f"figures.py needs matplotlib to draw, and {sys.executable} has none: apt-get install python3-matplotlib "
+          "(for /usr/bin/python3)", file=sys.stderr)
     sys.exit(77)
 
 plt.rcParams.update({
