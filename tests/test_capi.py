@@ -171,6 +171,10 @@ def main():
     mscript = ROOT / "tools" / "bench_torch_masks.py"
     r = subprocess.run([sys.executable, str(mscript), "--chapters", "/nonexistent/lib.so"], capture_output=True, text=True)
     expect(r.returncode == 2 and "cannot load" in r.stderr, "bench_torch_masks: a missing library: exit 2")
+    for given, says in (("", "needs the library's file name"), ("libm.so.6", "cannot load")):  # libm: not the book's
+        r = subprocess.run([sys.executable, str(mscript), "--chapters", given], capture_output=True, text=True)
+        expect(r.returncode == 2 and says in r.stderr and "Traceback" not in r.stderr,
+               f"bench_torch_masks --chapters {given!r}: exit 2, \"{says}\" (got {r.returncode}: {r.stderr.strip()[-160:]})")
     r = subprocess.run([sys.executable, str(mscript), "--chapters", lib, "--variants", "bogus"], capture_output=True,
                        text=True)
     expect(r.returncode == 2 and "bogus" in r.stderr, "bench_torch_masks: an unknown variant: exit 2 naming it")

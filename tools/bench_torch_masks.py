@@ -246,6 +246,8 @@ def parse_args(argv):
     ap.add_argument("--csv", metavar="FILE", help="append the rows to FILE (header if new); default stdout")
     args = ap.parse_args(argv)
     check_timing_args(ap, args)
+    if not args.chapters:
+        ap.error("--chapters needs the library's file name (build-gpu/lib/libflashsteps_capi.so)")
     known = ("flex", "sdpa", "varlen")
     args.baselines = subset(args.baselines)
     bad = [b for b in args.baselines if b not in known]
@@ -370,7 +372,7 @@ def main(argv=None):
                 raise ValueError(f"unknown chapter 10 variant(s) {', '.join(unknown) or '(none given)'}; "
                                  f"known: {', '.join(ours)}")
             ours = wanted
-    except OSError as e:
+    except (OSError, AttributeError) as e:  # AttributeError: a library without the book's functions
         print(f"bench_torch_masks: cannot load the book's C interface {args.chapters}: {e} "
               "(build it with the gpu backend: build-gpu/lib/libflashsteps_capi.so)", file=sys.stderr)
         return 2
