@@ -9,6 +9,7 @@ loop times its trip count (derived from threadIdx.x = 0 and the constant it is c
 the branch into the mask code not followed. The expected counts are worked out by hand from the
 listing's blocks below, not read from the script.
 """
+import subprocess
 import sys
 from pathlib import Path
 
@@ -76,6 +77,23 @@ def main():
     check(isetp("ISETP.LE.OR", "P1", True) is True, "OR with a known true predicate: true")
     check(isetp("ISETP.LE.AND", "P1", True) is None, "AND with a true predicate: still unknown")
     check(isetp("ISETP.LE.OR", "!P1", True) is None, "OR with a false predicate: still unknown")
+
+    # A tool the user names must be an executable file: a folder was taken, then failed with a traceback
+    # (the tools that share find_tool: hopper_resources, arch_resources, sass_issue, lab_sass, fatbin_ptx).
+    def tool(*argv):
+        return subprocess.run([sys.executable, *argv], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    for script, args in (("hopper_resources.py", ["--nvcc", "/tmp", "--nvdisasm", "/tmp"]),
+                         ("arch_resources.py", ["--check", "--nvcc", "/tmp"]),
+                         ("fatbin_ptx.py", ["--ptx-arch", "90", "--libs", __file__, "--cuobjdump", "/tmp"])):
+        r = tool(str(ROOT / "tools" / script), *args)
+        check(r.returncode == 2 and "not an executable file" in r.stderr and "Traceback" not in r.stderr,
+              f"{script} {' '.join(args)}: exit 2, not an executable file (got {r.returncode}: {r.stderr.strip()[-150:]})")
+    r = tool(str(ROOT / "tools" / "arch_resources.py"), "--check", "--jobs", "0")
+    check(r.returncode == 2 and "--jobs 0" in r.stderr, f"arch_resources.py --jobs 0: exit 2 (got {r.returncode})")
+    if kr.find_tool("cuobjdump", None):  # a file with no CUDA code in it is bad input, not cuobjdump's failure
+        r = tool(str(ROOT / "tools" / "fatbin_ptx.py"), "--ptx-arch", "90", "--libs", __file__)
+        check(r.returncode == 2 and "holds no CUDA code" in r.stderr,
+              f"fatbin_ptx.py --libs of a file without CUDA code: exit 2 (got {r.returncode}: {r.stderr.strip()[-150:]})")
     return check.exit_code()
 
 

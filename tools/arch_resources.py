@@ -239,6 +239,8 @@ def main():
         files = [(f, known[f], "all") for f in a.files.split(",")]
     if a.out and os.path.exists(a.out) and not os.path.isdir(a.out):
         fail("--out %s is a file, not a folder" % a.out)
+    if a.jobs < 1:
+        fail("--jobs %d: files compiled at once, at least 1" % a.jobs)
     nvcc = kr.find_tool("nvcc", a.nvcc)
     if not nvcc:
         fail("nvcc not found (give --nvcc)")

@@ -34,8 +34,11 @@ def fail(msg, code=2):
 def members(cuobjdump, lib):
     """{member: {"ptx": [arch...], "elf": [arch...]}} of a static library, from cuobjdump -lptx -lelf."""
     r = subprocess.run([cuobjdump, "-lptx", "-lelf", lib], capture_output=True, text=True)
+    said = (r.stderr or r.stdout).strip()
+    if r.returncode != 0 and "does not contain device code" in said:  # bad input: not a library of kernels
+        fail("--libs: %s holds no CUDA code: give the chapters' kernel libraries (build-gpu/*/lib*_kernels.a)" % lib)
     if r.returncode != 0:
-        fail("cuobjdump failed on %s: %s" % (lib, (r.stderr or r.stdout).strip()[-500:]), 1)
+        fail("cuobjdump failed on %s: %s" % (lib, said[-500:]), 1)
     out, cur = {}, None
     for line in r.stdout.splitlines():
         m = re.match(r"member .*:([^:]+)\.o:$", line.strip())

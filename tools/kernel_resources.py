@@ -58,8 +58,12 @@ def fail(msg, code=2):
 
 
 def find_tool(name, given):
+    """The tool to run: `given` (a path the user named: refused, exit 2, unless an executable file),
+    or the first found on PATH, in /usr/local/cuda/bin or in the PyPI package; None if none is."""
     if given:
-        return given if os.path.exists(given) else None
+        if not (os.path.isfile(given) and os.access(given, os.X_OK)):
+            fail("--%s %s: not an executable file (leave --%s out to look for one)" % (name, given, name))
+        return given
     path = shutil.which(name)
     if path:
         return path
