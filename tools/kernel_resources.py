@@ -58,9 +58,13 @@ def fail(msg, code=2):
 
 
 def find_tool(name, given):
-    """The tool to run: `given` (a path the user named: refused, exit 2, unless an executable file),
-    or the first found on PATH, in /usr/local/cuda/bin or in the PyPI package; None if none is."""
+    """The tool to run: `given` (a path named: None when there is nothing there, which each caller
+    reports, or a build rule takes as the tool missing; refused, exit 2, when something is there that
+    is not an executable file, a folder say), or the first found on PATH, in /usr/local/cuda/bin or in
+    the PyPI package; None if none is."""
     if given:
+        if not os.path.exists(given):
+            return None
         if not (os.path.isfile(given) and os.access(given, os.X_OK)):
             fail("--%s %s: not an executable file (leave --%s out to look for one)" % (name, given, name))
         return given
