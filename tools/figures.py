@@ -67,7 +67,8 @@ from pathlib import Path
 
 # figures_lib/ and causal_schedule.py sit beside this file: importable however the file is loaded.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-ROOT = Path(__file__).resolve().parent.parent  # the repository (figures_lib.style's ROOT)
+
+from figures_lib import ROOT  # noqa: E402  (no matplotlib: the package's __init__ alone)
 
 # Each figure: its module in figures_lib/ and the function that draws it. The modules import
 # matplotlib (figures_lib/style.py), so they are imported only to draw: --help and the checks of the

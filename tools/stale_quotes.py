@@ -47,6 +47,12 @@ def git(*args):
     return r
 
 
+def not_data(name, text):
+    """Why a file under results/ holds no numbers to quote ("prose": a README, which quotes the data
+    rather than holds it; "an image (binary)"), or None."""
+    return "prose" if name == "README.md" else "an image (binary)" if "\0" in text else None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("files", nargs="*", help="results files (default: those under results/ that differ from REV)")
@@ -73,9 +79,8 @@ def main():
             return refuse(f"{f} is outside the repository {ROOT}")
         if not files[-1].startswith("results/"):
             return refuse(f"{f} is not a results file: name files under results/ (the notes quote those)")
-        if p.name == "README.md" or b"\0" in p.read_bytes():
-            return refuse(f"{f} is {'prose' if p.name == 'README.md' else 'an image (binary)'}, not a results file "
-                          "whose numbers the notes quote")
+        if why := not_data(p.name, p.read_text(errors="replace")):
+            return refuse(f"{f} is {why}, not a results file whose numbers the notes quote")
     if not a.files:  # changed, not added or deleted: a number can only be stale where it was
         files = [f for f in git("diff", "-z", "--name-only", "--diff-filter=M", a.since, "--", "results/").stdout.split("\0") if f]
     old_text = {}
@@ -83,8 +88,8 @@ def main():
         r = git("show", f"{a.since}:{f}")
         if r.returncode != 0:
             return refuse(f"{a.since} has no {f}")
-        if "\0" in r.stdout or Path(f).name == "README.md":
-            continue  # an image, or prose that quotes the data rather than holds it
+        if not_data(Path(f).name, r.stdout):
+            continue
         old_text[f] = r.stdout
     documents = {d: (ROOT / d).read_text(errors="replace")
                  for d in git("ls-files", "-z", "*.md").stdout.split("\0") if d}

@@ -4,7 +4,7 @@ import sys
 import xml.dom.minidom
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]  # the repository: tools/figures_lib/ is two levels down
+from . import ROOT  # noqa: F401  (the chapters' modules take it from here)
 
 try:
     import matplotlib
