@@ -11,8 +11,8 @@
 #include "decode/decode.h"
 #include "errors.h"
 #include "report.h"
+#include "device.h"
 #include "runner.h"
-#include "simt/gpu_presence.h"
 
 namespace {
 using namespace attn;
@@ -67,16 +67,6 @@ DecodeProblem decode_problem_of(const fs_decode_problem* given) {
 const DecodeVariant* decode_named(const char* variant) { return variant ? find_decode(variant) : nullptr; }
 const DecodeVariant* decode_at(int i) {
   return i >= 0 && i < static_cast<int>(decode_registry().size()) ? &decode_registry()[static_cast<size_t>(i)] : nullptr;
-}
-
-// A gpu build on a machine whose GPU the CUDA runtime cannot use (no driver, no device, a driver
-// older than the runtime): a sentence before the first CUDA call, which would say only its error's
-// name ("cudaErrorInsufficientDriver" where there is no driver at all).
-void require_gpu() {
-#if FLASHSTEPS_GPU
-  static const simt::GpuPresence g = simt::gpu_presence();
-  if (!g.usable) throw UsageError(g.why);
-#endif
 }
 
 // Runs `body`, turning the harness's exceptions into the C convention: 0, or 1 and a message.
@@ -166,7 +156,7 @@ int fs_run(const char* variant, const fs_problem* p, const void* q, const void* 
     a.o = o;
     a.workspace = workspace;
     a.lse = var->writes_lse ? lse : nullptr;
-    require_gpu();
+    device();  // no usable GPU: its sentence (read_device), not the first CUDA call's error name
     static Stages stages;  // its events mark the stages, as in the harness's own timing
     stages.begin();
     var->run(a, stages);  // checks every launch
@@ -175,7 +165,7 @@ int fs_run(const char* variant, const fs_problem* p, const void* q, const void* 
 
 int fs_synchronize(void) {
   return guarded([] {
-    require_gpu();
+    device();  // no usable GPU: its sentence (read_device), not the first CUDA call's error name
     check(cudaDeviceSynchronize(), "the kernels");
     check(cudaGetLastError(), "the kernels");
   });
@@ -240,7 +230,7 @@ int fs_decode_run(const char* variant, const fs_decode_problem* p, const void* q
     a.causal = d.causal;
     a.splits = splits;
     a.workspace = workspace;
-    require_gpu();
+    device();  // no usable GPU: its sentence (read_device), not the first CUDA call's error name
     static Stages stages;
     stages.begin();
     var->run(a, stages);

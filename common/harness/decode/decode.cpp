@@ -436,12 +436,12 @@ void check_decode_runnable(const DecodeVariant& v, const DecodeProblem& p, const
   const int splits = v.splits_for(p);
   const double t = static_cast<double>(dtype_size(p.dtype));
   const double pool = t * 2.0 * p.pool_pages() * p.page() * p.Hkv * p.d;  // K and V's pages, used or not
-  const double need = pool + t * (2.0 * p.B * p.Lq * p.Hq * p.d + (p.append ? 2.0 * p.B * p.Lq * p.Hkv * p.d : 0)) +
-                      static_cast<double>(v.workspace_bytes(p, splits));
+  const double inputs = pool + t * (2.0 * p.B * p.Lq * p.Hq * p.d + (p.append ? 2.0 * p.B * p.Lq * p.Hkv * p.d : 0));
+  const double need = inputs + static_cast<double>(v.workspace_bytes(p, splits));
   // The host holds the inputs as float (Q, the new K and V, the pool) and, on the CPU backend, the
   // kernels' buffers too; a run takes at most 90 % of what is available, as the forward's
   // (runner.cpp, check_runnable).
-  const double host_need = 4.0 / t * (need - static_cast<double>(v.workspace_bytes(p, splits))) + (device().emulated ? need : 0);
+  const double host_need = 4.0 / t * inputs + (device().emulated ? need : 0);
   HostMemory host = available_host_memory(emulator_address_space());
   if (host_need > 0.9 * host.bytes)
     throw UsageError("variant " + v.info.name + " needs about " + human_bytes(host_need) + " of host memory for " +
