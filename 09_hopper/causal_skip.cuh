@@ -22,9 +22,9 @@ __host__ __device__ inline bool heaviest_first(const attn::AttentionParams& p) {
 // each tile first, so that its arrival counts for that tile's phase of empty, not for the phase of
 // the tile before it in the same stage.
 template <class Ring>
-__device__ __forceinline__ void let_go(const Ring& ring, int c, int j0, int tiles, int consumers) {
+__device__ __forceinline__ void let_go(const Ring& ring, int c, int j0, int tiles, int consumers, int t0) {
   for (int j = j0; j < tiles; ++j) {
-    const int s = ring.wait_tile(j);
+    const int s = ring.wait_tile(t0 + j);
     const PingPong turn(c, j, tiles, consumers);
     turn.take();
     turn.pass();
@@ -32,20 +32,19 @@ __device__ __forceinline__ void let_go(const Ring& ring, int c, int j0, int tile
   }
 }
 
-template <class T, int D, int Consumers>
-__device__ __forceinline__ void causal_skip_block(const CUtensorMap& q_map, const CUtensorMap& k_map,
-                                                  const CUtensorMap& v_map, const attn::AttentionParams& p) {
-  constexpr int rows = Consumers * kBr;
-  const Ring<T, D, kRotatedStages, Consumers> ring;  // a stage more: each is given back a tile later
-  const int heads = p.B * p.H;
-  const ch06::HeadTile at = heaviest_first(p)
-                                ? ch06::heaviest_first_block(blockIdx, gridDim, static_cast<unsigned>(heads))
-                                : ch06::HeadTile{static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.x)};
-  if (at.head >= heads) return;  // past the last section's heads
-  const int bh = at.head, q0 = at.tile * rows;
-  const int tiles = ch06::tiles_to_visit(p, q0, rows, kBc);
-  if (!split_roles(ring, &q_map, &k_map, &v_map, q0, bh, tiles)) return;  // the producer is done
+// The block of the grid's block b: its head and Q tile (a head >= heads is past the last section's).
+__device__ __forceinline__ ch06::HeadTile block_tile(const attn::AttentionParams& p, uint3 b, dim3 grid) {
+  return heaviest_first(p) ? ch06::heaviest_first_block(b, grid, static_cast<unsigned>(p.B * p.H))
+                           : ch06::HeadTile{static_cast<int>(b.y), static_cast<int>(b.x)};
+}
 
+// A consumer's part of the Q tile from q0 of head bh, whose block visits `tiles` K/V tiles. A
+// persistent block (step i) runs many: t0 is the tiles its ring took before, n the Q tiles it
+// copied before; every consumer then waits for Q, so as to follow q_full's phases, and gives it
+// back (q_empty) once its last S is done, so that the next Q's copy runs under its last P V.
+template <class T, int D, int Consumers, bool Persistent = false, class R>
+__device__ __forceinline__ void consume(const R& ring, const attn::AttentionParams& p, int q0, int bh, int tiles,
+                                        int t0 = 0, int n = 0) {
   const int c = static_cast<int>(threadIdx.x) / kThreads - 1, warp = static_cast<int>(threadIdx.x / 32) % 4;
   const int row = q0 + c * kBr + warp * 16 + static_cast<int>(threadIdx.x % 32 / 4);
   const float scale_log2 = p.scale * attn::kLog2e;
@@ -69,14 +68,15 @@ __device__ __forceinline__ void causal_skip_block(const CUtensorMap& q_map, cons
            (p.causal != attn::Causal::none && ch06::crosses_diagonal(p, q0 + c * kBr, j * kBc, kBc));
   };
   PingPong::start(c, Consumers);  // consumer 0 goes first
+  if constexpr (Persistent) simt::mbarrier_wait_parity(ring.q_full, static_cast<unsigned>(n) & 1u);
   // A consumer none of whose rows sees a key (or with no row) multiplies nothing: O = 0.
   if (own > 0) {
-    simt::mbarrier_wait_parity(ring.q_full, 0);
+    if constexpr (!Persistent) simt::mbarrier_wait_parity(ring.q_full, 0);
     const uint64_t q_desc = ring.q_desc(c);
 
     simt::WgmmaAccumulator<kBc> S;
     uint32_t pa[kBc / 16][4];  // P of the previous tile, waiting for its P V
-    int s = ring.wait_tile(0);
+    int s = ring.wait_tile(t0);
     const PingPong first(c, 0, tiles, Consumers);
     first.take();
     issue_s<T, D>(S, q_desc, ring.k_desc(s));
@@ -87,7 +87,7 @@ __device__ __forceinline__ void causal_skip_block(const CUtensorMap& q_map, cons
 
     for (int j = 1; j < own; ++j) {
       const int prev = s;
-      s = ring.wait_tile(j);
+      s = ring.wait_tile(t0 + j);
       const PingPong turn(c, j, tiles, Consumers);
       turn.take();
       issue_s<T, D>(S, q_desc, ring.k_desc(s));  // S_j
@@ -102,12 +102,26 @@ __device__ __forceinline__ void causal_skip_block(const CUtensorMap& q_map, cons
       ch05::rescale_o<D>(O.tiles(), alpha);
       ch05::pack_p<T, kBc>(pa, S.tiles());
     }
+    if constexpr (Persistent) simt::mbarrier_arrive(ring.q_empty);  // its last S is done: Q is free
     issue_pv<T, D>(O, pa, ring.v_desc(s));
     simt::wgmma_wait<0>(O);
     simt::mbarrier_arrive(&ring.empty[s]);
+  } else if constexpr (Persistent) {
+    simt::mbarrier_arrive(ring.q_empty);  // no product of its reads Q
   }
-  let_go(ring, c, own, tiles, Consumers);
+  let_go(ring, c, own, tiles, Consumers, t0);
   ch05::store_rows<T, D>(O.tiles(), m, l, row, p, bh);
+}
+
+template <class T, int D, int Consumers>
+__device__ __forceinline__ void causal_skip_block(const CUtensorMap& q_map, const CUtensorMap& k_map,
+                                                  const CUtensorMap& v_map, const attn::AttentionParams& p) {
+  const Ring<T, D, kRotatedStages, Consumers> ring;  // a stage more: each is given back a tile later
+  const ch06::HeadTile at = block_tile(p, blockIdx, gridDim);
+  if (at.head >= p.B * p.H) return;  // past the last section's heads
+  const int q0 = at.tile * Consumers * kBr, tiles = ch06::tiles_to_visit(p, q0, Consumers * kBr, kBc);
+  if (!split_roles(ring, &q_map, &k_map, &v_map, q0, at.head, tiles)) return;  // the producer is done
+  consume<T, D, Consumers>(ring, p, q0, at.head, tiles);
 }
 
 }  // namespace ch09

@@ -23,6 +23,7 @@ cudaError_t ping_pong(const attn::AttentionParams& p);         // e: the consume
 cudaError_t intra_overlap(const attn::AttentionParams& p);     // f: softmax of tile j under P V of tile j - 1
 cudaError_t causal_skip(const attn::AttentionParams& p);       // g: chapter 06's causal policy on step f
 cudaError_t head_dim_tiles(const attn::AttentionParams& p);    // h: step g with three consumers at d = 64
+cudaError_t persistent(const attn::AttentionParams& p);        // i: step h's blocks, one per SM, walking the Q tiles
 
 // The tiles of step b: a warpgroup of 128 threads owns Br = 64 query rows and walks K/V tiles of
 // Bc = 128 keys (S: 64 floats per thread, as O at d = 128).
@@ -43,8 +44,9 @@ inline constexpr unsigned kProducerRegs = 24, kConsumerRegs = 240;
 // rotation), a tile later than in steps d and e, so their ring has a stage more, for the producer to
 // keep as many copies in flight: 224 KiB of tiles at d = 128, of the 227 a block may have.
 inline constexpr int kRotatedStages = kStages + 1;
-inline constexpr long ws_smem_bytes(int d, int stages = kStages, int consumers = kConsumers) {
-  return ring_smem_bytes(d) + (stages - kStages) * (4L * kBc * d + 16) + 2L * (consumers - 1) * kBr * d;
+// Step i: an mbarrier more, Q given back by the consumers (8 bytes).
+inline constexpr long ws_smem_bytes(int d, int stages = kStages, int consumers = kConsumers, bool persistent = false) {
+  return ring_smem_bytes(d) + (stages - kStages) * (4L * kBc * d + 16) + 2L * (consumers - 1) * kBr * d + (persistent ? 8 : 0);
 }
 // Step h: the consumers a block has by head dim, as FlashAttention-3 sizes its tiles by head dim
 // (hopper/tile_size.h, tile_size_fwd_sm90: Q tiles of 192 rows at d = 64, 128 at d = 128). A

@@ -3,7 +3,7 @@
 // products to wgmma; step c hands the copies to TMA; step d gives them to a warpgroup of their own;
 // step e has the two consumer warpgroups take turns; step f overlaps each one's softmax with its own
 // P V; step g skips what is_causal hides, as chapter 06 does; step h takes a consumer more where
-// the head dim leaves it the registers.
+// the head dim leaves it the registers; step i keeps one block per SM, walking step h's Q tiles.
 #include <cstdio>
 #include <functional>
 #include <numeric>
@@ -75,9 +75,10 @@ const Register c([] {
 // kRotatedStages); step h has the consumers its head dim allows (consumers_for), the others two.
 int two_consumers(int) { return ch09::kConsumers; }
 Variant ring_step(const char* name, const char* description, cudaError_t (*kernel)(const AttentionParams&),
-                  const char* consumers_do, bool rotated = false, int (*consumers)(int d) = two_consumers) {
+                  const char* consumers_do, bool rotated = false, int (*consumers)(int d) = two_consumers,
+                  bool persistent = false) {
   const int stages = rotated ? ch09::kRotatedStages : ch09::kStages;
-  const auto smem = [stages, consumers](int d) { return ch09::ws_smem_bytes(d, stages, consumers(d)); };
+  const auto smem = [stages, consumers, persistent](int d) { return ch09::ws_smem_bytes(d, stages, consumers(d), persistent); };
   Variant v = step(name, description, kernel, [consumers](const Problem& p) { return consumers(p.d) * ch09::kBr; }, smem);
   v.plan = [consumers_do, stages, consumers, smem](const Problem& p) {
     static const char* const count[] = {"no", "one", "two", "three", "four"};  // split_roles' budget: at most four
@@ -110,11 +111,11 @@ long long skipped_pairs(const Problem& p, int rows, bool skip) {
   return ch06::visited_pairs(a, rows, ch09::kBc, skip);
 }
 Variant skip_step(const char* name, const char* description, cudaError_t (*kernel)(const AttentionParams&),
-                  int (*consumers)(int d)) {
-  Variant v = ring_step(name, description, kernel, "taking turns", true, consumers);
+                  int (*consumers)(int d), bool persistent = false) {
+  Variant v = ring_step(name, description, kernel, "taking turns", true, consumers, persistent);
   const auto rows = [consumers](const Problem& p) { return consumers(p.d) * ch09::kBr; };
   v.hbm_bytes = [rows](const Problem& p) { return p.fa2_bytes_visited(skipped_pairs(p, rows(p), true), ch09::kBc); };
-  v.plan = [rows_plan = v.plan, rows](const Problem& p) {
+  v.plan = [rows_plan = v.plan, rows, persistent](const Problem& p) {
     AttentionParams a{};
     a.B = p.B, a.H = p.H, a.Lk = p.Lk;
     const unsigned heads = static_cast<unsigned>(p.B * p.H), section = ch09::kv_section(a, dtype_size(p.dtype), p.d);
@@ -125,7 +126,7 @@ Variant skip_step(const char* name, const char* description, cudaError_t (*kerne
     if (p.causal != Causal::none)
       order = section < heads ? "; heaviest Q tiles first, " + std::to_string(section) + " heads at a time (their K/V in 32 MB)"
                               : "; heaviest Q tiles first";
-    return rows_plan(p) + s + order;
+    return rows_plan(p) + s + order + (persistent ? "; one block per SM, walking the Q tiles in that order" : "");
   };
   return v;
 }
@@ -140,6 +141,18 @@ const Register h([] {
                         ch09::head_dim_tiles, ch09::consumers_for);
   v.row_group = [](const Problem& p) { return std::lcm(kRowGroup, ch09::consumers_for(p.d) * ch09::kBr); };  // whole blocks
   v.best = true;
+  return v;
+}());
+const Register i([] {
+  Variant v = skip_step("persistent",
+                        "step h with one block per SM, each walking step h's Q tiles in its order: the next Q tile's "
+                        "copies under the last one's products and stores",
+                        ch09::persistent, ch09::consumers_for, true);
+  v.work_items = [](const Problem& p) {
+    const long long rows = ch09::consumers_for(p.d) * ch09::kBr;
+    return static_cast<long long>(p.heads()) * ((p.Lq + rows - 1) / rows);
+  };
+  v.row_group = [](const Problem& p) { return std::lcm(kRowGroup, ch09::consumers_for(p.d) * ch09::kBr); };  // whole blocks
   return v;
 }());
 

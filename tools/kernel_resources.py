@@ -851,11 +851,22 @@ def hgmma_n(x):
 
 def tile_loop_head(instrs, blocks, loops):
     """The header of the K/V tile loop: the loop with the most HMMA or HGMMA (of two with as many, the
-    smaller), or None for a kernel without mma.sync or wgmma in a loop."""
-    def hmma(body):
-        return sum(1 for b in body for i in range(blocks[b]["start"], blocks[b]["end"]) if instrs[i]["op"].startswith(("HMMA", "HGMMA")))
+    smaller), or None for a kernel without mma.sync or wgmma in a loop. With wgmma, of the loops
+    that hold no other loop with HGMMA: a loop around the tile loop (chapter 09's step i walks Q tiles
+    around it) holds more HGMMA, its first tile's and last tile's beside the loop's, but runs once
+    per Q tile (mma.sync kernels keep the rule as it was: a K/V tile loop may hold a loop of its
+    products)."""
+    def count(body, ops):
+        return sum(1 for b in body for i in range(blocks[b]["start"], blocks[b]["end"]) if instrs[i]["op"].startswith(ops))
 
-    ranked = sorted(loops.items(), key=lambda hb: (-hmma(hb[1]), len(hb[1])))
+    def hmma(body):
+        return count(body, ("HMMA", "HGMMA"))
+
+    candidates = loops.items()
+    if any(count(body, "HGMMA") for body in loops.values()):
+        candidates = [(h, body) for h, body in loops.items()
+                      if not any(g != h and g in body and count(loops[g], "HGMMA") for g in loops)]
+    ranked = sorted(candidates, key=lambda hb: (-hmma(hb[1]), len(hb[1])))
     return ranked[0][0] if ranked and hmma(ranked[0][1]) else None
 
 

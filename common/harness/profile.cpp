@@ -582,6 +582,7 @@ const Profile& Profiler::run(const Variant& v, const Problem& p, const SamplePla
   std::vector<MaskKind> as_mask;  // [stage]
   std::vector<std::vector<std::string>> kernels;  // [stage][launch]
   std::vector<std::vector<std::vector<simt::Counters>>> runs;  // [problem emulated][stage][launch]
+  std::vector<std::vector<simt::Counters>> first;              // [stage][launch]: the first run's, not scaled
   std::vector<std::vector<std::vector<RunWork>>> run_work;     // [stage][launch][problem emulated]
   std::vector<bool> per_head;                                  // [stage]: its launches' grids hold the heads
   SamplePlan every_head = plan;  // the problems emulated, with every head: their launches' grids
@@ -618,6 +619,7 @@ const Profile& Profiler::run(const Variant& v, const Problem& p, const SamplePla
         const simt::Counters& w = st < whole.size() && i < whole[st].size() ? whole[st][i].counters : l.counters;
         counts.back().push_back(scaled(l, t.per_head ? plan.heads : HeadSample{}, shared, w));
         kernels.back().push_back(l.kernel);
+        if (runs.empty()) first.resize(stages.size()), first[st].push_back(l.counters);
       }
     }
     runs.push_back(std::move(counts));
@@ -650,11 +652,27 @@ const Profile& Profiler::run(const Variant& v, const Problem& p, const SamplePla
         c.threads_per_block = dry[s][l].counters.threads_per_block, c.smem_bytes = dry[s][l].counters.smem_bytes;
         c.smem_static_bytes = dry[s][l].counters.smem_static_bytes;
         c.grid_x = dry[s][l].counters.grid_x, c.grid_y = dry[s][l].counters.grid_y, c.grid_z = dry[s][l].counters.grid_z;
+        // A persistent kernel's blocks, one per SM, are as many whatever part of the problem is
+        // emulated: what a block does once (its first item's fill, its producer's warps) is the
+        // first run's per block, times the whole launch's blocks, and its ring's stages are refilled
+        // by every tile but their first.
+        // Their work is the items each walks, which the emulated part does not say: alike.
+        if (v.work_items && s < first.size() && l < first[s].size() && first[s][l].blocks > 0) {
+          const simt::Counters& own = first[s][l];
+          c.fill_sectors = own.fill_sectors / own.blocks * c.blocks;
+          c.producer_warps = own.producer_warps / own.blocks * c.blocks;
+          c.ring_refills = std::max(0.0, c.ring_tiles - c.ring_stages * c.blocks);  // each stage's first tile a block's
+          work[s][l].clear();
+          continue;
+        }
         work[s][l] = whole_work(run_work[s][l],
                                 {static_cast<long long>(c.grid_x), static_cast<long long>(c.grid_y), static_cast<long long>(c.grid_z)},
                                 s < per_head.size() && per_head[s] ? plan.heads : HeadSample{});
       }
   }
+  if (v.work_items)
+    for (auto& stage : launches)
+      for (simt::Counters& c : stage) c.work_items = static_cast<double>(v.work_items(p));
   return finish(std::move(prof), stages, as_mask, launches, kernels, work, details);
 }
 

@@ -54,6 +54,9 @@ struct Variant {
   // The rows of a group when a profile emulates a few groups of rows (model/sampling.h): a multiple
   // of 256 and of its blocks' rows (chapter 09's step h: 192 at d = 64); none: sampling.h's kRowGroup.
   std::function<int(const Problem&)> row_group;
+  // A persistent kernel's work items (chapter 09's step i: its Q tiles, of every head), which its
+  // blocks, one per SM, walk between them; none: a block per item.
+  std::function<long long(const Problem&)> work_items;
   // Anything worth printing about how the variant handles this problem ("Br=64 Bc=64").
   std::function<std::string(const Problem&)> plan;
   // Launches the kernels, through stages.run().

@@ -400,7 +400,10 @@ inline Modelled model(const simt::Counters& c, const gpus::Gpu& g, const SassKer
     // A block that loads by TMA fills with what its first wgmma waits for (Counters::fill_sectors)
     // and drains with its stores (O: none in its loops).
     const bool by_tma = c.global[simt::kTmaLoad].requests > 0;
-    const double drain = by_tma ? c.global[simt::kGlobalStore].sectors : c.drain_sectors;
+    // A persistent launch's blocks walk more items than they are (chapter 09's step i): each ends
+    // with its last item's stores, the others' run under its next item's copies and products.
+    const double last_item = c.work_items > c.blocks ? c.blocks / c.work_items : 1;
+    const double drain = by_tma ? c.global[simt::kGlobalStore].sectors * last_item : c.drain_sectors;
     if (fill_drain && (lockstep || by_tma)) {
       const double fill_s = 32 * c.fill_sectors * (from_dram / g.dram_copy_tb_s() + (1 - from_dram) / g.l2_tb_s);
       m.fill_drain = (fill_s + 32 * drain / g.l2_tb_s) / (1e12 * m.share) * 1e6;

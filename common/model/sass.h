@@ -29,7 +29,8 @@
 //                           those kinds allow; their counts taken away, the next; the loops left,
 //                           as one part, by the fewest trips any of its kinds allows
 //   + trips x outer         the loops around the tile loop, their own blocks: the same, from what
-//                           is left beyond the others (barriers apart: the tiles took them)
+//                           is left beyond the others (barriers apart: the tiles took them); in a
+//                           persistent launch, once per work item and consumer warp, taken first
 //
 // "The fewest": the CPU compiler and nvcc may split or merge an access differently (a float4 read
 // as one load or four), which inflates one kind's count; the kind that allows the fewest trips is
@@ -299,6 +300,17 @@ inline PartTrips part_trips(const simt::Counters& c, const SassKernel& k) {
   take(left, t.fixed, k.fixed);
   take(left, t.producer, k.producer);
   take(left, t.consumers, k.consumers);
+  // A persistent launch (Counters::work_items): its consumer warps go round the loop around the tile
+  // loop once per work item, a count known, not solved for, and taken first: its first and last
+  // tile's products (a warpgroup's consumers part where a block runs one item) are then not the
+  // tile loop's. Its barriers apart, as below: its blocks on every branch hold more than a warp passes.
+  SassPart outer = k.outer;
+  outer.seen[kSeenBar] = 0;
+  const bool persistent = c.work_items > c.blocks && k.outer.instructions > 0;
+  if (persistent) {
+    t.outer = c.work_items * (t.consumers > 0 ? t.consumers / c.blocks : std::ceil(c.threads_per_block / 32));
+    take(left, t.outer, outer);
+  }
   t.tile = k.tile.seen[kSeenBar] > 0 ? left[kSeenBar] / k.tile.seen[kSeenBar] : trips(left, k.tile);
   if (k.tile.seen[kSeenBar] > 0 && k.tile.seen[kSeenWgmma] > 0)
     t.tile = std::min(t.tile, left[kSeenWgmma] / k.tile.seen[kSeenWgmma]);
@@ -306,9 +318,7 @@ inline PartTrips part_trips(const simt::Counters& c, const SassKernel& k) {
   loop_trips(left, k.inner, t.inner);
   // A barrier of a loop around the tile loop was counted as the tiles' (a fraction of a tile too
   // many per trip of it): its other kinds give its trips.
-  SassPart outer = k.outer;
-  outer.seen[kSeenBar] = 0;
-  t.outer = trips(left, outer);
+  if (!persistent) t.outer = trips(left, outer);
   return t;
 }
 

@@ -265,6 +265,38 @@ TEST_CASE("chapter 09: the ring's stages, the tile a consumer holds back, its re
   CHECK(profile("lean_loop", p).total.ring_stages == 0);
 }
 
+TEST_CASE("chapter 09's step i: one block per SM walks step h's Q tiles, its ring and Q's copies go on", "[counters]") {
+  // N = 512, d = 64, 50 heads: step h's 150 Q tiles of 192 rows (3 a head, each visiting the 4 K/V
+  // tiles), 150 blocks; step i, counted, sees the H100's 132 SMs (the runtime's while the counters
+  // count): 132 blocks, 18 of which walk 2 Q tiles. The same products, copies and stores; Q's
+  // mbarrier, refilled once per Q tile by those 18, is no stage; a block's stages are refilled by
+  // every tile but their first, across its Q tiles: 8 tiles in 3 stages, 5 refills, where step h's
+  // blocks of 4 tiles refill 1.
+  Problem p = problem(DType::fp16, 512, 64);
+  p.H = 50;
+  const simt::Counters h = profile("head_dim_tiles", p).total, i = profile("persistent", p).total;
+  CHECK(h.blocks == 150);
+  CHECK(i.blocks == gpus::kGpus[0].sms);
+  REQUIRE(gpus::kGpus[0].sms == 132);
+  CHECK(i.wgmma_flop == h.wgmma_flop);
+  CHECK(i.global[simt::kTmaLoad].sectors == h.global[simt::kTmaLoad].sectors);
+  CHECK(i.global[simt::kGlobalStore].sectors == h.global[simt::kGlobalStore].sectors);
+  CHECK(i.ring_stages == 3);
+  CHECK(i.ring_lag == 1);
+  CHECK(i.ring_tiles == h.ring_tiles);
+  CHECK(h.ring_tiles == 150 * 4);
+  CHECK(h.ring_refills == 150 * 1);
+  CHECK(i.ring_refills == 114 * 1 + 18 * 5);
+  // A block fills once: Q and its first K/V tile, its first Q tile's, in each of its 132.
+  CHECK(i.fill_sectors == Approx(h.fill_sectors / 150 * 132));
+  // Where there are fewer Q tiles than SMs, a block each: step h's grid, its counts.
+  const simt::Counters few_h = profile("head_dim_tiles", problem(DType::fp16, 512, 64)).total;
+  const simt::Counters few_i = profile("persistent", problem(DType::fp16, 512, 64)).total;
+  CHECK(few_i.blocks == few_h.blocks);
+  CHECK(few_i.ring_refills == few_h.ring_refills);
+  CHECK(few_i.fill_sectors == few_h.fill_sectors);
+}
+
 TEST_CASE("the counters do not depend on the schedule order or the number of workers", "[counters]") {
   // A tail (Lk = 200) and is_causal make lanes diverge: the grouping's slow path runs too.
   const std::vector<std::pair<std::string, Problem>> cases = {

@@ -170,7 +170,6 @@ struct Worker {
   struct RingWarp {
     Waits waits;
     std::vector<Waits> probes;
-    uint64_t arrivals = 0;
   };
   std::vector<RingBar> ring_bars;
   std::vector<RingWarp> ring_warps;
@@ -540,46 +539,53 @@ void shared_reads(const Alloc& al, AllocationSectors& c) {
   });
 }
 
-// The block's ring (Counters::ring_stages). Its stages are the mbarriers that carried TMA bytes in
-// more than one phase (a one-shot copy, chapter 09's Q, is no stage), and those that carried a
-// stage's bytes in one: a block with fewer tiles than twice its stages refills only some of them
-// (4 tiles in 3 stages, chapters 09's steps f and g: one), the others taking one tile each. A one-shot
-// copy of exactly a stage's bytes would be taken for a stage too (chapter 09's Q is a half or a
-// quarter of one). A consumer gives each tile
-// back by an arrival without bytes, in order: its tiles are the most arrivals of any warp (a block
+// The block's ring (Counters::ring_stages). Its stages are the mbarriers whose phases carry a
+// tile's bytes, the bytes the most of them carry per phase: Q's copy is one mbarrier, of another size
+// (chapter 09's Q is a half or a quarter of a stage), copied once a block, or once per Q tile by a
+// persistent block (step i), against as many stages as the ring has. A block with fewer tiles than
+// twice its stages refills only some of them (4 tiles in 3 stages, chapters 09's steps f and g:
+// one), the others taking one tile each. Its tiles are its stages' phases, one per tile (a block
 // whose tiles no stage took twice has as many, and no refill: every count stays a polynomial in a
-// sampled problem's rows); each stage's phases but its first are refills. When a warp gives back
-// its k-th tile (its k-th arrival, from 1) it has waited for W tiles, and holds W - k beyond the one
-// it works on (the lag), at most over its first arrivals (its last ones, after the loop, hold
-// fewer). Fixed once the block has ended: only then is a barrier known to have carried a second
-// phase.
+// sampled problem's rows); each stage's phases but its first are refills. A consumer gives each
+// tile back by an arrival without bytes, in order. When a warp gives back its k-th tile (its k-th
+// arrival, from 1) it has waited for W tiles, and holds W - k beyond the one it works on (the lag),
+// at most over its first arrivals (its last ones, after the loop, hold fewer; a persistent block's
+// arrival that gives Q back only lowers the later ones). Fixed once the block has ended: only then
+// is a barrier known to have carried a second phase. A one-shot copy of exactly a stage's bytes
+// would be taken for a stage.
 void count_ring(Worker& w) {
   if (w.ring_bars.empty()) return;  // no TMA copy: no ring
-  std::vector<uint64_t> stage_bytes;  // a phase's bytes in the stages refilled
-  for (const Worker::RingBar& b : w.ring_bars)
-    if (b.tx_phases > 1) stage_bytes.push_back(b.tx_bytes / b.tx_phases);
+  // A stage's phase carries a tile's bytes: the bytes a phase of the most mbarriers carries (Q's
+  // mbarrier is one, against the ring's stages; a persistent block refills it too, once per Q tile).
+  const auto per_phase = [](const Worker::RingBar& b) { return b.tx_bytes / b.tx_phases; };
+  uint64_t tile_bytes = 0;
+  size_t most = 0;
+  bool refilled = false;
+  for (const Worker::RingBar& b : w.ring_bars) {
+    size_t alike = 0;
+    bool again = false;
+    for (const Worker::RingBar& o : w.ring_bars)
+      if (per_phase(o) == per_phase(b)) ++alike, again |= o.tx_phases > 1;
+    if (alike > most || (alike == most && again && !refilled)) most = alike, tile_bytes = per_phase(b), refilled = again;
+  }
   const auto stage = [&](const void* bar) {
     for (const Worker::RingBar& b : w.ring_bars)
-      if (b.bar == bar)
-        return b.tx_phases > 1 ||
-               (b.tx_phases == 1 && std::find(stage_bytes.begin(), stage_bytes.end(), b.tx_bytes) != stage_bytes.end());
+      if (b.bar == bar) return per_phase(b) == tile_bytes;
     return false;
   };
-  uint64_t stages = 0, phases = 0, bytes = 0, tiles = 0, lag = 0;
+  uint64_t stages = 0, phases = 0, bytes = 0, lag = 0;
   for (const Worker::RingBar& b : w.ring_bars)
     if (stage(b.bar)) ++stages, phases += b.tx_phases, bytes += b.tx_bytes;
-  for (const Worker::RingWarp& r : w.ring_warps) {
-    tiles = std::max(tiles, r.arrivals);
+  for (const Worker::RingWarp& r : w.ring_warps)
     for (size_t k = 0; k < r.probes.size(); ++k) {
       uint64_t waited = 0;
       for (const auto& [bar, n] : r.probes[k])
         if (stage(bar)) waited += n;
       if (waited > k + 1) lag = std::max<uint64_t>(lag, waited - (k + 1));
     }
-  }
   Raw& raw = w.raw;
-  raw.ring_tiles += tiles;
-  if (stages == 0) return;
+  raw.ring_tiles += phases;  // a phase of a stage per tile copied
+  if (!refilled) return;     // no stage took a second tile: no ring to time
   raw.ring_stages = std::max(raw.ring_stages, stages), raw.ring_lag = std::max(raw.ring_lag, lag);
   raw.ring_stage_bytes = std::max(raw.ring_stage_bytes, bytes / phases);
   raw.ring_refills += phases - stages;
@@ -820,7 +826,6 @@ void mbarrier_arrived(const void*, unsigned linear) {
   Hot& h = t_hot;
   if (!h.sampled || linear % 32 != 0) return;
   Worker::RingWarp& r = h.worker->ring_warps[linear / 32];
-  ++r.arrivals;
   if (r.probes.size() < Worker::kRingProbes) r.probes.push_back(r.waits);
 }
 

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "runtime_state.h"
+#include "simt/counters.h"
 #include "simt/cpu/counters_hooks.h"
 #include "simt/cpu/launch.h"
 #include "symbols.h"
@@ -41,6 +42,15 @@ size_t physical_bytes(int name) { return static_cast<size_t>(sysconf(name)) * st
 int worker_count() {
   const Schedule s = schedule();
   return s.workers > 0 ? s.workers : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+// The SMs a launch's host code sees: the CPU's workers, but while the counters count, the GPU's
+// they stand for, so that a grid sized by the SMs (chapter 09's persistent blocks) is the one the
+// GPU would run, the grid the model times.
+int reported_sms() {
+#if SIMT_COUNTERS
+  if (simt::counters::counting()) return simt::gpu().sms;
+#endif
+  return worker_count();
 }
 }  // namespace
 
@@ -200,7 +210,7 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp* p, int device) {
   p->maxGridSize[1] = p->maxGridSize[2] = 65535;
   p->major = g.cc_major;
   p->minor = g.cc_minor;
-  p->multiProcessorCount = simt::detail::worker_count();
+  p->multiProcessorCount = simt::detail::reported_sms();
   p->maxThreadsPerMultiProcessor = g.max_threads_per_sm;
   p->maxBlocksPerMultiProcessor = g.max_blocks_per_sm;
   p->l2CacheSize = 0;
@@ -213,7 +223,7 @@ cudaError_t cudaDeviceGetAttribute(int* value, enum cudaDeviceAttr attr, int dev
     case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = g.smem_optin_bytes; break;
     case cudaDevAttrMaxSharedMemoryPerBlock: *value = simt::detail::kSmemWithoutOptIn; break;
     case cudaDevAttrMaxSharedMemoryPerMultiprocessor: *value = g.smem_per_sm_bytes; break;
-    case cudaDevAttrMultiProcessorCount: *value = simt::detail::worker_count(); break;
+    case cudaDevAttrMultiProcessorCount: *value = simt::detail::reported_sms(); break;
     case cudaDevAttrComputeCapabilityMajor: *value = g.cc_major; break;
     case cudaDevAttrComputeCapabilityMinor: *value = g.cc_minor; break;
     case cudaDevAttrMaxThreadsPerMultiProcessor: *value = g.max_threads_per_sm; break;

@@ -105,6 +105,9 @@ struct Counters {
   // a block that issues no wgmma, everything it waited for). The model takes such a block's drain
   // from its stores, not from drain_sectors (which counts its loads after the barrier too).
   double fill_sectors = 0, drain_sectors = 0;
+  // A persistent launch's work items, which its blocks walk between them (the harness's, from the
+  // kernel's Variant: model.h's drain); 0: a block per item.
+  double work_items = 0;
   // Of the last launch summed in: its grid.
   double grid_x = 0, grid_y = 0, grid_z = 0;
   // Sectors read by more than one block, by the highest dimension of the grid (x, y, z) along which
@@ -154,7 +157,7 @@ struct Counters {
           shared[k].ideal += o.shared[k].ideal;
     dram_read_sectors += o.dram_read_sectors, dram_write_sectors += o.dram_write_sectors;
     block_load_sectors += o.block_load_sectors;
-    fill_sectors += o.fill_sectors, drain_sectors += o.drain_sectors;
+    fill_sectors += o.fill_sectors, drain_sectors += o.drain_sectors, work_items += o.work_items;
     grid_x = o.grid_x, grid_y = o.grid_y, grid_z = o.grid_z;
     for (int d = 0; d < 3; ++d) shared_sectors[d] += o.shared_sectors[d], shared_reads[d] += o.shared_reads[d];
     for (int b = 0; b < kReuseBuckets; ++b) reread_l1[b] += o.reread_l1[b], reread_l2[b] += o.reread_l2[b];
@@ -167,7 +170,8 @@ struct Counters {
     return *this;
   }
   // Every count of work times f (the emulated part of a problem standing for all of it): not the
-  // launches, the block's shape, the grid, nor blocks_counted, which say what the emulator ran.
+  // launches, the block's shape, the grid, nor blocks_counted, which say what the emulator ran, nor
+  // work_items, the whole problem's.
   Counters& operator*=(double f) {
     blocks *= f;
     for (GlobalOps& g : global) g.requests *= f, g.lanes *= f, g.bytes *= f, g.sectors *= f, g.lines *= f;
@@ -203,7 +207,7 @@ struct Counters {
 };
 
 // A field added to Counters must be added to += and *= too.
-static_assert(sizeof(Counters) == (108 + 2 * kReuseBuckets) * sizeof(double), "Counters changed: update operator+= and operator*=");
+static_assert(sizeof(Counters) == (109 + 2 * kReuseBuckets) * sizeof(double), "Counters changed: update operator+= and operator*=");
 
 // The DRAM sectors of one cudaMalloc allocation that a launch touched, and its part of the launch's
 // Counters::shared_sectors and shared_reads (a sampled profile re-counts the sharing of memory every
