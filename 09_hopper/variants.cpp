@@ -140,7 +140,6 @@ const Register h([] {
                         "step g's two at d = 128",
                         ch09::head_dim_tiles, ch09::consumers_for);
   v.row_group = [](const Problem& p) { return std::lcm(kRowGroup, ch09::consumers_for(p.d) * ch09::kBr); };  // whole blocks
-  v.best = true;
   return v;
 }());
 const Register i([] {
@@ -153,6 +152,7 @@ const Register i([] {
     return static_cast<long long>(p.heads()) * ((p.Lq + rows - 1) / rows);
   };
   v.row_group = [](const Problem& p) { return std::lcm(kRowGroup, ch09::consumers_for(p.d) * ch09::kBr); };  // whole blocks
+  v.best = true;
   return v;
 }());
 
