@@ -340,6 +340,10 @@ inline Modelled model(const simt::Counters& c, const gpus::Gpu& g, const SassKer
   const double blocks = std::max(1.0, c.blocks), per_sm = std::ceil(blocks / g.sms);
   const double by_work = work && static_cast<double>(work->size()) == c.blocks ? busy(*work, g.sms) : 0;
   m.share = by_work > 0 ? by_work : blocks / (g.sms * per_sm);
+  // A persistent launch deals its items to its blocks in turn (chapter 09's step i): the last
+  // blocks to finish walk ceil(items / blocks) of them where the average block walks items / blocks
+  // (its blocks' work alike otherwise, where no run says it).
+  if (by_work <= 0 && c.work_items > blocks) m.share *= c.work_items / blocks / std::ceil(c.work_items / blocks);
   m.sass_known = k != nullptr;
   m.blocks_per_sm = blocks_per_sm(c.threads_per_block, c.smem_bytes + c.smem_static_bytes, k ? k->registers : 0, g);
   m.waves = std::ceil(blocks / (g.sms * m.blocks_per_sm));
