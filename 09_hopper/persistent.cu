@@ -19,7 +19,7 @@
 namespace ch09 {
 namespace {
 
-// Step h's ring with Q given back: every consumer thread arrives once its products are done.
+// Step h's ring with Q given back: every consumer thread arrives once its last S is done.
 template <class T, int D, int Consumers>
 struct PersistentRing : Ring<T, D, kRotatedStages, Consumers> {
   uint64_t* q_empty = this->q_full + 1;

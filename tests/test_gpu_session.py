@@ -124,13 +124,13 @@ def main():
         check(len(states) == 4 and all("--metrics gpu__time_duration.sum,dram__bytes_read.sum,lts__t_sector_hit_rate.pct "
                                        in line for line in states)
               and "-v tma_ring -v warp_specialized -v ping_pong -v intra_overlap -v causal_skip --reps 0 -b 1 -H 16 -n 4096"
-              in states[0] and "-v tma_ring -v causal_skip -v head_dim_tiles --reps 0 -b 16 -H 32 -n 1024 -d 64" in states[1]
-              and "-v causal_skip --reps 0 -b 32 -H 16 -n 512 -d 128" in states[2]
+              in states[0] and "-v tma_ring -v causal_skip -v head_dim_tiles -v persistent --reps 0 -b 16 -H 32 -n 1024 -d 64"
+              in states[1] and "-v causal_skip -v persistent --reps 0 -b 32 -H 16 -n 512 -d 128" in states[2]
               and "decode -b 1 --cache-len 32768 --reps 0 -v decode_kernel" in states[3]
               and any("--section SourceCounters --page source --print-source sass" in line
                       and "-v intra_overlap -v causal_skip" in line for line in ncu),
-              f"issue 35's profiles: every warp state of chapter 09's steps c to g at P3, of steps c, g and h at P1, of "
-              f"step g at N = 512 and of "
+              f"issue 35's profiles: every warp state of chapter 09's steps c to g at P3, of steps c, g, h and i at P1, of "
+              f"steps g and i at N = 512 and of "
               f"chapter 08's steps at 32k, "
               f"the hit rates this ncu knows, steps f and g by SASS instruction (got {states})")
         sdpa = [line for line in calls.splitlines() if "bench_torch_sdpa.py" in line]

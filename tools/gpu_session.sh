@@ -268,17 +268,20 @@ profile() {
   # (notes/performance_model.md, "Chapter 09's SASS"). Their issue-active share and stalls say how
   # much of three blocks' chains the schedulers hide.
   # And step h, three consumers at d = 64 where step g has two (notes/09, "Step h"): the model has
-  # them equal at P1, where two thirds of its last Q tile are rows past Lq.
-  echo "== ncu: chapter 09, steps c, g and h at P1"
+  # them equal at P1, where two thirds of its last Q tile are rows past Lq; and step i, step h's
+  # blocks made persistent (notes/09, "Step i"), whose SMs should be busy for more of the time.
+  echo "== ncu: chapter 09, steps c, g, h and i at P1"
   # shellcheck disable=SC2086
   ncu "${why[@]}" --log-file "$out/ncu_ch09_p1.csv" "$build/bin/flashsteps" run -v tma_ring -v causal_skip \
-    -v head_dim_tiles --reps 0 $p1 --dtype fp16 || failed "chapter 09 at P1"
+    -v head_dim_tiles -v persistent --reps 0 $p1 --dtype fp16 || failed "chapter 09 at P1"
   # Step g at the Figure 5 shape at N = 512, where every K/V tile comes from DRAM: between N = 512
   # and 2048 the model's tile loop is 0.73 of the H200's, and what its blocks do once 0.95
   # (model_vs_published's second line); its DRAM bytes check the model's re-reads by the grid's
   # order (0.60 GB read there, model.h), and its stalls say what those tiles wait for.
-  echo "== ncu: chapter 09, step g at B = 32, H = 16, N = 512, d = 128"
-  ncu "${why[@]}" --log-file "$out/ncu_ch09_n512.csv" "$build/bin/flashsteps" run -v causal_skip --reps 0 -b 32 -H 16 \
+  # Step i there, whose blocks' fill and drain run under their next Q tile's work (the model: 1.36
+  # times step h's rate; results/model-h100/hopper_step_i.txt).
+  echo "== ncu: chapter 09, steps g and i at B = 32, H = 16, N = 512, d = 128"
+  ncu "${why[@]}" --log-file "$out/ncu_ch09_n512.csv" "$build/bin/flashsteps" run -v causal_skip -v persistent --reps 0 -b 32 -H 16 \
     -n 512 -d 128 --dtype fp16 || failed "chapter 09 at N = 512"
   echo "== ncu: chapter 08, steps b to i at a 32k context"
   ncu "${why[@]}" --kernel-name regex:decode_kernel --log-file "$out/ncu_ch08_steps.csv" "$build/bin/flashsteps" \
