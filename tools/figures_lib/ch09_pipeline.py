@@ -54,7 +54,7 @@ def fig_pipeline(args):
                             (ws, "warp_specialized.cu", r"mbarrier_init\(&empty\[s\], Consumers \* kThreads\)"),
                             # ring.cuh's Ring<T, D, Stages, Consumers>: step d takes the defaults, kStages and kConsumers
                             (ws, "warp_specialized.cu", r"int Stages = kStages, int Consumers = kConsumers>"),
-                            (ws, "warp_specialized.cu", r"if \(j >= Stages\) simt::mbarrier_wait_parity\(&empty\[s\]"),
+                            (ws, "warp_specialized.cu", r"if \((j|t) >= Stages\) simt::mbarrier_wait_parity\(&empty\[s\]"),
                             (ws, "warp_specialized.cu", r"mbarrier_arrive\(&(ring\.)?empty\[s\]\);")):
         check(re.search(rule, src) is not None, f"09_hopper/{name} (or ring.cuh) no longer matches `{rule}`; "
               "tools/figures.py must follow it")
