@@ -657,7 +657,9 @@ const Profile& Profiler::run(const Variant& v, const Problem& p, const SamplePla
         // first run's per block, times the whole launch's blocks, and its ring's stages are refilled
         // by every tile but their first.
         // Their work is the items each walks, which the emulated part does not say: alike.
-        if (v.work_items && s < first.size() && l < first[s].size() && first[s][l].blocks > 0) {
+        // A launch with no more items than blocks (fewer Q tiles than SMs) is step h's grid.
+        if (v.work_items && static_cast<double>(v.work_items(p)) > c.blocks && s < first.size() && l < first[s].size() &&
+            first[s][l].blocks > 0) {
           const simt::Counters& own = first[s][l];
           c.fill_sectors = own.fill_sectors / own.blocks * c.blocks;
           c.producer_warps = own.producer_warps / own.blocks * c.blocks;
