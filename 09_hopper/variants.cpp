@@ -115,6 +115,8 @@ Variant skip_step(const char* name, const char* description, cudaError_t (*kerne
   Variant v = ring_step(name, description, kernel, "taking turns", true, consumers, persistent);
   const auto rows = [consumers](const Problem& p) { return consumers(p.d) * ch09::kBr; };
   v.hbm_bytes = [rows](const Problem& p) { return p.fa2_bytes_visited(skipped_pairs(p, rows(p), true), ch09::kBc); };
+  if (persistent)  // its work items: the Q tiles of every head
+    v.work_items = [rows](const Problem& p) { return static_cast<long long>(p.heads()) * ((p.Lq + rows(p) - 1) / rows(p)); };
   v.plan = [rows_plan = v.plan, rows, persistent](const Problem& p) {
     AttentionParams a{};
     a.B = p.B, a.H = p.H, a.Lk = p.Lk;
@@ -134,12 +136,14 @@ const Register g(skip_step("causal_skip",
                            "step f with chapter 06's policy: K/V tiles above the diagonal skipped, only the crossing "
                            "ones masked; under is_causal the heaviest Q tiles first, a section of heads at a time",
                            ch09::causal_skip, two_consumers));
+// Steps h and i: a row group of whole blocks of consumers_for(d) x 64 rows (192 at d = 64).
+int whole_blocks(const Problem& p) { return std::lcm(kRowGroup, ch09::consumers_for(p.d) * ch09::kBr); }
 const Register h([] {
   Variant v = skip_step("head_dim_tiles",
                         "step g with the consumers the head dim allows: three (160 registers, 192 rows) at d = 64, "
                         "step g's two at d = 128",
                         ch09::head_dim_tiles, ch09::consumers_for);
-  v.row_group = [](const Problem& p) { return std::lcm(kRowGroup, ch09::consumers_for(p.d) * ch09::kBr); };  // whole blocks
+  v.row_group = whole_blocks;
   return v;
 }());
 const Register i([] {
@@ -147,11 +151,7 @@ const Register i([] {
                         "step h with one block per SM, each walking step h's Q tiles in its order: the next Q tile's "
                         "copies under the last one's products and stores",
                         ch09::persistent, ch09::consumers_for, true);
-  v.work_items = [](const Problem& p) {
-    const long long rows = ch09::consumers_for(p.d) * ch09::kBr;
-    return static_cast<long long>(p.heads()) * ((p.Lq + rows - 1) / rows);
-  };
-  v.row_group = [](const Problem& p) { return std::lcm(kRowGroup, ch09::consumers_for(p.d) * ch09::kBr); };  // whole blocks
+  v.row_group = whole_blocks;
   v.best = true;
   return v;
 }());

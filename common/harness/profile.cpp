@@ -630,6 +630,7 @@ const Profile& Profiler::run(const Variant& v, const Problem& p, const SamplePla
   for (size_t s = 0; s < launches.size(); ++s)
     for (size_t l = 0; l < launches[s].size(); ++l)
       work[s].push_back(s < run_work.size() && l < run_work[s].size() ? run_work[s][l].front().work : std::vector<float>{});
+  const double items = v.work_items ? static_cast<double>(v.work_items(p)) : 0;  // a persistent kernel's
   if (plan.sampled()) {
     // The whole problem's launches, from a dry run: their grids. check_plan() made sure before
     // the runs that they share its stages and launches; a kernel that still did not is an error.
@@ -653,13 +654,11 @@ const Profile& Profiler::run(const Variant& v, const Problem& p, const SamplePla
         c.smem_static_bytes = dry[s][l].counters.smem_static_bytes;
         c.grid_x = dry[s][l].counters.grid_x, c.grid_y = dry[s][l].counters.grid_y, c.grid_z = dry[s][l].counters.grid_z;
         // A persistent kernel's blocks, one per SM, are as many whatever part of the problem is
-        // emulated: what a block does once (its first item's fill, its producer's warps) is the
-        // first run's per block, times the whole launch's blocks, and its ring's stages are refilled
-        // by every tile but their first.
-        // Their work is the items each walks, which the emulated part does not say: alike.
-        // A launch with no more items than blocks (fewer Q tiles than SMs) is step h's grid.
-        if (v.work_items && static_cast<double>(v.work_items(p)) > c.blocks && s < first.size() && l < first[s].size() &&
-            first[s][l].blocks > 0) {
+        // emulated, where it has more work items than blocks (with fewer, it is a block per item):
+        // what a block does once (its first item's fill, its producer's warps) is the first run's
+        // per block, times the whole launch's blocks; its ring's stages are refilled by every tile
+        // but their first; its blocks' work, the items each walks, the emulated part does not say.
+        if (items > c.blocks && s < first.size() && l < first[s].size() && first[s][l].blocks > 0) {
           const simt::Counters& own = first[s][l];
           c.fill_sectors = own.fill_sectors / own.blocks * c.blocks;
           c.producer_warps = own.producer_warps / own.blocks * c.blocks;
@@ -672,9 +671,8 @@ const Profile& Profiler::run(const Variant& v, const Problem& p, const SamplePla
                                 s < per_head.size() && per_head[s] ? plan.heads : HeadSample{});
       }
   }
-  if (v.work_items)
-    for (auto& stage : launches)
-      for (simt::Counters& c : stage) c.work_items = static_cast<double>(v.work_items(p));
+  for (auto& stage : launches)
+    for (simt::Counters& c : stage) c.work_items = items;
   return finish(std::move(prof), stages, as_mask, launches, kernels, work, details);
 }
 

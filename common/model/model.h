@@ -343,7 +343,7 @@ inline Modelled model(const simt::Counters& c, const gpus::Gpu& g, const SassKer
   // A persistent launch deals its items to its blocks in turn (chapter 09's step i): the last
   // blocks to finish walk ceil(items / blocks) of them where the average block walks items / blocks
   // (its blocks' work alike otherwise, where no run says it).
-  if (by_work <= 0 && c.work_items > blocks) m.share *= c.work_items / blocks / std::ceil(c.work_items / blocks);
+  if (by_work <= 0) m.share *= c.items_per_block() / std::ceil(c.items_per_block());
   m.sass_known = k != nullptr;
   m.blocks_per_sm = blocks_per_sm(c.threads_per_block, c.smem_bytes + c.smem_static_bytes, k ? k->registers : 0, g);
   m.waves = std::ceil(blocks / (g.sms * m.blocks_per_sm));
@@ -406,8 +406,7 @@ inline Modelled model(const simt::Counters& c, const gpus::Gpu& g, const SassKer
     const bool by_tma = c.global[simt::kTmaLoad].requests > 0;
     // A persistent launch's blocks walk more items than they are (chapter 09's step i): each ends
     // with its last item's stores, the others' run under its next item's copies and products.
-    const double last_item = c.work_items > c.blocks ? c.blocks / c.work_items : 1;
-    const double drain = by_tma ? c.global[simt::kGlobalStore].sectors * last_item : c.drain_sectors;
+    const double drain = by_tma ? c.global[simt::kGlobalStore].sectors / c.items_per_block() : c.drain_sectors;
     if (fill_drain && (lockstep || by_tma)) {
       const double fill_s = 32 * c.fill_sectors * (from_dram / g.dram_copy_tb_s() + (1 - from_dram) / g.l2_tb_s);
       m.fill_drain = (fill_s + 32 * drain / g.l2_tb_s) / (1e12 * m.share) * 1e6;

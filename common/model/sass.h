@@ -306,7 +306,7 @@ inline PartTrips part_trips(const simt::Counters& c, const SassKernel& k) {
   // tile loop's. Its barriers apart, as below: its blocks on every branch hold more than a warp passes.
   SassPart outer = k.outer;
   outer.seen[kSeenBar] = 0;
-  const bool persistent = c.work_items > c.blocks && k.outer.instructions > 0;
+  const bool persistent = c.items_per_block() > 1 && k.outer.instructions > 0;
   if (persistent) {
     t.outer = c.work_items * (t.consumers > 0 ? t.consumers / c.blocks : std::ceil(c.threads_per_block / 32));
     take(left, t.outer, outer);

@@ -185,6 +185,8 @@ struct Counters {
     ring_tiles *= f, ring_refills *= f;
     return *this;
   }
+  // The work items a block walks on average: more than 1 in a persistent launch (work_items).
+  double items_per_block() const { return work_items > blocks && blocks > 0 ? work_items / blocks : 1; }
   // Totals over the kinds.
   double global_requests() const { return sum(&GlobalOps::requests); }
   double global_sectors() const { return sum(&GlobalOps::sectors); }
