@@ -25,6 +25,7 @@ from checks import Checks
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import kernel_resources as kr  # noqa: E402
+import sass_chain  # noqa: E402
 import sass_issue as si  # noqa: E402
 
 
@@ -69,6 +70,12 @@ def main():
     seq = [ins("LDS", 1, wbar=0), ins("FADD", 4, wait=1), ins("HMMA.16816.F32", 6)]
     got = si.block_cycles(seq, 0, 3)
     check(got == 29 + 4 + 6, f"block_cycles: a wait on the LDS's scoreboard, then the encoded stalls (got {got}, want 39)")
+    # The trace (tools/sass_chain.py's listing): each instruction's cycles, its wait and what for,
+    # adding up to the block's.
+    trace = []
+    si.block_issue(seq, 0, 3, trace=trace)
+    check(trace == [(0, 1, 0, ""), (1, 28 + 4, 28, "LDS"), (2, 6, 0, "")] and sum(e[1] for e in trace) == got,
+          f"block_issue's trace: the FADD waits 28 cycles for the LDS, then stalls 4; the sum the block's 39 (got {trace})")
     # A global load's wait: L2's hit latency, or DRAM's.
     seq = [ins("LDG.E", 1, wbar=2), ins("FADD", 4, wait=4)]
     got = (si.block_cycles(seq, 0, 2), si.block_cycles(seq, 0, 2, si.DRAM_LATENCY))
@@ -137,6 +144,23 @@ def main():
     check(w["tile"] == (12, [0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 2, 0], 201, 201, 0, 0, 198),
           f"sm_90a tile: 12 instructions, 2 barriers, 2 HGMMA, 201 cycles waiting for the wgmma group, its stage "
           f"given back at 198 (got {w['tile']})")
+    # The tile part's trace adds up to its cycles, the DEPBAR's wait for the group among them
+    # (tools/sass_chain.py lists it; in the steady state, the second pass, as the cycles): it is
+    # reached after 5 instructions of a cycle each and waits until 194.
+    trace = []
+    si.issue_profile(ws, set(), None, trace)
+    waits = [(ws[i]["op"], w, why) for i, _, w, why in trace if w]
+    check(round(sum(e[1] for e in trace)) == 201 and waits == [("WARPGROUP.DEPBAR.LE", 194 - 5, "wgmma")],
+          f"sm_90a tile's trace: 201 cycles, of which the DEPBAR waits 189 for the wgmma group (got "
+          f"{sum(e[1] for e in trace)}, {waits})")
+    listing = sass_chain.report("consumer", ws, trace, 3)
+    check("12 instructions, 201 cycles" in listing[1] and any("waiting for wgmma groups" in x and x.endswith(" 189") for x in listing),
+          f"sass_chain's listing: the total and the wait for the wgmma groups (got {listing[:5]})")
+    for args, why in ((["no_such.cu", "k"], "not a kernel file"), (["README.md", "k"], "not a kernel file"),
+                      (["09_hopper/persistent.cu", "k", "--top", "0"], "at least 1")):
+        proc = subprocess.run([sys.executable, str(ROOT / "tools" / "sass_chain.py")] + args, capture_output=True, text=True, cwd=ROOT)
+        check(proc.returncode == 2 and why in proc.stderr,
+              f"sass_chain.py {' '.join(args)}: exit 2, {why!r} (got {proc.returncode}, {proc.stderr[-200:]!r})")
     check(w["inner"] == [(6, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1], 6, 6, 0, 0, 0)],
           f"sm_90a: the producer's loop, 6 instructions and a UTMALDG (got {w['inner']})")
     # The block's start (4 instructions, the __syncthreads), every warp's; each role's own fixed

@@ -338,7 +338,7 @@ def control(hi):
 def parse_sass(text):
     """{mangled: [instruction]} from `nvdisasm -c -gi` (with -hex, also ctl: control()): each a dict of addr, pred (the guard, '' when
     none), op, args, labels (the .L_x labels just before it), chain (every (file, line) of its source
-    line and the lines it is inlined at) and never (guarded by @!PT: ptxas's placeholders, which take
+    line and the lines it is inlined at), line (its own, the innermost: None before any) and never (guarded by @!PT: ptxas's placeholders, which take
     an issue slot but move no data)."""
     funcs, cur, chain, pending_chain, labels = {}, None, [], [], []
     for line in text.splitlines():
@@ -371,7 +371,7 @@ def parse_sass(text):
             targets = re.search(r"BRANCH_TARGETS ([^\"*]+)", line)  # an indirect branch's (a switch's) targets
             cur.append({"addr": int(m.group(1), 16), "pred": pred, "op": m.group(3),
                         "args": re.sub(r"\(\*.*\*\)", "", m.group(4)).strip(),
-                        "labels": labels, "chain": set(chain), "never": pred == "@!PT",
+                        "labels": labels, "chain": set(chain), "line": chain[0] if chain else None, "never": pred == "@!PT",
                         "targets": [t.strip() for t in targets.group(1).split(",")] if targets else []})
             labels = []
     return funcs

@@ -123,17 +123,22 @@ def block_cycles(instrs, start, end, global_latency=L2_LATENCY):
     return block_issue(instrs, start, end, global_latency)[0]
 
 
-def block_issue(instrs, start, end, global_latency=L2_LATENCY, ready_in=None):
+def block_issue(instrs, start, end, global_latency=L2_LATENCY, ready_in=None, trace=None):
     """(cycles, [cycles after the block until each scoreboard clears]) one warp takes to issue
     instructions [start, end): each waits for the scoreboards its control bits name
     (kernel_resources.control), then stalls as many cycles as the compiler encoded before the next
     may issue; a WARPGROUP.DEPBAR waits for the wgmma groups it names (above). The scoreboards start
     as `ready_in` says (cycles until each clears; clear if not given), the tensor core free. Without
-    control bits (no -hex), one cycle each."""
+    control bits (no -hex), one cycle each. `trace`, a list: gets (index, cycles, waited, for what)
+    per instruction, the cycles from the one before's issue to its own next (what it waited, and
+    its stall), adding up to the block's; `for what`, the op whose result it waited for ("wgmma"
+    for a group's products; "" when it waited for nothing)."""
     t, ready = 0, list(ready_in) if ready_in else [0] * 8
+    who = ["earlier"] * 8  # the op each scoreboard waits for (one set before the block: "earlier")
     core, running, group = 0, [], 0  # the tensor core free from; committed groups' ends; the open group's
     for i in range(start, end):
         x = instrs[i]
+        t_in, why = t, ""
         if x["op"].startswith("HGMMA") and not x["never"]:
             begin = max(t, core)
             core = begin + hgmma_cycles(x)
@@ -146,18 +151,24 @@ def block_issue(instrs, start, end, global_latency=L2_LATENCY, ready_in=None):
             if len(running) > keep:
                 t = max([t] + running[:len(running) - keep])
                 running = running[len(running) - keep:]
+                why = "wgmma" if t > t_in else ""
         c = x.get("ctl")
         if c is None:
             t += 1
+            if trace is not None:
+                trace.append((i, t - t_in, t - 1 - t_in, why))
             continue
         for b in range(6):
-            if c["wait"] >> b & 1:
-                t = max(t, ready[b])
+            if c["wait"] >> b & 1 and ready[b] > t:
+                t, why = ready[b], who[b]
+        waited = t - t_in
         if c["wbar"] < 6:
-            ready[c["wbar"]] = t + latency(instrs[i]["op"], global_latency)
-        if c["rbar"] < 6:
-            ready[c["rbar"]] = max(ready[c["rbar"]], t + 2)
+            ready[c["wbar"]], who[c["wbar"]] = t + latency(instrs[i]["op"], global_latency), instrs[i]["op"]
+        if c["rbar"] < 6 and t + 2 >= ready[c["rbar"]]:
+            ready[c["rbar"]], who[c["rbar"]] = t + 2, instrs[i]["op"] + " (its operands read)"
         t += max(1, c["stall"])
+        if trace is not None:
+            trace.append((i, t - t_in, waited, why))
     return t, [max(0, r - t) for r in ready]
 
 
@@ -174,7 +185,7 @@ FP32_OPS, IMAD_OPS = ("FFMA", "FADD", "FMUL"), ("IMAD", "IDP")
 RELEASE = "SYNCS.ARRIVE.TRANS64.A1T0"
 
 
-def mix(instrs, blocks, times, one_warp=False, order=None, loop=False):
+def mix(instrs, blocks, times, one_warp=False, order=None, loop=False, trace=None):
     """(instructions, [seen instructions of each kind], cycles, cycles from DRAM, FP32 instructions,
     IMAD instructions, release) of the blocks, each `times[block]` times; cycles: what one warp alone
     takes to issue them (block_cycles), with every global load hitting L2, and with every one going to
@@ -197,7 +208,9 @@ def mix(instrs, blocks, times, one_warp=False, order=None, loop=False):
     changes: chapter 03's step c asks for the next row's scores and chapter 08's step g for the
     next step's rows, and each iteration is longer than the latency. In the wgmma path the tensor
     core's groups are not carried from one pass to the next (each pass waits for its own), and
-    `release` is still counted from clear scoreboards."""
+    `release` is still counted from clear scoreboards. `trace`, a list: gets block_issue's trace of
+    the pass whose cycles are returned (with every global load hitting L2), each entry's cycles
+    weighted by its block's times, its index the instruction's in `instrs`."""
     total, seen, fp32, imad = 0, [0] * len(KINDS), 0, 0
     carry = not any(instrs[i]["op"].startswith(("HGMMA", "WARPGROUP.DEPBAR"))
                     for b in times for i in range(blocks[b]["start"], blocks[b]["end"]))
@@ -212,25 +225,34 @@ def mix(instrs, blocks, times, one_warp=False, order=None, loop=False):
                 fp32 += n * instrs[i]["op"].startswith(FP32_OPS)
                 imad += n * instrs[i]["op"].startswith(IMAD_OPS)
 
-    def issue(at_l2, at_dram):  # (cycles, from DRAM, scoreboards after, from DRAM) of one pass
+    def issue(at_l2, at_dram, tr=None):  # (cycles, from DRAM, scoreboards after, from DRAM) of one pass
         cycles, dram = 0, 0
         for b in sorted(times):
-            c, after_l2 = block_issue(instrs, blocks[b]["start"], blocks[b]["end"], L2_LATENCY, at_l2)
+            mine = [] if tr is not None else None
+            c, after_l2 = block_issue(instrs, blocks[b]["start"], blocks[b]["end"], L2_LATENCY, at_l2, mine)
+            if tr is not None:
+                tr += [(i, n * times[b], w * times[b], why) for i, n, w, why in mine]
             d, after_dram = block_issue(instrs, blocks[b]["start"], blocks[b]["end"], DRAM_LATENCY, at_dram)
             cycles, dram = cycles + times[b] * c, dram + times[b] * d
             if carry:
                 at_l2, at_dram = after_l2, after_dram
         return cycles, dram, at_l2, at_dram
 
-    cycles, dram, at_l2, at_dram = issue(None, None)
+    last = trace is not None and not (one_warp and not carry)
+    cycles, dram, at_l2, at_dram = issue(None, None, trace if last and not (loop and carry) else None)
     if loop and carry:
-        cycles, dram = issue(at_l2, at_dram)[:2]
+        cycles, dram = issue(at_l2, at_dram, trace if last else None)[:2]
     seq = as_sequence(instrs, blocks, times, order)
     if one_warp and not carry:
-        (cycles, at_l2), (dram, at_dram) = block_issue(seq, 0, len(seq), L2_LATENCY), block_issue(seq, 0, len(seq), DRAM_LATENCY)
+        mine = [] if trace is not None else None
+        (cycles, at_l2), (dram, at_dram) = (block_issue(seq, 0, len(seq), L2_LATENCY, None, None if loop else mine),
+                                            block_issue(seq, 0, len(seq), DRAM_LATENCY))
         if loop:
-            cycles = block_issue(seq, 0, len(seq), L2_LATENCY, at_l2)[0]
+            cycles = block_issue(seq, 0, len(seq), L2_LATENCY, at_l2, mine)[0]
             dram = block_issue(seq, 0, len(seq), DRAM_LATENCY, at_dram)[0]
+        if trace is not None:  # the sequence's instructions back to their indices in `instrs`
+            where = {id(x): i for i, x in enumerate(instrs)}
+            trace += [(where[id(seq[k])], n, w, why) for k, n, w, why in mine]
     return total, seen, cycles, dram, fp32, imad, release_cycles(seq)
 
 
@@ -271,7 +293,7 @@ def reaching(blocks, target):
     return reached
 
 
-def issue_profile(instrs, cold, params=None):
+def issue_profile(instrs, cold, params=None, trace=None):
     """One kernel's issue data, per warp, in parts, each (instructions, [seen of each kind], cycles,
     cycles from DRAM, FP32 instructions, IMAD instructions, release), `inner` a list of them;
     common/model/model.h's issue term (sass.h) weights them by the emulator's counts:
@@ -295,7 +317,8 @@ def issue_profile(instrs, cold, params=None):
         on the producer's own branch, and those on the consumers'; `fixed` is then the block's
         start, which every warp runs. And producer_loops: the indices in `inner` of the loops on
         the producer's own branch.
-    Also lockstep: the tile loop, or a loop around it, waits at __syncthreads."""
+    Also lockstep: the tile loop, or a loop around it, waits at __syncthreads. `trace`, a list: gets
+    the tile part's trace (mix(), block_issue()): where its cycles go, instruction by instruction."""
     blocks = kr.basic_blocks(instrs)
     loops = kr.find_loops(blocks)
     reach = kr.reachable(blocks)
@@ -320,7 +343,7 @@ def issue_profile(instrs, cold, params=None):
         tile_blocks = loops[head]
         walked = set(walk[0]) if walk else tile_blocks
         out["tile"] = mix(instrs, blocks, walk[0] if walk else {b: 1 for b in tile_blocks}, one_warp=True,
-                          order=order if walk else None, loop=True)
+                          order=order if walk else None, loop=True, trace=trace)
         described.append("tile %d/%d%s" % (out["tile"][0], sum(out["tile"][1]), "" if walk else " (every block once)"))
     else:
         with_bar = [h for h in sorted(loops) if count(loops[h] - inner_of(h), "BAR.SYNC")]
@@ -329,7 +352,7 @@ def issue_profile(instrs, cold, params=None):
             head = deepest[0]
             tile_blocks = loops[head] - inner_of(head)
             walked = warm(tile_blocks)
-            out["tile"] = mix(instrs, blocks, {b: 1 for b in warm(tile_blocks)}, loop=not inner_of(head))
+            out["tile"] = mix(instrs, blocks, {b: 1 for b in warm(tile_blocks)}, loop=not inner_of(head), trace=trace)
             described.append("tile %d/%d" % (out["tile"][0], sum(out["tile"][1])))
     groups, between, outer = {}, {}, set()
     for h in loops:
@@ -512,6 +535,17 @@ def check(path):
     return 1 if stale else 0
 
 
+def path_lines(name, instrs, cold, mask_only, masked_tile, diagonal):
+    """(lines, by_place): the source lines whose code a kernel's common path steps around
+    (issue_profile's `cold`), from kernel_resources' sets, and whether the kernel masks tiles by
+    their place. A kernel that tests each tile's place against the diagonal (ch06::crosses_diagonal;
+    chapter 06's kernels are lean_loop's, walked so already: chapter 09's step g) masks only the few
+    tiles it crosses: the masked tile's code stays off its path, as it does off chapter 05's fastest
+    step's."""
+    by_place = any(x["chain"] & diagonal for x in instrs)
+    return (cold if "lean_loop_kernel" in name else mask_only | masked_tile if by_place else mask_only), by_place
+
+
 def count_sources(srcs, nvcc, nvdisasm, jobs, target="sm_90", by_source=None):
     """Compiles each source for `target` (arch()) and counts its kernels' SASS: ({row name: row}, {the
     repository's files nvcc read}), a row per kernel and per kind of mask or score mod its path
@@ -542,12 +576,7 @@ def count_sources(srcs, nvcc, nvdisasm, jobs, target="sm_90", by_source=None):
         deps |= dep | {os.path.relpath(src, ROOT)}
         for m, instrs in sass.items():
             name = names[m]
-            # A kernel that tests each tile's place against the diagonal (ch06::crosses_diagonal;
-            # chapter 06's kernels are lean_loop's, walked so already: chapter 09's step g) masks
-            # only the few tiles it crosses: the masked tile's code stays off its path, as it does
-            # off chapter 05's fastest step's.
-            by_place = any(x["chain"] & diagonal for x in instrs)
-            lines = cold if "lean_loop_kernel" in name else mask_only | masked_tile if by_place else mask_only
+            lines, by_place = path_lines(name, instrs, cold, mask_only, masked_tile, diagonal)
             base = kr.params_base(name, arch(src, target))
             params = kr.common_params(smem, base=base)
             data = issue_profile(instrs, lines, params)
