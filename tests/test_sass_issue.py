@@ -156,6 +156,11 @@ def main():
     listing = sass_chain.report("consumer", ws, trace, 3)
     check("12 instructions, 201 cycles" in listing[1] and any("waiting for wgmma groups" in x and x.endswith(" 189") for x in listing),
           f"sass_chain's listing: the total and the wait for the wgmma groups (got {listing[:5]})")
+    # Two MUFU with an FADD stalling 7 between them: one every 8 cycles, the unit's pace.
+    mufu = [{"op": "MUFU.EX2", "args": "R1, R1", "addr": 0, "line": None}, {"op": "FADD", "args": "R2, R2, R1", "addr": 16, "line": None},
+            {"op": "MUFU.EX2", "args": "R3, R3", "addr": 32, "line": None}]
+    listing = sass_chain.report("k", mufu, [(0, 1, 0, ""), (1, 7, 0, ""), (2, 1, 0, "")], 3)
+    check(any(x.startswith("MUFU: 2, one every 8.0 cycles") for x in listing), f"sass_chain's MUFU pace (got {listing})")
     for args, why in ((["no_such.cu", "k"], "not a kernel file"), (["README.md", "k"], "not a kernel file"),
                       (["09_hopper/persistent.cu", "k", "--top", "0"], "at least 1")):
         proc = subprocess.run([sys.executable, str(ROOT / "tools" / "sass_chain.py")] + args, capture_output=True, text=True, cwd=ROOT)

@@ -76,6 +76,18 @@ def report(name, instrs, trace, top):
         if n <= 0:
             break
         out.append("  %-40s %6d" % (op, round(n)))
+    # The compiler paces the special-function unit: gpus.h's 16 MUFU results a clock per SM are 4
+    # per scheduler, a warp's instruction every 8 cycles, and ptxas stalls the instructions between
+    # two MUFU so that the second issues no sooner (the stalls above include those).
+    at, issued_at = 0, []
+    for i, n, w, _ in trace:
+        if instrs[i]["op"].startswith("MUFU"):
+            issued_at.append(at + w)
+        at += n
+    if len(issued_at) > 1:
+        out.append("MUFU: %d, one every %.1f cycles from the first to the last (a scheduler's special-function unit "
+                   "takes a warp's instruction every 8: the stalls between them are its pace)" %
+                   (len(issued_at), (issued_at[-1] - issued_at[0]) / (len(issued_at) - 1)))
     out.append("the longest waits:")
     for i, n, w, why in sorted(trace, key=lambda e: -e[2])[:top]:
         if w <= 0:
