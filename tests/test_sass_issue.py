@@ -11,7 +11,9 @@ the listing, not read from the script. A second kernel nests loops with barriers
 tile loop, the outer one's own blocks the outer part. A third, for sm_90a (tests/data/issue_sm90a.sass),
 is warp-specialized as chapter 09's: a consumer tile loop with named barriers and a wgmma group, whose
 cycles wait for the group, and a producer loop, neither an mbarrier try-wait's retry nor a BRA.U.ANY
-making a loop. Also: --check fails on a data file whose source hash is stale.
+making a loop. Also: --check fails on a data file whose source hash is stale; tools/sass_chain.py's trace
+adds up to a part's cycles, and its listing of step i that the notes quote
+(results/static-sm90a/chain_persistent.txt) has the data file's totals.
 """
 import os
 import re
@@ -161,6 +163,18 @@ def main():
             {"op": "MUFU.EX2", "args": "R3, R3", "addr": 32, "line": None}]
     listing = sass_chain.report("k", mufu, [(0, 1, 0, ""), (1, 7, 0, ""), (2, 1, 0, "")], 3)
     check(any(x.startswith("MUFU: 2, one every 8.0 cycles") for x in listing), f"sass_chain's MUFU pace (got {listing})")
+    # results/static-sm90a/chain_persistent.txt, sass_chain.py's listing of step i that the notes
+    # quote: its totals are the data file's tile part of the same kernel (regenerate it with the data).
+    chain = (ROOT / "results" / "static-sm90a" / "chain_persistent.txt").read_text()
+    data = (ROOT / "common" / "model" / "sass_sm90.inc").read_text()
+    for d in (128, 64):
+        listed = re.search(r"persistent_kernel<__half, %d>.*?\n.*?: (\d+) instructions, (\d+) cycles" % d, chain, re.S)
+        row = re.search(r'persistent_kernel<__half, %d>\(.*?\)", \d+, \w+, \{[^{}]*\{[^{}]*\}[^{}]*\}, '
+                        r'\{(\d+), \{[^{}]*\}, (\d+),' % d, data)
+        got = (listed.groups() if listed else None, row.groups() if row else None)
+        check(listed is not None and got[0] == got[1],
+              f"chain_persistent.txt at d = {d}: the data file's tile part of step i (instructions, cycles; got {got}): "
+              "tools/sass_chain.py again after a change to step i")
     for args, why in ((["no_such.cu", "k"], "not a kernel file"), (["README.md", "k"], "not a kernel file"),
                       (["09_hopper/persistent.cu", "k", "--top", "0"], "at least 1")):
         proc = subprocess.run([sys.executable, str(ROOT / "tools" / "sass_chain.py")] + args, capture_output=True, text=True, cwd=ROOT)
