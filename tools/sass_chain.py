@@ -17,7 +17,8 @@ which kernels matched when it names none or several). The path is the common one
 without is_causal, attn_mask or mods), in the steady state (the loop's second iteration), every
 global load hitting L2, as the data file's tile part (notes/performance_model.md, "Chapter 09's
 SASS"). It compiles SOURCE as sass_issue.py does (needs nvcc and nvdisasm: pip install
-nvidia-cuda-nvdisasm). Exit 2 on bad input or a missing tool, before any compiling.
+nvidia-cuda-nvdisasm). Exit 2 on bad input or a missing tool: a SOURCE that is not a kernel file of
+the book, before any compiling; a KERNEL that names none of its kernels or several, with the list.
 """
 import argparse
 import collections
@@ -43,6 +44,8 @@ def what(why):
         return "MUFU (exponentials)"
     if why.startswith(("SHFL", "VOTE")):
         return "shuffles"
+    if why == "earlier":  # block_issue: a scoreboard its block found set
+        return "results asked for before the block (the block before, or the iteration before)"
     return "other results (" + why.split(" ")[0].split(".")[0] + ")"
 
 
