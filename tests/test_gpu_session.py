@@ -146,7 +146,8 @@ def main():
               "compute-sanitizer on the decoding steps")
         check("bench_torch_decode.py --chapters" in calls and "--new-tokens 4" in calls,
               "decoding beside SDPA and flash_attn_with_kvcache")
-        check("--contexts 8192,32768 --kv-heads 32" in calls, "decoding at FlashInfer's published shapes")
+        check("--batches 1 --contexts 8192,32768 --kv-heads 32" in calls,
+              "decoding at FlashInfer's published shapes (one sequence, 8k and 32k keys, 32 KV heads)")
         check(f"bench_torch_masks.py --chapters {build}/lib/libflashsteps_capi.so" in calls and "masks.csv" in calls,
               "chapter 10 beside FlexAttention and varlen_attn")
         check(any(line.startswith("nvidia-smi --query-gpu=timestamp,clocks.sm,") and " -lms 200" in line

@@ -76,7 +76,7 @@ def main():
     # adding up to the block's.
     trace = []
     si.block_issue(seq, 0, 3, trace=trace)
-    check(trace == [(0, 1, 0, ""), (1, 28 + 4, 28, "LDS"), (2, 6, 0, "")] and sum(e[1] for e in trace) == got,
+    check(trace == [(0, 1, 0, "", 1), (1, 28 + 4, 28, "LDS", 1), (2, 6, 0, "", 1)] and sum(e[1] for e in trace) == got,
           f"block_issue's trace: the FADD waits 28 cycles for the LDS, then stalls 4; the sum the block's 39 (got {trace})")
     # A global load's wait: L2's hit latency, or DRAM's.
     seq = [ins("LDG.E", 1, wbar=2), ins("FADD", 4, wait=4)]
@@ -92,6 +92,16 @@ def main():
     got = si.mix(seq, blks, {0: 1, 1: 1})[2:4]
     check(alone == 8 and got == (272 + 4, 484 + 4),
           f"mix: the join's FADD waits for the LDG of the block before (got {got} with blocks alone {alone}, want (276, 488), 8)")
+    # The same loop's trace, its second block run 4 times a trip, costed in the steady state (the
+    # second pass: the LDG asked for in the pass before has arrived): each entry weighted by its
+    # block's trips, the sum the cycles mix returns, the instructions counted 2 + 4 (sass_chain's).
+    trace, weighted = [], si.mix(seq, blks, {0: 1, 1: 4}, loop=True)
+    traced = si.mix(seq, blks, {0: 1, 1: 4}, loop=True, trace=trace)
+    listing = sass_chain.report("k", [dict(x, addr=0, args="", line=None) for x in seq], trace, 3)
+    check(traced == weighted and sum(e[1] for e in trace) == traced[2] and [e[4] for e in trace] == [1, 1, 4]
+          and "6 instructions, %d cycles" % traced[2] in listing[1],
+          f"mix's trace in a carried loop: weighted by trips, adding up to its cycles, the listing 6 instructions "
+          f"(got {trace}, {traced[2]}, {listing[1]})")
     wg = seq + [dict(ins("WARPGROUP.DEPBAR.LE", 1), never=False, args="gsb0, 0x0")]
     got = si.mix(wg, blks + [{"start": 3, "end": 4}], {0: 1, 1: 1, 2: 1})[2]
     check(got == alone + 1, f"mix: with wgmma (roles' blocks interleave) each block starts clear (got {got}, want {alone + 1})")
@@ -151,7 +161,7 @@ def main():
     # reached after 5 instructions of a cycle each and waits until 194.
     trace = []
     si.issue_profile(ws, set(), None, trace)
-    waits = [(ws[i]["op"], w, why) for i, _, w, why in trace if w]
+    waits = [(ws[i]["op"], w, why) for i, _, w, why, _ in trace if w]
     check(round(sum(e[1] for e in trace)) == 201 and waits == [("WARPGROUP.DEPBAR.LE", 194 - 5, "wgmma")],
           f"sm_90a tile's trace: 201 cycles, of which the DEPBAR waits 189 for the wgmma group (got "
           f"{sum(e[1] for e in trace)}, {waits})")
@@ -161,7 +171,7 @@ def main():
     # Two MUFU with an FADD stalling 7 between them: one every 8 cycles, the unit's pace.
     mufu = [{"op": "MUFU.EX2", "args": "R1, R1", "addr": 0, "line": None}, {"op": "FADD", "args": "R2, R2, R1", "addr": 16, "line": None},
             {"op": "MUFU.EX2", "args": "R3, R3", "addr": 32, "line": None}]
-    listing = sass_chain.report("k", mufu, [(0, 1, 0, ""), (1, 7, 0, ""), (2, 1, 0, "")], 3)
+    listing = sass_chain.report("k", mufu, [(0, 1, 0, "", 1), (1, 7, 0, "", 1), (2, 1, 0, "", 1)], 3)
     check(any(x.startswith("MUFU: 2, one every 8.0 cycles") for x in listing), f"sass_chain's MUFU pace (got {listing})")
     # results/static-sm90a/chain_persistent.txt, sass_chain.py's listing of step i that the notes
     # quote: its totals are the data file's tile part of the same kernel (regenerate it with the data).

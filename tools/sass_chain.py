@@ -36,7 +36,11 @@ def what(why):
     """The kind of result a wait was for, from the op that sets the scoreboard (block_issue's trace)."""
     if why == "wgmma":
         return "wgmma groups (WARPGROUP.DEPBAR: the products of this warp's part)"
-    if why.startswith(("LDS", "LDSM")):
+    if why.endswith("(its operands read)"):  # a store's or a copy's registers, read a few cycles after issue
+        return "registers read (" + why.split(" ")[0].split(".")[0] + ")"
+    if why == "earlier":  # block_issue: a scoreboard its block found set
+        return "results asked for before the block (the block before, or the iteration before)"
+    if why.startswith(("LDS", "LDSM", "ATOMS")):
         return "shared memory (LDS, LDSM)"
     if why.startswith(si.GLOBAL):
         return "global loads (at L2's latency)"
@@ -44,59 +48,60 @@ def what(why):
         return "MUFU (exponentials)"
     if why.startswith(("SHFL", "VOTE")):
         return "shuffles"
-    if why == "earlier":  # block_issue: a scoreboard its block found set
-        return "results asked for before the block (the block before, or the iteration before)"
     return "other results (" + why.split(" ")[0].split(".")[0] + ")"
 
 
-def report(name, instrs, trace, top):
-    """The tool's listing of one kernel's traced tile part (the lines it prints)."""
-    total = sum(n for _, n, _, _ in trace)
-    issued = sum(1 for _ in trace)
+def report(name, instrs, trace, top, part="the data file's tile part"):
+    """The tool's listing of one kernel's traced tile part (sass_issue.block_issue's entries, each
+    counted as often as its last field says), the lines it prints."""
+    total = sum(e[1] for e in trace)
+    issued = sum(e[4] for e in trace)
     waits = collections.Counter()
-    for _, _, w, why in trace:
+    for _, _, w, why, _ in trace:
         if w > 0:
             waits[what(why)] += w
     stalls = total - sum(waits.values()) - issued
     out = ["%s" % name,
-           "its tile loop, one warp alone in the steady state (the model's latency floor; the data file's tile part): "
-           "%d instructions, %d cycles" % (issued, round(total)),
+           "its tile loop, one warp alone in the steady state (the model's latency floor; %s): "
+           "%d instructions, %d cycles" % (part, round(issued), round(total)),
            "  %-62s %6d" % ("issuing (a cycle an instruction)", issued),
            "  %-62s %6d" % ("the stalls the compiler encoded beyond that cycle", round(stalls))]
     for k, w in waits.most_common():
         out.append("  %-62s %6d" % ("waiting for " + k, round(w)))
     lines = collections.Counter()
-    for i, n, _, _ in trace:
+    for i, n, _, _, _ in trace:
         lines["%s:%d" % instrs[i]["line"] if instrs[i]["line"] else "(no line)"] += n
     out.append("the source lines that take the most cycles (each instruction's own line, inlined code's too):")
     for line, n in lines.most_common(top):
         out.append("  %-40s %6d  %4.1f %%" % (line, round(n), 100 * n / total))
     stalled = collections.Counter()
-    for i, n, w, _ in trace:
-        stalled[instrs[i]["op"].split(".")[0]] += n - w - 1
+    for i, n, w, _, times in trace:
+        stalled[instrs[i]["op"].split(".")[0]] += n - w - times
     out.append("the stalls the compiler encoded, by instruction (a chain of dependent ones stalls at each):")
     for op, n in stalled.most_common(top):
         if n <= 0:
             break
         out.append("  %-40s %6d" % (op, round(n)))
-    # The compiler paces the special-function unit: gpus.h's 16 MUFU results a clock per SM are 4
-    # per scheduler, a warp's instruction every 8 cycles, and ptxas stalls the instructions between
-    # two MUFU so that the second issues no sooner (the stalls above include those).
+    # The special-function unit's pace: gpus.h's 16 MUFU results a clock per SM are 4 per scheduler,
+    # a warp's instruction every 8 cycles, which ptxas respects by stalling the instructions between
+    # two MUFU; what is between them beyond that is waits and other work. Where the trace is one
+    # warp's sequence (every entry once: a wgmma part), the MUFU in order of issue.
     at, issued_at = 0, []
-    for i, n, w, _ in trace:
+    for i, n, w, _, times in trace:
         if instrs[i]["op"].startswith("MUFU"):
             issued_at.append(at + w)
         at += n
-    if len(issued_at) > 1:
-        out.append("MUFU: %d, one every %.1f cycles from the first to the last (a scheduler's special-function unit "
-                   "takes a warp's instruction every 8: the stalls between them are its pace)" %
+    if len(issued_at) > 1 and all(e[4] == 1 for e in trace):
+        out.append("MUFU: %d, one every %.1f cycles from the first to the last (at the special-function unit's pace, "
+                   "a warp's instruction every 8 cycles per scheduler, they would be 8 apart)" %
                    (len(issued_at), (issued_at[-1] - issued_at[0]) / (len(issued_at) - 1)))
     out.append("the longest waits:")
-    for i, n, w, why in sorted(trace, key=lambda e: -e[2])[:top]:
+    for i, n, w, why, times in sorted(trace, key=lambda e: -e[2] / e[4])[:top]:
         if w <= 0:
             break
         x = instrs[i]
-        out.append("  %5x  %-44s waits %4d for %s" % (x["addr"], (x["op"] + " " + x["args"])[:44], round(w), why))
+        out.append("  %5x  %-44s waits %4d for %s%s" % (x["addr"], (x["op"] + " " + x["args"])[:44], round(w / times), why,
+                                                        "" if times == 1 else " (each of %g trips)" % times))
     return out
 
 
@@ -108,7 +113,7 @@ def main():
     ap.add_argument("--nvcc", help="nvcc to use (default: on PATH or /usr/local/cuda/bin)")
     ap.add_argument("--nvdisasm", help="nvdisasm to use (default: on PATH, the CUDA toolkit or the PyPI package)")
     a = ap.parse_args()
-    src = os.path.abspath(a.source if os.path.isabs(a.source) else os.path.join(os.getcwd(), a.source))
+    src = os.path.abspath(a.source)
     rel = os.path.relpath(src, si.ROOT)
     if not os.path.isfile(src) or not src.endswith(".cu") or rel.startswith(".."):
         kr.fail("%s: not a kernel file of the book (a .cu file under %s)" % (a.source, si.ROOT))
@@ -117,8 +122,15 @@ def main():
     if not a.kernel.strip():
         kr.fail("KERNEL: part of a kernel's name, not empty")
     nvcc, nvdisasm = kr.find_tool("nvcc", a.nvcc), kr.find_tool("nvdisasm", a.nvdisasm)
+    if not nvcc:
+        kr.fail("nvcc not found (give --nvcc)")
+    if not nvdisasm:
+        kr.fail("nvdisasm not found: pip install nvidia-cuda-nvdisasm, or give --nvdisasm")
     target = si.arch(src)
     smem = kr.smem_table([])
+    if "params" not in smem or "mod" not in smem:  # as sass_issue.py's count_sources: the common path needs them
+        kr.fail("could not read AttentionParams' offsets: a C++ compiler and the CUDA headers are needed "
+                "(c++ or g++ on PATH; CUDA_HOME or /usr/local/cuda)")
     with tempfile.TemporaryDirectory() as tmp:
         cubin, _ = kr.compile_one(nvcc, src, target, tmp)
         r = subprocess.run([nvdisasm, "-c", "-gi", "-hex", cubin], capture_output=True, text=True)
@@ -138,7 +150,9 @@ def main():
     if not trace:
         kr.fail("%s: no tile loop found (sass_issue.py's issue_profile: the loop with the most HMMA, or one with a "
                 "__syncthreads of its own)" % names[m], 1)
-    print("\n".join(report("%s (%s, %s)" % (names[m], rel, target), instrs, trace, a.top)))
+    book = not rel.startswith("labs" + os.sep)  # the data file holds the book's kernels' rows, not a lab's
+    print("\n".join(report("%s (%s, %s)" % (names[m], rel, target), instrs, trace, a.top,
+                            "the data file's tile part" if book else "as the data file would count it")))
     return 0
 
 

@@ -129,10 +129,12 @@ def block_issue(instrs, start, end, global_latency=L2_LATENCY, ready_in=None, tr
     (kernel_resources.control), then stalls as many cycles as the compiler encoded before the next
     may issue; a WARPGROUP.DEPBAR waits for the wgmma groups it names (above). The scoreboards start
     as `ready_in` says (cycles until each clears; clear if not given), the tensor core free. Without
-    control bits (no -hex), one cycle each. `trace`, a list: gets (index, cycles, waited, for what)
-    per instruction, the cycles from the one before's issue to its own next (what it waited, and
-    its stall), adding up to the block's; `for what`, the op whose result it waited for ("wgmma"
-    for a group's products; "" when it waited for nothing)."""
+    control bits (no -hex), one cycle each. `trace`, a list: gets (index, cycles, waited, for what,
+    1) per instruction: its cycles are its wait, its issue cycle and its stall, adding up to the
+    block's; `for what`, the op whose result it waited for ("wgmma" for a group's products; "op (its
+    operands read)" for a scoreboard set when an instruction has read its registers; "earlier" for
+    one set before the block; "" when it waited for nothing); the last field is the times it counts
+    for (mix weights a block's entries by its trips)."""
     t, ready = 0, list(ready_in) if ready_in else [0] * 8
     who = ["earlier"] * 8  # the op each scoreboard waits for (one set before the block: "earlier")
     core, running, group = 0, [], 0  # the tensor core free from; committed groups' ends; the open group's
@@ -156,7 +158,7 @@ def block_issue(instrs, start, end, global_latency=L2_LATENCY, ready_in=None, tr
         if c is None:
             t += 1
             if trace is not None:
-                trace.append((i, t - t_in, t - 1 - t_in, why))
+                trace.append((i, t - t_in, t - 1 - t_in, why, 1))
             continue
         for b in range(6):
             if c["wait"] >> b & 1 and ready[b] > t:
@@ -168,7 +170,7 @@ def block_issue(instrs, start, end, global_latency=L2_LATENCY, ready_in=None, tr
             ready[c["rbar"]], who[c["rbar"]] = t + 2, instrs[i]["op"] + " (its operands read)"
         t += max(1, c["stall"])
         if trace is not None:
-            trace.append((i, t - t_in, waited, why))
+            trace.append((i, t - t_in, waited, why, 1))
     return t, [max(0, r - t) for r in ready]
 
 
@@ -231,17 +233,19 @@ def mix(instrs, blocks, times, one_warp=False, order=None, loop=False, trace=Non
             mine = [] if tr is not None else None
             c, after_l2 = block_issue(instrs, blocks[b]["start"], blocks[b]["end"], L2_LATENCY, at_l2, mine)
             if tr is not None:
-                tr += [(i, n * times[b], w * times[b], why) for i, n, w, why in mine]
+                tr += [(i, n * times[b], w * times[b], why, times[b]) for i, n, w, why, _ in mine]
             d, after_dram = block_issue(instrs, blocks[b]["start"], blocks[b]["end"], DRAM_LATENCY, at_dram)
             cycles, dram = cycles + times[b] * c, dram + times[b] * d
             if carry:
                 at_l2, at_dram = after_l2, after_dram
         return cycles, dram, at_l2, at_dram
 
-    last = trace is not None and not (one_warp and not carry)
-    cycles, dram, at_l2, at_dram = issue(None, None, trace if last and not (loop and carry) else None)
+    # The trace is of the pass whose cycles are returned: the second where a carried loop is issued
+    # twice, the sequence's below where a wgmma part's blocks are one warp's sequence.
+    traced = trace is not None and not (one_warp and not carry)
+    cycles, dram, at_l2, at_dram = issue(None, None, trace if traced and not (loop and carry) else None)
     if loop and carry:
-        cycles, dram = issue(at_l2, at_dram, trace if last else None)[:2]
+        cycles, dram = issue(at_l2, at_dram, trace if traced else None)[:2]
     seq = as_sequence(instrs, blocks, times, order)
     if one_warp and not carry:
         mine = [] if trace is not None else None
@@ -252,7 +256,7 @@ def mix(instrs, blocks, times, one_warp=False, order=None, loop=False, trace=Non
             dram = block_issue(seq, 0, len(seq), DRAM_LATENCY, at_dram)[0]
         if trace is not None:  # the sequence's instructions back to their indices in `instrs`
             where = {id(x): i for i, x in enumerate(instrs)}
-            trace += [(where[id(seq[k])], n, w, why) for k, n, w, why in mine]
+            trace += [(where[id(seq[k])], n, w, why, 1) for k, n, w, why, _ in mine]
     return total, seen, cycles, dram, fp32, imad, release_cycles(seq)
 
 
