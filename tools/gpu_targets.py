@@ -98,11 +98,11 @@ def main():
     copy = copy_gbps(a.folder)
     lines = []  # (target, shape, measured, met)
 
-    def add(target, wanted, found, fmt):
+    def add(target, wanted, found, fmt, who=lambda s: ""):  # who: what made the line, after its shape
         if not found:
             lines.append((target, "-", "not measured", "-"))
         for s, r, ours, theirs in found:
-            name = f"d={s[5]} N={s[3]} B={s[1]} H={s[2]}" + (" causal" if s[6] != "none" else "")
+            name = f"d={s[5]} N={s[3]} B={s[1]} H={s[2]}" + (" causal" if s[6] != "none" else "") + who(s)
             lines.append((target, name, fmt(r, ours, theirs), "yes" if r >= wanted else "no"))
 
     speed = lambda r, ours, theirs: f"{r:.2f}x ({ours:.3f} ms against {theirs:.3f} ms)"
@@ -122,11 +122,8 @@ def main():
     for s, t in ch09.items():
         if "sdpa_cudnn" in sdpa.get(s, {}):
             t["sdpa_cudnn"] = sdpa[s]["sdpa_cudnn"]
-    found = ratio_rows(ch09, "ch09", "sdpa_cudnn", lambda s: True)
-    add("09 >= 0.9x cuDNN", 0.9, found, speed)
-    for k, (s, *_) in enumerate(found):  # the step that made each line: its name in the shape's column
-        at = len(lines) - len(found) + k
-        lines[at] = (lines[at][0], lines[at][1] + " " + ch09_step[s]) + lines[at][2:]
+    add("09 >= 0.9x cuDNN", 0.9, ratio_rows(ch09, "ch09", "sdpa_cudnn", lambda s: True), speed,
+        lambda s: " " + ch09_step[s])
     best07 = {}
     for s, t in back.items():
         mine = [v for v in ("tensor_cores", "causal", "deterministic") if v in t]

@@ -98,6 +98,16 @@ def compile_one(nvcc, src, arch, outdir):
     return cubin, r.stdout + r.stderr
 
 
+def disassemble(nvcc, nvdisasm, src, arch, outdir):
+    """(ptxas's report, parse_sass of the listing) of src compiled for arch (compile_one), its cubin
+    read by `nvdisasm -c -gi -hex` (the control bits too); exit 1 when nvdisasm fails."""
+    cubin, log = compile_one(nvcc, src, arch, outdir)
+    r = subprocess.run([nvdisasm, "-c", "-gi", "-hex", cubin], capture_output=True, text=True)
+    if r.returncode != 0:
+        fail("nvdisasm failed on %s: %s" % (cubin, r.stderr[-1000:]), 1)
+    return log, parse_sass(r.stdout)
+
+
 def demangle(names):
     filt = shutil.which("c++filt") or shutil.which("cu++filt")
     if not filt:

@@ -23,7 +23,6 @@ Exit 2 on bad input (checked before anything is written); 1 when nvcc rejects a 
 import argparse
 import os
 import re
-import subprocess
 import sys
 import tempfile
 
@@ -112,11 +111,8 @@ def main():
             for arch in archs:
                 where = os.path.join(tmp, arch + re.sub(r"\W", "_", os.path.abspath(src)))
                 os.makedirs(where)
-                cubin, log = kr.compile_one(nvcc, os.path.abspath(src), arch, where)
-                r = subprocess.run([nvdisasm, "-c", "-gi", "-hex", cubin], capture_output=True, text=True)
-                if r.returncode != 0:
-                    fail("nvdisasm failed on %s: %s" % (cubin, r.stderr[-1000:]), 1)
-                ptxas, sass = kr.parse_ptxas(log), kr.parse_sass(r.stdout)
+                log, sass = kr.disassemble(nvcc, nvdisasm, os.path.abspath(src), arch, where)
+                ptxas = kr.parse_ptxas(log)
                 demangled = kr.demangle(sorted(sass))
                 for m, instrs in sass.items():
                     data = si.issue_profile(instrs, set())

@@ -23,7 +23,6 @@ the book, before any compiling; a KERNEL that names none of its kernels or sever
 import argparse
 import collections
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -121,22 +120,11 @@ def main():
         kr.fail("--top %d: at least 1" % a.top)
     if not a.kernel.strip():
         kr.fail("KERNEL: part of a kernel's name, not empty")
-    nvcc, nvdisasm = kr.find_tool("nvcc", a.nvcc), kr.find_tool("nvdisasm", a.nvdisasm)
-    if not nvcc:
-        kr.fail("nvcc not found (give --nvcc)")
-    if not nvdisasm:
-        kr.fail("nvdisasm not found: pip install nvidia-cuda-nvdisasm, or give --nvdisasm")
+    nvcc, nvdisasm = si.find_tools(a.nvcc, a.nvdisasm)
     target = si.arch(src)
-    smem = kr.smem_table([])
-    if "params" not in smem or "mod" not in smem:  # as sass_issue.py's count_sources: the common path needs them
-        kr.fail("could not read AttentionParams' offsets: a C++ compiler and the CUDA headers are needed "
-                "(c++ or g++ on PATH; CUDA_HOME or /usr/local/cuda)")
+    smem = si.params_table()
     with tempfile.TemporaryDirectory() as tmp:
-        cubin, _ = kr.compile_one(nvcc, src, target, tmp)
-        r = subprocess.run([nvdisasm, "-c", "-gi", "-hex", cubin], capture_output=True, text=True)
-        if r.returncode != 0:
-            kr.fail("nvdisasm failed on %s: %s" % (cubin, r.stderr[-1000:]), 1)
-    sass = kr.parse_sass(r.stdout)
+        sass = kr.disassemble(nvcc, nvdisasm, src, target, tmp)[1]
     names = kr.demangle(sorted(sass))
     found = [m for m in sorted(sass) if a.kernel in names[m]]
     if len(found) != 1:

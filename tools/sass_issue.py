@@ -550,14 +550,31 @@ def path_lines(name, instrs, cold, mask_only, masked_tile, diagonal):
     return (cold if "lean_loop_kernel" in name else mask_only | masked_tile if by_place else mask_only), by_place
 
 
+def params_table():
+    """kernel_resources.smem_table with AttentionParams' offsets, which the common path's parameters
+    need (without them every row would be the common path's); exit 2 without them."""
+    smem = kr.smem_table([])
+    if "params" not in smem or "mod" not in smem:
+        kr.fail("could not read AttentionParams' offsets: a C++ compiler and the CUDA headers are needed "
+                "(c++ or g++ on PATH; CUDA_HOME or /usr/local/cuda)")
+    return smem
+
+
+def find_tools(nvcc_given, nvdisasm_given):
+    """(nvcc, nvdisasm) as kernel_resources.find_tool finds them; exit 2 when either is missing."""
+    nvcc, nvdisasm = kr.find_tool("nvcc", nvcc_given), kr.find_tool("nvdisasm", nvdisasm_given)
+    if not nvcc:
+        kr.fail("nvcc not found (give --nvcc)")
+    if not nvdisasm:
+        kr.fail("nvdisasm not found: pip install nvidia-cuda-nvdisasm, or give --nvdisasm")
+    return nvcc, nvdisasm
+
+
 def count_sources(srcs, nvcc, nvdisasm, jobs, target="sm_90", by_source=None):
     """Compiles each source for `target` (arch()) and counts its kernels' SASS: ({row name: row}, {the
     repository's files nvcc read}), a row per kernel and per kind of mask or score mod its path
     depends on (below); `by_source`, when given, gets each source's own rows too."""
-    smem = kr.smem_table([])
-    if "params" not in smem or "mod" not in smem:  # without them every row would be the common path's
-        kr.fail("could not read AttentionParams' offsets: a C++ compiler and the CUDA headers are needed "
-                "(c++ or g++ on PATH; CUDA_HOME or /usr/local/cuda)")
+    smem = params_table()
     cold, mask_only = kr.cold_lines(), kr.mask_lines()
     masked_tile, diagonal = kr.masked_tile_lines(), kr.diagonal_lines()
     masking, causal = mask_only | masked_tile, kr.causal_lines() | masked_tile
@@ -566,11 +583,8 @@ def count_sources(srcs, nvcc, nvdisasm, jobs, target="sm_90", by_source=None):
         def one(src):
             where = os.path.join(tmp, re.sub(r"\W", "_", os.path.relpath(src, ROOT)))  # two files may share a name
             os.makedirs(where)
-            cubin, log = kr.compile_one(nvcc, src, arch(src, target), where)
-            r = subprocess.run([nvdisasm, "-c", "-gi", "-hex", cubin], capture_output=True, text=True)
-            if r.returncode != 0:
-                kr.fail("nvdisasm failed on %s: %s" % (cubin, r.stderr[-1000:]), 1)
-            return src, kr.parse_ptxas(log), kr.parse_sass(r.stdout), dependencies(nvcc, src)
+            log, sass = kr.disassemble(nvcc, nvdisasm, src, arch(src, target), where)
+            return src, kr.parse_ptxas(log), sass, dependencies(nvcc, src)
 
         with concurrent.futures.ThreadPoolExecutor(max(1, jobs)) as pool:
             results = list(pool.map(one, srcs))
@@ -879,11 +893,7 @@ def main():
         return
     if not os.path.isdir(os.path.dirname(os.path.abspath(a.out))):
         kr.fail("--out %s: no such folder" % a.out)
-    nvcc, nvdisasm = kr.find_tool("nvcc", a.nvcc), kr.find_tool("nvdisasm", a.nvdisasm)
-    if not nvcc:
-        kr.fail("nvcc not found (give --nvcc)")
-    if not nvdisasm:
-        kr.fail("nvdisasm not found: pip install nvidia-cuda-nvdisasm, or give --nvdisasm")
+    nvcc, nvdisasm = find_tools(a.nvcc, a.nvdisasm)
     srcs = [os.path.join(ROOT, f) for f in sources()]
     version, nd_version = tool_version(nvcc), tool_version(nvdisasm)
     rows, deps = count_sources(srcs, nvcc, nvdisasm, a.jobs)
