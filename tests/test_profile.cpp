@@ -102,6 +102,24 @@ TEST_CASE("the issue term: a kernel's SASS data weighted by the emulator's count
   // part, whose trips the fewest of its kinds allows (here the LDG: 3, not the LDS's 12).
   dc.shared[simt::kSharedLoad32].requests = 4 * 3 * 4;
   CHECK(issued_instructions(dc, decode) == Approx(10 + 1000 * 40 + 3 * (30 + 20)));
+  // Once a kind of that part is spent, the loops that hold none of it run on, as one part, by what
+  // is left: a combine's loop over the splits (4 LDG, nothing else) beside its loop over the
+  // columns (an LDG and an STG) runs as often as the LDG left say, not as often as the STG say: 2
+  // column trips, and of the 2 + 4 x 10 LDG, 10 trips of the split loop (the STG alone would say 2).
+  SassKernel combine{"combine", 32, false, {10, {}, 0, 0}, {}, {}, {}, {}, {{15, {}, 0, 0}, {8, {}, 0, 0}}};
+  combine.inner[0].seen[kSeenLd] = 4;
+  combine.inner[1].seen[kSeenLd] = 1, combine.inner[1].seen[kSeenSt] = 1;
+  simt::Counters cc;
+  cc.launches = 1, cc.blocks = 1, cc.threads_per_block = 32;
+  cc.global[simt::kGlobalLoad].requests = 2 + 4 * 10;
+  cc.global[simt::kGlobalStore].requests = 2;
+  CHECK(part_trips(cc, combine).inner[0] == Approx(10));
+  CHECK(part_trips(cc, combine).inner[1] == Approx(2));
+  CHECK(issued_instructions(cc, combine) == Approx(10 + 10 * 15 + 2 * 8));
+  // A loop that holds no seen kind runs as often as the first part says, no more.
+  SassKernel bare = combine;
+  bare.inner[2] = {5, {}, 0, 0};
+  CHECK(part_trips(cc, bare).inner[2] == Approx(2));
   // Without a barrier in the tile loop, its seen kinds give the tiles.
   SassKernel no_bar = k;
   no_bar.fixed.seen[kSeenBar] = no_bar.tile.seen[kSeenBar] = 0;

@@ -240,6 +240,12 @@ inline double trips(const double (&left)[kSeenKinds], const SassPart& part) {
 
 inline constexpr bool kSeenExplicit[kSeenKinds] = {true, false, false, false, true, false, false, true, false, true, true, true};
 
+// Whether a part accesses global memory (cp.async, loads, stores, atomics, TMA).
+inline bool seen_global(const SassPart& part) {
+  return part.seen[kSeenCpAsync] > 0 || part.seen[kSeenLd] > 0 || part.seen[kSeenSt] > 0 || part.seen[kSeenAtom] > 0 ||
+         part.seen[kSeenTma] > 0;
+}
+
 inline void take(double (&left)[kSeenKinds], double trips, const SassPart& part) {
   for (int i = 0; i < kSeenKinds; ++i) left[i] = std::max(0.0, left[i] - trips * part.seen[i]);
 }
@@ -274,16 +280,44 @@ inline void loop_trips(double (&left)[kSeenKinds], const SassPart (&loops)[kSass
         take(left, n[j], loops[j]);
       }
   }
-  SassPart rest{};
+  // The loops left run as one part, by the kind that allows the fewest trips. The loops that hold
+  // none of the kinds that used up, and some global access, then run on together by what is left,
+  // and so on: a loop of loads alone beside one that also stores (chapter 08's combine: its loop
+  // over the splits beside its loop over the columns, which stores) runs as often as its loads say
+  // once the stores are spent, not as often as the stores say. Only a global access carries a loop
+  // on: nvcc merges shared-memory accesses the emulator counts apart (four scalar reads of a row
+  // where it issues one LDS.128), and a loop counted by those alone would run up to four times too
+  // often; a global pointer's alignment it does not know, so its scalar loads stay one for one.
   for (int j = 0; j < kSassLoops; ++j)
-    if (!solved[j]) {
-      rest.instructions += loops[j].instructions;
+    if (!solved[j]) out[j] = 0;
+  for (bool first = true;; first = false) {
+    SassPart rest{};
+    for (int j = 0; j < kSassLoops; ++j) {
+      if (solved[j]) continue;
+      if (!first && !seen_global(loops[j])) {
+        solved[j] = true;
+        continue;
+      }
       for (int k = 0; k < kSeenKinds; ++k) rest.seen[k] += loops[j].seen[k];
     }
-  const double n = trips(left, rest);  // the loops left run as one part
-  take(left, n, rest);
-  for (int j = 0; j < kSassLoops; ++j)
-    if (!solved[j]) out[j] = n;
+    const double n = trips(left, rest);
+    if (n > 0) {
+      take(left, n, rest);
+      for (int j = 0; j < kSassLoops; ++j)
+        if (!solved[j]) out[j] += n;
+    }
+    // Done: the loops that hold a kind now spent (less than one request left), and after the first
+    // round those that hold no seen kind at all (nothing says they run on).
+    bool progress = false;
+    for (int j = 0; j < kSassLoops; ++j) {
+      if (solved[j]) continue;
+      bool any = false, done = false;
+      for (int k = 0; k < kSeenKinds; ++k)
+        if (loops[j].seen[k] > 0) any = true, done = done || left[k] < 0.5;
+      if (done || (first && !any)) solved[j] = progress = true;
+    }
+    if (!progress) break;
+  }
 }
 
 inline PartTrips part_trips(const simt::Counters& c, const SassKernel& k) {
