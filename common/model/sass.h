@@ -27,7 +27,9 @@
 //                           counted beyond the first two parts: first each loop with an explicit
 //                           kind (below) that no other unsolved loop has, its trips the fewest
 //                           those kinds allow; their counts taken away, the next; the loops left,
-//                           as one part, by the fewest trips any of its kinds allows
+//                           as one part, by the fewest trips any of its kinds allows; then those
+//                           of them that hold none of the kinds that used up and access global
+//                           memory, by what is left (loop_trips)
 //   + trips x outer         the loops around the tile loop, their own blocks: the same, from what
 //                           is left beyond the others (barriers apart: the tiles took them); in a
 //                           persistent launch, once per work item and consumer warp, taken first
