@@ -17,7 +17,8 @@ the consumers' own: once per consumer warp), the tile loop as often as the emula
 by loop: first a loop with an explicit kind (an intrinsic: cp.async, ldmatrix, mma.sync, shuffles)
 that no other loop has, by those kinds, then the next; the loops left together, by the kind that
 allows the fewest trips (an access the two compilers split or merge differently does not inflate
-it). Each part also counts its FP32 and IMAD instructions, which share the FMA pipes (model.h's FMA
+it), and then those of them with a global access that hold none of the kinds used up, by what is
+left (sass.h's loop_trips). Each part also counts its FP32 and IMAD instructions, which share the FMA pipes (model.h's FMA
 term). With each kernel, ptxas's registers per thread, which occupancy needs. The common path is that of a problem without is_causal, attn_mask, mask_mod or
 score mods; a kernel whose path depends on them has a row per kind besides: "<kernel> causal=<kind>"
 and "<kernel> mask=<kind>" (chapter 05's lean_loop masks every tile of such a problem; with

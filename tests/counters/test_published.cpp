@@ -698,6 +698,22 @@ TEST_CASE("chapter 09's steps beside FlashAttention-3's ablation", "[published][
   CHECK(tflops["causal_skip"] >= 1.08 * tflops["warp_specialized"]);
 }
 
+// The breakdown lines of an H200 session's log (results/nvidia-h200/logs/NAME): each variant's
+// time per stage, ms. A variant's line, then its stages': "    S = QK^T      7.1257 ms   47%   ...".
+static std::map<std::string, std::map<std::string, double>> breakdown_ms(const std::string& name) {
+  std::ifstream in(std::string(FLASHSTEPS_SOURCE_DIR) + "/results/nvidia-h200/logs/" + name);
+  REQUIRE(in);
+  std::map<std::string, std::map<std::string, double>> stage_ms;
+  std::string variant;
+  const std::regex stage_line(R"(^    (\S.*?) {2,}([0-9.]+) ms .*)"), variant_line(R"(^(\w+) +[0-9.e+-]+ +pass .*)");
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (std::regex_match(line, m, variant_line)) variant = m[1];
+    else if (!variant.empty() && std::regex_match(line, m, stage_line)) stage_ms[variant][m[1]] = std::stod(m[2]);
+  }
+  return stage_ms;
+}
+
 // Chapters 01 to 03 run two or three kernels each, and the H200's logs of P1 and P3
 // (results/nvidia-h200/logs/promise_P1.log, promise_P3.log) time every one of them: each stage
 // beside its model on the H200's profile, and the model of the code as it is now (the GEMM's loads
@@ -713,17 +729,7 @@ TEST_CASE("each stage of chapters 01 to 03 beside the H200's breakdown at P1 and
   t << "each stage on the H200 (results/nvidia-h200/logs/promise_P1.log, promise_P3.log: the breakdown lines), ms: measured, "
        "the model on the H200's profile (of the code it ran), model/measured; and the model of today's code, not yet measured\n";
   for (const auto& [log, B, H, N, d] : {std::tuple{"promise_P1.log", 16, 32, 1024, 64}, std::tuple{"promise_P3.log", 1, 16, 4096, 128}}) {
-    std::ifstream in(std::string(FLASHSTEPS_SOURCE_DIR) + "/results/nvidia-h200/logs/" + log);
-    REQUIRE(in);
-    // A variant's line, then its stages': "    S = QK^T      7.1257 ms   47%   ...".
-    std::map<std::string, std::map<std::string, double>> stage_ms;
-    std::string variant;
-    const std::regex stage_line(R"(^    (\S.*?) {2,}([0-9.]+) ms .*)"), variant_line(R"(^(\w+) +[0-9.e+-]+ +pass .*)");
-    for (std::string line; std::getline(in, line);) {
-      std::smatch m;
-      if (std::regex_match(line, m, variant_line)) variant = m[1];
-      else if (!variant.empty() && std::regex_match(line, m, stage_line)) stage_ms[variant][m[1]] = std::stod(m[2]);
-    }
+    const std::map<std::string, std::map<std::string, double>> stage_ms = breakdown_ms(log);
     Problem p;
     p.B = B, p.H = H, p.Lq = p.Lk = N, p.d = d, p.dtype = DType::fp16;
     for (const char* name : {"register_blocked", "exp2", "blocked_softmax_pv"}) {
@@ -759,16 +765,7 @@ TEST_CASE("each stage of chapters 01 to 03 beside the H200's breakdown at P1 and
 // modelled longer than 8 splits'. Every stage printed.
 TEST_CASE("chapter 08's stages beside the H200's breakdown: the combine grows with the splits", "[published]") {
   OneHead one;
-  std::ifstream in(std::string(FLASHSTEPS_SOURCE_DIR) + "/results/nvidia-h200/logs/decode32k.log");
-  REQUIRE(in);
-  std::map<std::string, std::map<std::string, double>> stage_ms;  // as in the P1 and P3 logs above
-  std::string variant;
-  const std::regex stage_line(R"(^    (\S.*?) {2,}([0-9.]+) ms .*)"), variant_line(R"(^(\w+) +[0-9.e+-]+ +pass .*)");
-  for (std::string line; std::getline(in, line);) {
-    std::smatch m;
-    if (std::regex_match(line, m, variant_line)) variant = m[1];
-    else if (!variant.empty() && std::regex_match(line, m, stage_line)) stage_ms[variant][m[1]] = std::stod(m[2]);
-  }
+  const std::map<std::string, std::map<std::string, double>> stage_ms = breakdown_ms("decode32k.log");
   DecodeProblem dp;
   dp.B = 1, dp.Hq = 32, dp.Hkv = 8, dp.d = 128, dp.Lq = 1, dp.dtype = DType::fp16, dp.cache_lens = {32768};
   RunOptions sampled;
