@@ -714,6 +714,22 @@ static std::map<std::string, std::map<std::string, double>> breakdown_ms(const s
   return stage_ms;
 }
 
+// The logged time of each of a profile's stages (from breakdown_ms), in the profile's order: the
+// variant logged, and every stage the model has timed under the same name.
+static std::vector<double> logged_stage_ms(const std::map<std::string, std::map<std::string, double>>& logged,
+                                           const std::string& name, const Profile& pr) {
+  REQUIRE(logged.count(name) == 1);
+  const std::map<std::string, double>& stages = logged.at(name);
+  REQUIRE(stages.size() == pr.stages.size());
+  std::vector<double> ms;
+  for (const StageProfile& s : pr.stages) {
+    INFO(name << ": " << s.stage);
+    REQUIRE(stages.count(s.stage) == 1);
+    ms.push_back(stages.at(s.stage));
+  }
+  return ms;
+}
+
 // Chapters 01 to 03 run two or three kernels each, and the H200's logs of P1 and P3
 // (results/nvidia-h200/logs/promise_P1.log, promise_P3.log) time every one of them: each stage
 // beside its model on the H200's profile, and the model of the code as it is now (the GEMM's loads
@@ -737,12 +753,10 @@ TEST_CASE("each stage of chapters 01 to 03 beside the H200's breakdown at P1 and
       REQUIRE(v != nullptr);
       const Profile& pr = one.run(*v, p);
       REQUIRE(pr.result.verdict.pass);
-      REQUIRE(stage_ms.count(name) == 1);
-      REQUIRE(stage_ms.at(name).size() == pr.stages.size());
+      const std::vector<double> logged = logged_stage_ms(stage_ms, name, pr);
       for (const StageProfile& s : pr.stages) {
         INFO(name << ": " << s.stage);
-        REQUIRE(stage_ms.at(name).count(s.stage) == 1);
-        const double ms = stage_ms.at(name).at(s.stage), model_ms = as_run_on_h200(s).us / 1e3;
+        const double ms = logged[&s - pr.stages.data()], model_ms = as_run_on_h200(s).us / 1e3;
         const double today_ms = remodel(s, *gpus::find_gpu("h200")).us / 1e3;
         CHECK(ms > 0);
         char line[256];
@@ -775,18 +789,14 @@ TEST_CASE("chapter 08's stages beside the H200's breakdown: the combine grows wi
        "H200, the model on its profile, model/measured\n";
   std::map<std::string, double> combine;  // modelled, by step
   for (const char* name : {"split_kv", "gqa_packed", "paged"}) {
-    const DecodeVariant* v = nullptr;
-    for (const DecodeVariant& d : decode_registry())
-      if (d.info.name == name) v = &d;
+    const DecodeVariant* v = find_decode(name);
     REQUIRE(v != nullptr);
     const Profile& pr = profile_decode(one.profiler, *v, dp, true, sampled, false);
     REQUIRE(pr.result.verdict.pass);
-    REQUIRE(stage_ms.count(name) == 1);
-    REQUIRE(stage_ms.at(name).size() == pr.stages.size());
+    const std::vector<double> logged = logged_stage_ms(stage_ms, name, pr);
     for (const StageProfile& s : pr.stages) {
       INFO(name << ": " << s.stage);
-      REQUIRE(stage_ms.at(name).count(s.stage) == 1);
-      const double ms = stage_ms.at(name).at(s.stage), model_ms = as_run_on_h200(s).us / 1e3;
+      const double ms = logged[&s - pr.stages.data()], model_ms = as_run_on_h200(s).us / 1e3;
       REQUIRE(ms > 0);
       char line[256];
       std::snprintf(line, sizeof line, "  %-11s %-22s %9.4f %9.4f  %5.2f\n", &s == &pr.stages.front() ? name : "", s.stage.c_str(), ms,
