@@ -293,6 +293,13 @@ profile() {
   ncu --clock-control none --csv --section SourceCounters --page source --print-source sass \
     --log-file "$out/ncu_ch09_sass.csv" "$build/bin/flashsteps" run -v intra_overlap -v causal_skip --reps 0 \
     $p3 --dtype fp16 || failed "chapter 09's SASS"
+  # Chapter 04's step c, modelled about a third short of the H200's time at P1 and P3 where step d
+  # is within 11 % (model_vs_published, "chapter 04's steps c and d"): what its warps wait for,
+  # beside step d's, with the hit rates of its O, l and m round trips.
+  echo "== ncu: chapter 04, steps c and d at P3"
+  # shellcheck disable=SC2086
+  ncu "${why[@]}" --log-file "$out/ncu_ch04_steps.csv" "$build/bin/flashsteps" run -v register_tiles -v o_in_registers \
+    --reps 0 $p3 --dtype fp16 || failed "chapter 04"
   # --list: a variant's line is "  name  description (best)"; its "supports" line and the closing
   # legend "(best): ..." are not variants.
   for v in $("$build/bin/flashsteps" run --list | awk '/^  [^ ]/ && / \(best\)$/ {print $1}'); do

@@ -769,6 +769,47 @@ TEST_CASE("each stage of chapters 01 to 03 beside the H200's breakdown at P1 and
   std::printf("%s", t.str().c_str());
 }
 
+// Chapter 04's steps c and d as the H200 ran them at P1 and P3 (results/nvidia-h200/promise.csv),
+// modelled on its profile with the rows of the code it ran (h200_sass_as_run.inc). Step d, O in
+// registers, is held within 15 % of its time at both, and the model of that code ranks it ahead of
+// step c at P1, as measured. Step c, which moves O_i, l and m to global memory and back for every
+// (K/V tile, Q tile) pair, models about a third short of its time at both: held within 2x, as the
+// decoding steps the model misses are. At P3 the H200 ran step d ahead (48.53 against 57.42 ms)
+// where the model of the code it ran puts step c ahead: the miss is step c's, and no counter here
+// says what it waits for (notes/04_flash_v1.md, "At d = 128 step d beats step c"). Today's code
+// modelled beside it, not yet measured.
+TEST_CASE("chapter 04's steps c and d beside the H200 at P1 and P3", "[published]") {
+  OneHead one;
+  const std::string csv = std::string(FLASHSTEPS_SOURCE_DIR) + "/results/nvidia-h200/promise.csv";
+  std::ostringstream t;
+  t << "chapter 04's steps c and d on the H200 (results/nvidia-h200/promise.csv), ms: measured, the model on its profile "
+       "(of the code it ran), model/measured; and the model of today's code, not yet measured\n";
+  for (const auto& [B, H, N, d] : {std::tuple{16, 32, 1024, 64}, std::tuple{1, 16, 4096, 128}}) {
+    Problem p;
+    p.B = B, p.H = H, p.Lq = p.Lk = N, p.d = d, p.dtype = DType::fp16;
+    std::map<std::string, double> model_ms;
+    for (const char* name : {"register_tiles", "o_in_registers"}) {
+      const Variant* v = find_variant(name);
+      REQUIRE(v != nullptr);
+      const Profile& pr = one.run(*v, p);
+      REQUIRE(pr.result.verdict.pass);
+      const double ms = recorded_ms(csv, "measured", p, *v);
+      REQUIRE(ms > 0);
+      model_ms[name] = as_run_on_h200(pr).us / 1e3;
+      const double ratio = model_ms[name] / ms, today_ms = remodel(pr, *gpus::find_gpu("h200")).us / 1e3;
+      char line[192];
+      std::snprintf(line, sizeof line, "B=%-2d H=%-2d N=%-5d d=%-3d %-15s %9.3f %9.3f  %5.2f   today %9.3f\n", B, H, N, d, name,
+                    ms, model_ms[name], ratio, today_ms);
+      t << line;
+      INFO(line);
+      if (std::string(name) == "o_in_registers") CHECK(std::fabs(ratio - 1) <= 0.15);
+      else CHECK((ratio >= 0.5 && ratio <= 2));
+    }
+    if (N == 1024) CHECK(model_ms["o_in_registers"] < model_ms["register_tiles"]);
+  }
+  std::printf("%s", t.str().c_str());
+}
+
 // Chapter 08's split steps end with a second launch, the combine (split_kv.cu), which reads every
 // split's partial O and lse: at B = 1, Hq = 32, Hkv = 8, d = 128 and 32k keys the H200 timed it at
 // 0.0042 ms after split_kv's 8 splits and at 0.0067 ms after the 33 of gqa_packed and paged
@@ -933,3 +974,4 @@ TEST_CASE("the model's DRAM reads beside what Nsight Compute read on the H200", 
   }
   std::printf("%s%s", t.str().c_str(), times.str().c_str());
 }
+
