@@ -22,7 +22,8 @@
 // both. The second set is printed, not held: it scores the kernels as much as the model. Chapter
 // 09, FlashAttention-3's structure, has a test case of its own below, and so have chapter 08's best
 // step beside FlashInfer's published decoding and each kernel of
-// chapters 01 to 03 at P1 and P3 (the H200's logs) and of the variants Nsight Compute profiled.
+// chapters 01 to 03 at P1 and P3 (the H200's logs), chapter 04's steps c and d there
+// (promise.csv), and each launch of the variants Nsight Compute profiled.
 // Every comparison with the H200 models the kernels as it ran them: those whose code changed since
 // take their SASS rows from h200_sass_as_run.inc (the GEMM's, chapter 03's and chapter 04's loads,
 // since batched; chapter 09's step g, since launched Q tiles first without is_causal; steps f and
