@@ -45,7 +45,12 @@ __device__ __forceinline__ ch06::HeadTile block_tile(const attn::AttentionParams
 template <class T, int D, int Consumers, bool Persistent = false, class R>
 __device__ __forceinline__ void consume(const R& ring, const attn::AttentionParams& p, int q0, int bh, int tiles,
                                         int t0 = 0, int n = 0) {
-  const int c = static_cast<int>(threadIdx.x) / kThreads - 1, warp = static_cast<int>(threadIdx.x / 32) % 4;
+  // The consumer, broadcast from lane 0: the same value, but ptxas then knows it is the warp's, as
+  // from threadIdx alone it does not, and keeps what follows from it on the uniform datapath: Q's
+  // descriptors, this consumer's tiles (the loop's trip count) and its tiles' descriptor arithmetic.
+  // Without it, 536 instructions a warp along an unmasked tile at d = 128, not 510 (notes/09, "Each
+  // consumer its own tiles").
+  const int c = __shfl_sync(~0u, static_cast<int>(threadIdx.x) / kThreads - 1, 0), warp = static_cast<int>(threadIdx.x / 32) % 4;
   const int row = q0 + c * kBr + warp * 16 + static_cast<int>(threadIdx.x % 32 / 4);
   const float scale_log2 = p.scale * attn::kLog2e;
   simt::WgmmaAccumulator<D> O;
@@ -55,12 +60,8 @@ __device__ __forceinline__ void consume(const R& ring, const attn::AttentionPara
     ch05::store_rows<T, D>(O.tiles(), m, l, row, p, bh);
     return;
   }
-  // This consumer's tiles: the block's, or fewer (its last row's; none past Lq). Broadcast from
-  // lane 0, the same value, so that ptxas knows the loop's trip count is the warp's: from threadIdx
-  // alone it is not, and ptxas moved the loop's descriptor arithmetic off the uniform datapath (877
-  // instructions a warp along a masked tile at d = 128, not 854: notes/09, "Each consumer its own
-  // tiles").
-  const int own = __shfl_sync(~0u, ch06::tiles_to_visit(p, q0 + c * kBr, kBr, kBc), 0);
+  // This consumer's tiles: the block's, or fewer (its last row's; none past Lq).
+  const int own = ch06::tiles_to_visit(p, q0 + c * kBr, kBr, kBc);
   // Raw scores only where no mask can remove a key (and for a positive scale: the maximum of the
   // raw scores is then the maximum of the scaled ones).
   const auto masked = [&](int j) {
