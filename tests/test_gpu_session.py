@@ -121,17 +121,18 @@ def main():
               f"ncu last on step g's sections beside balanced with is_causal, the DRAM bytes among its metrics "
               f"(got {sections})")
         states = [line for line in ncu if "--section WarpStateStats" in line]
-        check(len(states) == 4 and all("--metrics gpu__time_duration.sum,dram__bytes_read.sum,lts__t_sector_hit_rate.pct "
+        check(len(states) == 5 and all("--metrics gpu__time_duration.sum,dram__bytes_read.sum,lts__t_sector_hit_rate.pct "
                                        in line for line in states)
               and "-v tma_ring -v warp_specialized -v ping_pong -v intra_overlap -v causal_skip --reps 0 -b 1 -H 16 -n 4096"
               in states[0] and "-v tma_ring -v causal_skip -v head_dim_tiles -v persistent --reps 0 -b 16 -H 32 -n 1024 -d 64"
               in states[1] and "-v causal_skip -v persistent --reps 0 -b 32 -H 16 -n 512 -d 128" in states[2]
               and "decode -b 1 --cache-len 32768 --reps 0 -v decode_kernel" in states[3]
+              and "-v register_tiles -v o_in_registers --reps 0 -b 1 -H 16 -n 4096 -d 128" in states[4]
               and any("--section SourceCounters --page source --print-source sass" in line
                       and "-v intra_overlap -v causal_skip" in line for line in ncu),
               f"issue 35's profiles: every warp state of chapter 09's steps c to g at P3, of steps c, g, h and i at P1, of "
               f"steps g and i at N = 512 and of "
-              f"chapter 08's steps at 32k, "
+              f"chapter 08's steps at 32k, of chapter 04's steps c and d at P3, "
               f"the hit rates this ncu knows, steps f and g by SASS instruction (got {states})")
         sdpa = [line for line in calls.splitlines() if "bench_torch_sdpa.py" in line]
         check(any("--variants all:05,06 --shapes flash" in line for line in sdpa), "chapters 05, 06 beside SDPA")
