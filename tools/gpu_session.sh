@@ -293,12 +293,12 @@ profile() {
   ncu --clock-control none --csv --section SourceCounters --page source --print-source sass \
     --log-file "$out/ncu_ch09_sass.csv" "$build/bin/flashsteps" run -v intra_overlap -v causal_skip --reps 0 \
     $p3 --dtype fp16 || failed "chapter 09's SASS"
-  # Chapter 04's step c, modelled about a third short of the H200's time at P1 and P3 where step d
-  # is within 11 % (model_vs_published, "chapter 04's steps c and d"): what its warps wait for,
-  # beside step d's, with the hit rates of its O, l and m round trips. Two candidates the warp states
-  # tell apart: waits on those round trips (long_scoreboard, lg_throttle) and instruction fetch
-  # (no_instruction: a pair's loop runs about 7 000 distinct SASS instructions, 112 KB, where step
-  # d's tile runs about 6 100, 98 KB; sass_sm90.inc's parts).
+  # Chapter 04's step c, modelled a quarter to a third short of the H200's time at P1 and P3,
+  # where step d is within 11 % (model_vs_published, "chapter 04's steps c and d"): what its warps
+  # wait for, beside step d's, with the hit rates of its O, l and m round trips. Two candidates the
+  # warp states tell apart: waits on those round trips (long_scoreboard, lg_throttle) and instruction
+  # fetch (no_instruction: a pair's loop runs about 7 000 distinct SASS instructions, 112 KB, where
+  # step d's tile runs about 6 100, 98 KB; sass_sm90.inc's parts).
   echo "== ncu: chapter 04, steps c and d at P3"
   # shellcheck disable=SC2086
   ncu "${why[@]}" --log-file "$out/ncu_ch04_steps.csv" "$build/bin/flashsteps" run -v register_tiles -v o_in_registers \

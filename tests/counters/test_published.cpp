@@ -774,7 +774,7 @@ TEST_CASE("each stage of chapters 01 to 03 beside the H200's breakdown at P1 and
 // modelled on its profile with the rows of the code it ran (h200_sass_as_run.inc). Step d, O in
 // registers, is held within 15 % of its time at both, and the model of that code ranks it ahead of
 // step c at P1, as measured. Step c, which moves O_i, l and m to global memory and back for every
-// (K/V tile, Q tile) pair, models about a third short of its time at both: held within 2x, as the
+// (K/V tile, Q tile) pair, models a quarter to a third short of its time: held within 2x, as the
 // decoding steps the model misses are. At P3 the H200 ran step d ahead (48.53 against 57.42 ms)
 // where the model of the code it ran puts step c ahead: the miss is step c's, and no counter here
 // says what it waits for (notes/04_flash_v1.md, "At d = 128 step d beats step c"). Today's code
@@ -975,4 +975,3 @@ TEST_CASE("the model's DRAM reads beside what Nsight Compute read on the H200", 
   }
   std::printf("%s%s", t.str().c_str(), times.str().c_str());
 }
-
