@@ -46,6 +46,8 @@ tree_commit() {
     git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown
 }
 export FLASHSTEPS_COMMIT=${FLASHSTEPS_COMMIT:-$(tree_commit)}
+# The torch scripts' progress reaches their logs as it happens, not when a timeout kills them.
+export PYTHONUNBUFFERED=1
 prefix=()
 [ -d "$root/.deps/usr" ] && prefix=(-DCMAKE_PREFIX_PATH="$root/.deps/usr")
 start=$SECONDS
@@ -151,8 +153,20 @@ stop_clocks() {
 }
 
 # Every variant on small shapes that cross tile edges, with and without is_causal and masks.
+# Chapter 08 first: no GPU has sanitized it yet (the H200's 60 s reached 6 memcheck runs and 2
+# racecheck runs of the forward and backward loop, which it had sanitized before).
 sanitize() {
   local status=0
+  # Chapter 08: paged, GQA, several new tokens under causal, a split count forced.
+  for tool in memcheck racecheck synccheck; do
+    for args in "-b 3 --cache-lens 0,17,300 --page-size 7 --new-tokens 3 --causal -H 8 --kv-heads 2 -d 64" \
+                "-b 2 --cache-len 700 --splits 5 -d 128 --dtype bf16"; do
+      echo "== $tool: flashsteps decode --reps 0 $args"
+      # shellcheck disable=SC2086
+      compute-sanitizer --tool "$tool" --error-exitcode 9 "$build/bin/flashsteps" decode --reps 0 $args ||
+        { status=1; echo "$tool FAILED on: decode $args"; }
+    done
+  done
   for tool in memcheck racecheck synccheck; do
     for args in "--lq 130 --lk 97 -d 64" "--lq 77 --lk 200 -d 128 --dtype bf16 --causal bottom-right" \
                 "-n 100 -d 96 --mask additive --mask-per-head -b 2"; do
@@ -164,16 +178,6 @@ sanitize() {
       # shellcheck disable=SC2086
       compute-sanitizer --tool "$tool" --error-exitcode 9 "$build/bin/flashsteps" backward --reps 0 $args ||
         { status=1; echo "$tool FAILED on: backward $args"; }
-    done
-  done
-  # Chapter 08: paged, GQA, several new tokens under causal, a split count forced.
-  for tool in memcheck racecheck synccheck; do
-    for args in "-b 3 --cache-lens 0,17,300 --page-size 7 --new-tokens 3 --causal -H 8 --kv-heads 2 -d 64" \
-                "-b 2 --cache-len 700 --splits 5 -d 128 --dtype bf16"; do
-      echo "== $tool: flashsteps decode --reps 0 $args"
-      # shellcheck disable=SC2086
-      compute-sanitizer --tool "$tool" --error-exitcode 9 "$build/bin/flashsteps" decode --reps 0 $args ||
-        { status=1; echo "$tool FAILED on: decode $args"; }
     done
   done
   return $status
@@ -205,12 +209,16 @@ backward_bench() {
 # The promise's shapes (below), one home for every step that runs them; split into words where used.
 p1="-b 16 -H 32 -n 1024 -d 64" p2="-b 32 -H 16 -n 1024 -d 128" p3="-b 1 -H 16 -n 4096 -d 128"
 promise_shapes() {
-  local shape status=0
-  for shape in "$p1" "$p2" "$p3"; do
-    # shellcheck disable=SC2086
-    "$build/bin/flashsteps" run $shape --dtype fp16 --reps 5 --warmup 1 --csv "$out/promise.csv" || status=1
-  done
+  local status=0
+  # P2 last: on the H200 it did not finish in the time its call had (results/nvidia-h200/README.md);
+  # last, a timeout cuts it alone, not P3 and chapter 08's row behind it.
+  # shellcheck disable=SC2086
+  "$build/bin/flashsteps" run $p1 --dtype fp16 --reps 5 --warmup 1 --csv "$out/promise.csv" || status=1
+  # shellcheck disable=SC2086
+  "$build/bin/flashsteps" run $p3 --dtype fp16 --reps 5 --warmup 1 --csv "$out/promise.csv" || status=1
   "$build/bin/flashsteps" decode -b 1 --cache-len 32768 --reps 20 --warmup 2 --csv "$out/promise.csv" || status=1
+  # shellcheck disable=SC2086
+  "$build/bin/flashsteps" run $p2 --dtype fp16 --reps 5 --warmup 1 --csv "$out/promise.csv" || status=1
   return $status
 }
 
@@ -342,9 +350,20 @@ tune() {
 }
 
 # A few files to carry home: the summary, the device, the CSVs, and one archive of everything.
+# tar's exit 1 says a file changed while it read it (a process a timeout left behind, still
+# writing): the archive holds what it read, and the pack goes on; past 1 the logs stay unpacked.
+# The device tool brings back at most 8 files of 16 MiB each.
 pack() {
-  (cd "$out" && tar -czf /tmp/gpu_session_all.tar.gz ./* && mv /tmp/gpu_session_all.tar.gz all.tar.gz)
-  local f
+  local f rc=0
+  (cd "$out" && tar -czf /tmp/gpu_session_all.tar.gz ./*) || rc=$?
+  if ((rc > 1)); then
+    note "pack: tar failed (exit $rc): the logs stay in $out, unpacked"
+    return 0
+  fi
+  mv /tmp/gpu_session_all.tar.gz "$out/all.tar.gz"
+  ((rc == 0)) || note "pack: a file changed while tar read it (exit 1): all.tar.gz holds what it read"
+  (($(stat -c %s "$out/all.tar.gz") <= 16 * 1024 * 1024)) ||
+    note "pack: all.tar.gz is over 16 MiB, more than the device tool brings back"
   for f in "$out"/*; do
     case ${f##*/} in
       summary.txt | all.tar.gz | promise.csv | sdpa.csv | decode.csv | backward.csv | masks.csv | device.txt) ;;
@@ -373,6 +392,10 @@ case "${1:-}" in
     : >"$out/summary.txt"
     note "gpu_session.sh all: commit $FLASHSTEPS_COMMIT, budget $budget s, steps $steps, $(date -u +%FT%TZ)"
     device_info >"$out/device.txt" 2>&1 || true
+    [ "$FLASHSTEPS_COMMIT" != unknown ] ||
+      note "WARNING: no commit for the rows (this tree has no .git of its own): set FLASHSTEPS_COMMIT to the hash, written out in the command"
+    [ -d "$root/.deps/usr" ] ||
+      note "no .deps/usr: Eigen, Catch2 and CLI11 come from the system or not at all (stage .deps where the commit was made and carry it)"
     note "device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo none); building for $(gpu_archs)"
     # Always built: on a machine still warm from the last call Ninja finds little or nothing to do,
     # and an edited tree (a tuning call) is rebuilt. Without a build no step can run.
@@ -438,7 +461,7 @@ case "${1:-}" in
     pack
     note "done in $((SECONDS - start)) s; files: $(cd "$out" && ls | tr '\n' ' ')"
     if ((${#unfinished[@]})); then
-      note "left for the next call: tools/gpu_session.sh all --steps $(IFS=,; echo "${unfinished[*]}")"
+      note "left for the next call: tools/gpu_session.sh all --steps $(IFS=,; echo "${unfinished[*]}") (at once, on the machine still warm: FLASHSTEPS_REUSE_BUILD=1 before it keeps this build, and --budget S under the device time left less a minute, the call's timeout_s at least S + 30)"
     fi
     ;;
   test)
