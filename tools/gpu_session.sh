@@ -210,17 +210,18 @@ backward_bench() {
 # on an H200, and every variant runs reps + warmup times (at 10 + 2 the step ran out of 80 s at P2).
 # The promise's shapes (below), one home for every step that runs them; split into words where used.
 p1="-b 16 -H 32 -n 1024 -d 64" p2="-b 32 -H 16 -n 1024 -d 128" p3="-b 1 -H 16 -n 4096 -d 128"
+promise_at() {
+  # shellcheck disable=SC2086
+  "$build/bin/flashsteps" run $1 --dtype fp16 --reps 5 --warmup 1 --csv "$out/promise.csv"
+}
 promise_shapes() {
   local status=0
   # P2 last: on the H200 it did not finish in the time its call had (results/nvidia-h200/README.md);
   # last, a timeout cuts it alone, not P3 and chapter 08's row behind it.
-  # shellcheck disable=SC2086
-  "$build/bin/flashsteps" run $p1 --dtype fp16 --reps 5 --warmup 1 --csv "$out/promise.csv" || status=1
-  # shellcheck disable=SC2086
-  "$build/bin/flashsteps" run $p3 --dtype fp16 --reps 5 --warmup 1 --csv "$out/promise.csv" || status=1
+  promise_at "$p1" || status=1
+  promise_at "$p3" || status=1
   "$build/bin/flashsteps" decode -b 1 --cache-len 32768 --reps 20 --warmup 2 --csv "$out/promise.csv" || status=1
-  # shellcheck disable=SC2086
-  "$build/bin/flashsteps" run $p2 --dtype fp16 --reps 5 --warmup 1 --csv "$out/promise.csv" || status=1
+  promise_at "$p2" || status=1
   return $status
 }
 
