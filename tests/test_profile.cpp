@@ -1181,8 +1181,11 @@ TEST_CASE("profile: a wrong option is refused before any work", "[profile]") {
   CHECK_THAT(out, Contains("--emulated-heads must be 0"));
   CHECK(flashsteps("profile --row-groups some", out) == 2);
   CHECK_THAT(out, Contains("--row-groups takes auto, always or never"));
-  CHECK(flashsteps("backward --profile --emulated-heads 2 -n 64", out) == 2);  // the backward is not sampled
-  CHECK_THAT(out, Contains("backward --profile emulates every block"));
+  CHECK(flashsteps("backward --profile --row-groups always -n 64", out) == 2);  // the backward samples heads, not rows
+  CHECK_THAT(out, Contains("backward --profile emulates every row"));
+  CHECK_THAT(out, !Contains("checked:"));
+  CHECK(flashsteps("decode --profile --emulated-heads 2", out) == 2);  // decoding chooses its own sample
+  CHECK_THAT(out, Contains("decode --profile chooses what it emulates itself"));
   CHECK_THAT(out, !Contains("checked:"));
   CHECK(flashsteps("profile --chapter 99", out) == 2);
   CHECK_THAT(out, Contains("no chapter starts with"));

@@ -58,12 +58,14 @@ void add_profile_options(CLI::App& app, ProfileOptions& o, bool flag) {
                  "emulator's");
 }
 
-std::optional<Profiler> whole_problem_profiler(const ProfileOptions& o, const std::string& command) {
+std::optional<Profiler> whole_problem_profiler(const ProfileOptions& o, const std::string& command, bool heads) {
   std::optional<Profiler> profiler;
   if (o.on) profiler.emplace(o);  // refuses before any work
-  if (o.emulated_heads != 0 || o.row_groups != "auto")
-    throw UsageError("--emulated-heads and --row-groups sample a forward profile; " + command +
-                     " --profile emulates every block of its problem (choose a smaller one)");
+  if (o.row_groups != "auto")
+    throw UsageError("--row-groups samples a forward profile's rows; " + command + " --profile emulates every row");
+  if (o.emulated_heads != 0 && !heads)
+    throw UsageError("--emulated-heads samples a forward or backward profile; " + command +
+                     " --profile chooses what it emulates itself");
   return profiler;
 }
 
@@ -486,6 +488,13 @@ std::string SamplePlan::describe(const Problem& p) const {
   return d + "; the rest was not emulated, and went unchecked";
 }
 
+long long Profiler::heads_to_emulate(double seconds_per_head, long long heads) const {
+  const double per_head = seconds_per_head * kCountersSlowdown;
+  if (o_.emulated_heads > 0) return std::min(heads, o_.emulated_heads);
+  if (per_head * static_cast<double>(heads) <= kWholeProblemUpTo) return heads;
+  return std::max(1LL, std::min(heads, static_cast<long long>(kWholeProblemUpTo / per_head)));
+}
+
 SamplePlan Profiler::plan(const Variant& v, const Problem& p) const {
   SamplePlan s;
   const long long heads = static_cast<long long>(p.heads());
@@ -493,14 +502,9 @@ SamplePlan Profiler::plan(const Variant& v, const Problem& p) const {
   Problem dense = p;  // the emulator runs every (query, key) pair of a block, masked or not
   dense.causal = Causal::none;
   dense.mod = ModKind::none;
-  const double per_head =
-      dense.flops() / static_cast<double>(heads) / (v.cpu_flops_per_second * std::max(1, device().sms)) * kCountersSlowdown;
-  if (o_.emulated_heads > 0)
-    s.heads.emulated = std::min(heads, o_.emulated_heads);
-  else if (per_head * static_cast<double>(heads) <= kWholeProblemUpTo)
-    s.heads.emulated = heads;
-  else
-    s.heads.emulated = std::max(1LL, static_cast<long long>(kWholeProblemUpTo / per_head));
+  const double plain = dense.flops() / static_cast<double>(heads) / (v.cpu_flops_per_second * std::max(1, device().sms));
+  const double per_head = plain * kCountersSlowdown;
+  s.heads.emulated = heads_to_emulate(plain, heads);
   // Grouped-query attention: whole groups of the query heads that share a K/V head, whose reads of
   // it cross from DRAM once for the group (B = 1: a packed batch).
   if (const long long g = p.H / p.kv_heads(); g > 1) s.heads.emulated = std::min(heads, (s.heads.emulated + g - 1) / g * g);
@@ -676,15 +680,15 @@ const Profile& Profiler::run(const Variant& v, const Problem& p, const SamplePla
   return finish(std::move(prof), stages, as_mask, launches, kernels, work, details);
 }
 
-const Profile& Profiler::run(const std::function<Result()>& counted, bool details) {
+const Profile& Profiler::run(const std::function<Result()>& counted, bool details, const HeadSample& heads) {
   Profile prof;
   {
     Counting counting(o_.sample_blocks);
     prof.result = counted();
   }
   prof.problem = prof.result.problem;
-  const long long heads = static_cast<long long>(prof.problem.heads());
-  prof.plan.heads = {heads, heads};
+  const long long all = static_cast<long long>(prof.problem.heads());
+  prof.plan.heads = heads.sampled() ? heads : HeadSample{all, all};
   std::vector<std::string> stages;
   std::vector<MaskKind> as_mask;
   std::vector<std::vector<simt::Counters>> launches;

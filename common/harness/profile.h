@@ -108,9 +108,15 @@ class Profiler {
   // stage when `details`. Throws UsageError when the plan's problems cannot run.
   const Profile& run(const Variant& v, const Problem& p, const SamplePlan& plan, const RunOptions& checks,
                      bool details = true);
-  // The same for any one checked execution of every head: `counted` runs it once (a backward
-  // variant, say: backward/cli.cpp) and returns its Result, whose stages carry the launches' counters.
-  const Profile& run(const std::function<Result()>& counted, bool details = true);
+  // The same for any one checked execution: `counted` runs it once (a backward variant, say:
+  // backward/profile.cpp) and returns its Result, whose stages carry the launches' counters, counted
+  // as the whole problem's (Result::problem); `heads`: what of its heads it emulated, when a few.
+  const Profile& run(const std::function<Result()>& counted, bool details = true, const HeadSample& heads = {});
+  // How many of a problem's `heads` to emulate when one of them takes the emulator about
+  // `seconds_per_head` seconds on the plain build (Variant::cpu_flops_per_second): --emulated-heads's
+  // number, else all of them when that takes 20 s or less with the counters on, else as many as fit
+  // in 20 s, at least one.
+  long long heads_to_emulate(double seconds_per_head, long long heads) const;
   // The modelled time of every variant profiled, and the speedups over the first variant; beside
   // them, the emulator's times of --emulator-times. When a step models slower than the one before
   // it, why: its bound, how much of the GPU its grid fills, its bank conflicts.
@@ -136,10 +142,11 @@ class Profiler {
   std::vector<std::pair<std::string, std::unique_ptr<Prepared>>> prepared_;
 };
 
-// For the commands whose profiles emulate every block of their problem (backward, decode): the
-// profiler when --profile asks for one (refusing before any work), after refusing the forward's
-// sampling options with a sentence that names the command.
-std::optional<Profiler> whole_problem_profiler(const ProfileOptions& o, const std::string& command);
+// For the commands whose profiles sample no rows (backward, decode): the profiler when --profile
+// asks for one (refusing before any work), after refusing the forward's --row-groups, and
+// --emulated-heads unless `heads` (backward: its profile emulates a few heads, backward/profile.cpp;
+// decode chooses its own), with a sentence that names the command.
+std::optional<Profiler> whole_problem_profiler(const ProfileOptions& o, const std::string& command, bool heads = false);
 
 // The median of v on p from a results CSV this project wrote, among its rows of `kind` (emulated,
 // measured, modelled): the last such row's, 0 when there is none.

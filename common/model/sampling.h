@@ -85,6 +85,35 @@ inline simt::Counters scaled(const simt::LaunchCounters& l, const HeadSample& s,
   return c;
 }
 
+// One launch of a sampled run (the first few heads of a problem, run alone), as `whole`, the same
+// launch of the whole problem (a dry run's), counts: its work times s.factor() (the copies of
+// the sample the whole launch holds), `shared` and `span` as scaled() takes them. The grid and the
+// blocks are the whole launch's, and so is each block's work: the sample's block at the same place
+// in each dimension (the heads are each dimension's slowest part in every kernel sampled so:
+// chapter 07's grids of (tiles, B * H), of a warp per row over B * H * Lq and of cells over
+// (columns, rows, B * H); chapter 08's x = (b, hk, chunk)), times the factor over the blocks the
+// launch gained (chapter 08's append: one block per token, copying every head). Chapter 08's
+// decode.cpp and chapter 07's backward/profile.cpp sample so.
+inline simt::LaunchCounters as_whole(const simt::LaunchCounters& l, const simt::Counters& whole, const HeadSample& s,
+                                     const std::vector<const void*>& shared, double span = 0) {
+  simt::LaunchCounters w = l;
+  w.counters = scaled(l, s, shared, whole, span);
+  const double factor = s.factor();
+  const simt::Counters& c = l.counters;
+  w.counters.blocks = whole.blocks;
+  w.counters.grid_x = whole.grid_x, w.counters.grid_y = whole.grid_y, w.counters.grid_z = whole.grid_z;
+  const auto n = [](double g) { return static_cast<size_t>(std::max(1.0, g)); };
+  const size_t sx = n(c.grid_x), sy = n(c.grid_y), sz = n(c.grid_z);
+  if (l.block_work.size() != sx * sy * sz) return w;  // no blocks' work to place (none ran)
+  const float per_block = static_cast<float>(factor * std::max(1.0, c.blocks) / std::max(1.0, whole.blocks));
+  w.block_work.clear();
+  for (size_t z = 0; z < n(whole.grid_z); ++z)
+    for (size_t y = 0; y < n(whole.grid_y); ++y)
+      for (size_t x = 0; x < n(whole.grid_x); ++x)
+        w.block_work.push_back(per_block * l.block_work[(z % sz * sy + y % sy) * sx + x % sx]);
+  return w;
+}
+
 // The counts at x of the polynomial through (xs[i], at[i]) (Lagrange's form): every count of work
 // alike; the launch's shape (launches, threads, shared memory, blocks counted) from the first.
 // The grid's dimensions too, each a polynomial in x where the counts are (a lab's grid grows with

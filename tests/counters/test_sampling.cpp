@@ -4,13 +4,15 @@
 // under a mask per head) and from two or three row groups (a causal head, whose counts are a
 // quadratic in the groups; Lq != Lk with a partial group under a mask) is within 3 % of the full
 // emulation's, and so are its DRAM bytes (where shared memory and K/V read once per head are
-// easiest to get wrong) and each term of the model; the blocks are the whole problem's. Also:
-// when sampling is chosen by itself.
+// easiest to get wrong) and each term of the model; the blocks are the whole problem's. Chapter
+// 07's backward variants from one or two emulated heads (backward/profile.cpp) within 1 %. Also:
+// when sampling is chosen by itself, forward and backward.
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
+#include "harness/backward/backward.h"
 #include "harness/profile.h"
 
 using namespace attn;
@@ -160,4 +162,98 @@ TEST_CASE("sampling is chosen by the problem's size", "[sampling]") {
   longer.causal = Causal::bottom_right;
   longer.Lk = 8192;
   CHECK(profiler.plan(*best_of("06_causal"), longer).rows.empty());
+}
+
+namespace {
+
+struct BackwardOutcome {
+  double us = 0, dram = 0, blocks = 0, share = 0;
+  bool pass = false;
+};
+
+// Every backward variant of chapter 07 profiled on p (backward/profile.cpp), emulating `heads` of
+// its heads (0: all of them), O and L from the fp64 reference.
+std::vector<BackwardOutcome> profile_backward_all(const Problem& p, long long heads) {
+  ProfileOptions o;
+  o.emulated_heads = heads;
+  Profiler profiler(o);
+  std::vector<const BackwardVariant*> all;
+  for (const BackwardVariant& v : backward_registry()) all.push_back(&v);
+  const HeadSample sample = backward_heads(profiler, all, p);
+  REQUIRE(sample.emulated == (heads ? heads : static_cast<long long>(p.heads())));
+  SamplePlan plan;
+  plan.heads = sample;
+  const Problem e = emulated_problems(p, plan).front();
+  RunOptions checks;
+  checks.sample = false;
+  const Inputs in = Inputs::generate(e);
+  const std::vector<float> dout = seeded_dout(e);
+  const BackwardChecker checker(e, in, dout, checks);
+  BackwardInputs dev(e, in, dout);
+  dev.set_forward(e, reference(e, in, Selection::all(e)));
+  std::vector<BackwardOutcome> out;
+  for (const BackwardVariant* v : all) {
+    REQUIRE(v->info.unsupported(p).empty());
+    const Profile& pr = profile_backward(profiler, *v, p, sample, e, dev, checker, checks, false);
+    BackwardOutcome m{pr.us};
+    m.pass = pr.result.verdict.pass;
+    for (const StageProfile& s : pr.stages)
+      m.dram += dram_bytes(s.counters), m.blocks += s.counters.blocks, m.share = std::max(m.share, s.terms.share);
+    out.push_back(m);
+  }
+  return out;
+}
+
+void backward_sampled_as_whole(const Problem& p, long long heads) {
+  INFO(p.describe());
+  const std::vector<BackwardOutcome> whole = profile_backward_all(p, 0), part = profile_backward_all(p, heads);
+  REQUIRE(whole.size() == part.size());
+  std::printf("%s, backward: modelled us, whole problem vs %lld head%s emulated (error); DRAM bytes the same\n",
+              p.describe().c_str(), heads, heads == 1 ? "" : "s");
+  for (size_t i = 0; i < whole.size(); ++i) {
+    const std::string& name = backward_registry()[i].info.name;
+    std::printf("  %-18s %12.3f %12.3f (%+.3f%%) | %12.0f %12.0f (%+.3f%%)\n", name.c_str(), whole[i].us, part[i].us,
+                100 * (part[i].us / whole[i].us - 1), whole[i].dram, part[i].dram, 100 * (part[i].dram / whole[i].dram - 1));
+    INFO(name << ": whole " << whole[i].us << " us, " << whole[i].dram << " DRAM bytes; sampled " << part[i].us << " us, "
+              << part[i].dram << " DRAM bytes");
+    CHECK(whole[i].pass);
+    CHECK(part[i].pass);
+    CHECK(std::fabs(part[i].us - whole[i].us) <= 0.01 * whole[i].us);
+    CHECK(std::fabs(part[i].dram - whole[i].dram) <= 0.01 * whole[i].dram);
+    CHECK(part[i].blocks == whole[i].blocks);  // the dry run's grids
+    CHECK(part[i].share == Approx(whole[i].share).epsilon(0.01));  // each block's work, placed on the whole grid
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+// Chapter 07's backward variants (tagged [sampling] too: one emulated head each, a few seconds).
+TEST_CASE("one emulated head models a causal backward as all its heads do", "[sampling]") {
+  Problem p = shape(2, 3, 320, 320, 64);  // 320: a last tile of 64 rows or keys at 128
+  p.causal = Causal::top_left;
+  p.dtype = DType::fp16;  // the tensor-core steps' type
+  backward_sampled_as_whole(p, 1);
+}
+
+TEST_CASE("two emulated heads model a backward with Lq != Lk under a shared mask as all its heads do", "[sampling]") {
+  Problem p = shape(2, 2, 200, 328, 64);
+  p.dtype = DType::fp16;
+  p.mask = MaskKind::boolean;  // one [Lq, Lk] mask for every head: its sectors cross from DRAM once
+  backward_sampled_as_whole(p, 2);
+}
+
+TEST_CASE("a backward profile samples its heads by the problem's size", "[sampling]") {
+  Profiler profiler{ProfileOptions{}};
+  std::vector<const BackwardVariant*> all;
+  for (const BackwardVariant& v : backward_registry()) all.push_back(&v);
+  Problem small = shape(1, 2, 256, 256, 64);
+  small.dtype = DType::fp16;
+  CHECK_FALSE(backward_heads(profiler, all, small).sampled());
+  // The H200 session's backward problem: 128 heads of 4096 rows, a head alone tens of seconds.
+  Problem large = shape(4, 32, 4096, 4096, 64);
+  large.dtype = DType::fp16;
+  const HeadSample h = backward_heads(profiler, all, large);
+  CHECK(h.total == 128);
+  CHECK(h.emulated == 1);
 }

@@ -14,8 +14,12 @@
 #include "harness/registry.h"
 #include "harness/runner.h"
 #include "kernels/backward_params.h"
+#include "model/sampling.h"
 
 namespace attn {
+
+class Profiler;
+struct Profile;
 
 struct BackwardVariant {
   // What a forward Variant says of itself, reused as it is: chapter, name, description, dtypes,
@@ -92,5 +96,15 @@ void check_backward_runnable(const BackwardVariant& v, const Problem& p, const R
 // Runs v with poisoned outputs and workspace (0xFF bytes: NaN), times it, checks dQ, dK, dV.
 BackwardResult run_backward(const BackwardVariant& v, const Problem& p, const BackwardInputs& in,
                             const BackwardChecker& checker, const RunOptions& o, bool keep_outputs = false);
+
+// A profile (backward/profile.cpp). What of p it emulates: every head, or where that would take long
+// for the slowest of `variants`, the first few (Profiler::heads_to_emulate; --emulated-heads).
+HeadSample backward_heads(const Profiler& profiler, const std::vector<const BackwardVariant*>& variants, const Problem& p);
+// Runs v once with the counters on over `emulated` (p, or its first heads.emulated heads as
+// emulated_problems makes them), whose inputs, forward and reference `dev` and `checker` hold, and
+// models p: a sampled run's launches counted as the whole problem's (model/sampling.h's as_whole).
+const Profile& profile_backward(Profiler& profiler, const BackwardVariant& v, const Problem& p, const HeadSample& heads,
+                                const Problem& emulated, const BackwardInputs& dev, const BackwardChecker& checker,
+                                const RunOptions& o, bool details = true);
 
 }  // namespace attn

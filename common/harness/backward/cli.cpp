@@ -108,7 +108,7 @@ int backward_main(int argc, char** argv, const std::string& chapter) {
   return guarded([&] {
     check_profile_options(app, profile, profile.on, args.csv());
     if (apply_gpu_option(profile)) return 0;  // --gpu list
-    std::optional<Profiler> profiler = whole_problem_profiler(profile, "backward");
+    std::optional<Profiler> profiler = whole_problem_profiler(profile, "backward", true);
     if (list) {
       print_list();
       return 0;
@@ -121,10 +121,26 @@ int backward_main(int argc, char** argv, const std::string& chapter) {
       print_models(chosen, p);
       return 0;
     }
+    // A profile runs each variant once, over every head of p or, where that would take long, its
+    // first few (backward/profile.cpp): e, the problem the emulator runs, is checked and computed.
+    HeadSample heads{static_cast<long long>(p.heads()), static_cast<long long>(p.heads())};
+    Problem e = p;
+    RunOptions checks = o;
+    if (profiler) {
+      std::vector<const BackwardVariant*> supported;
+      for (const BackwardVariant* v : chosen)
+        if (v->info.unsupported(p).empty()) supported.push_back(v);
+      heads = backward_heads(*profiler, supported, p);
+      SamplePlan plan;
+      plan.heads = heads;
+      e = emulated_problems(p, plan).front();
+      checks.reps = 1, checks.warmup = 0;
+    }
     std::vector<const BackwardVariant*> runnable;
     for (const BackwardVariant* v : chosen) {
       try {
-        check_backward_runnable(*v, p, o);
+        if (const std::string why = v->info.unsupported(p); !why.empty()) throw UsageError(why);
+        check_backward_runnable(*v, e, checks);
         runnable.push_back(v);
       } catch (const UsageError& e) {
         if (!names.empty() || chosen.size() == 1) throw;
@@ -132,17 +148,21 @@ int backward_main(int argc, char** argv, const std::string& chapter) {
       }
     }
     if (runnable.empty()) throw UsageError("no backward variant runs " + p.describe() + " (--list shows what each supports)");
-    const Variant* fwd = choose_forward(forward, p, o);
-    const std::vector<float> dout = seeded_dout(p, dout_scale);  // refuses a scale dO cannot hold
+    const Variant* fwd = choose_forward(forward, e, checks);
+    const std::vector<float> dout = seeded_dout(e, dout_scale);  // refuses a scale dO cannot hold
 
     print_device_and_problem(p);
-    const Inputs in = Inputs::generate(p);
-    const BackwardChecker checker(p, in, dout, o);
-    BackwardInputs dev(p, in, dout);
+    if (heads.sampled())
+      std::printf("emulated: %s, the first %lld of its %lld (batch, head) pairs, every block (--emulated-heads to "
+                  "choose); the rest is neither run nor checked\n",
+                  e.describe().c_str(), heads.emulated, heads.total);
+    const Inputs in = Inputs::generate(e);
+    const BackwardChecker checker(e, in, dout, o);
+    BackwardInputs dev(e, in, dout);
     const GradSelection& sel = checker.selection();
     std::printf("checked: dQ on %zu of %d rows, dK and dV on %zu of %d keys, of %zu of %zu heads, against the fp64 "
                 "reference gradients (dO seeded like Q, times %g)\n",
-                sel.rows.size(), p.Lq, sel.keys.size(), p.Lk, sel.heads.size(), p.heads(), dout_scale);
+                sel.rows.size(), e.Lq, sel.keys.size(), e.Lk, sel.heads.size(), e.heads(), dout_scale);
     if (!chapter.empty()) std::printf("chapter: %s\n", chapter.c_str());
 
     std::vector<Result> rows;
@@ -150,7 +170,7 @@ int backward_main(int argc, char** argv, const std::string& chapter) {
     if (fwd && profiler) {
       std::printf("\nforward: %s of %s, run once, not counted: its O and L feed the backward\n", fwd->name.c_str(),
                   fwd->chapter.c_str());
-      dev.run_forward(*fwd, p);
+      dev.run_forward(*fwd, e);
     } else if (fwd) {
       std::printf("\nforward: %s of %s, the %s, checked and timed; its O and L feed the backward\n", fwd->name.c_str(),
                   fwd->chapter.c_str(), forward.empty() ? "fastest forward kernel for this problem" : "forward asked for");
@@ -163,21 +183,14 @@ int backward_main(int argc, char** argv, const std::string& chapter) {
     } else {
       std::printf("\nforward: %s: O and L from the fp64 reference, rounded to %s and fp32\n",
                   forward.empty() ? "no forward kernel runs this problem" : "as asked", dtype_name(p.dtype));
-      dev.set_forward(p, reference(p, in, Selection::all(p)));
+      dev.set_forward(e, reference(e, in, Selection::all(e)));
     }
 
     if (profiler) {
       std::printf("\nbackward: dQ, dK, dV, each variant run once with the counters on\n");
       bool pass = true;
       for (const BackwardVariant* v : runnable)
-        pass = profiler
-                   ->run([&] {
-                     RunOptions once = o;
-                     once.reps = 1, once.warmup = 0;  // one execution, counted, untimed
-                     return run_backward(*v, p, dev, checker, once).row;
-                   })
-                   .result.verdict.pass &&
-               pass;
+        pass = profile_backward(*profiler, *v, p, heads, e, dev, checker, o).result.verdict.pass && pass;
       profiler->print_summary();
       profiler->write_csv(args.csv());
       return pass ? 0 : 1;

@@ -520,34 +520,6 @@ std::vector<std::vector<simt::LaunchCounters>> dry_decode(const DecodeVariant& v
   return dry_run([&](Stages& st) { v.run(a, st); });
 }
 
-// One launch of the emulated part as the whole problem's launch `whole` (a dry run's) counts. Its
-// work times `factor` (the KV heads x the sequences it stands for), but `shared` (what every KV
-// head of a sequence reads alike: its row of the block table, its length) as sampling.h's scaled
-// counts memory the heads share, once per sequence: its sectors cross from DRAM once per sequence,
-// each read by the blocks of the sequence's KV heads. The grid, the blocks and their
-// work are the whole launch's: a block's work is the sample's block at the same place in its
-// dimension (the heads and sequences are each dimension's slowest part, decode.cuh: x = (b, hk,
-// chunk); the combine's x = (b, token, head), whose blocks are alike), times the factor over
-// the blocks the launch gained (the append's blocks, one per token, copy every head).
-simt::LaunchCounters as_whole(const simt::LaunchCounters& l, const simt::Counters& whole, double factor, double heads,
-                              const std::vector<const void*>& shared) {
-  simt::LaunchCounters w = l;
-  w.counters = scaled(l, HeadSample{1, std::llround(factor)}, shared, whole, heads);
-  const simt::Counters& c = l.counters;
-  w.counters.blocks = whole.blocks;
-  w.counters.grid_x = whole.grid_x, w.counters.grid_y = whole.grid_y, w.counters.grid_z = whole.grid_z;
-  const auto n = [](double g) { return static_cast<size_t>(std::max(1.0, g)); };
-  const size_t sx = n(c.grid_x), sy = n(c.grid_y), sz = n(c.grid_z);
-  if (l.block_work.size() != sx * sy * sz) return w;  // no blocks' work to place (none ran)
-  const float per_block = static_cast<float>(factor * std::max(1.0, c.blocks) / std::max(1.0, whole.blocks));
-  w.block_work.clear();
-  for (size_t z = 0; z < n(whole.grid_z); ++z)
-    for (size_t y = 0; y < n(whole.grid_y); ++y)
-      for (size_t x = 0; x < n(whole.grid_x); ++x)
-        w.block_work.push_back(per_block * l.block_work[(z % sz * sy + y % sy) * sx + x % sx]);
-  return w;
-}
-
 }  // namespace
 
 // Sequences of other lengths are emulated whole: their blocks' work differs from one sequence to
@@ -581,6 +553,8 @@ const Profile& profile_decode(Profiler& profiler, const DecodeVariant& v, const 
         Result r = run_decode(v, e, dev, in, checker, once);
         if (!sampled) return r;
         const double heads = p.Hkv / e.Hkv, sequences = p.B / e.B;
+        // What every KV head of a sequence reads alike (its row of the block table, its length):
+        // its sectors cross from DRAM once per sequence, each read by the sequence's KV heads' blocks.
         const std::vector<const void*> shared = {dev.table.get(), dev.lens.get()};
         if (whole.size() != r.timing.stages.size())
           throw std::runtime_error("variant " + v.info.name + ": a sampled profile ran other stages than the whole problem's");
@@ -595,7 +569,7 @@ const Profile& profile_decode(Profiler& profiler, const DecodeVariant& v, const 
           st.counters.clear();
           for (size_t i = 0; i < whole[s].size(); ++i)
             st.counters.push_back(as_whole(part[i % part.size()], whole[s][i].counters,
-                                           heads * (per_sequence ? 1 : sequences), heads, shared));
+                                           HeadSample{1, std::llround(heads * (per_sequence ? 1 : sequences))}, shared, heads));
         }
         r.problem = table_problem(p);
         r.flops = p.flops();
