@@ -1,7 +1,8 @@
 // backward.h: chapter 07, the backward pass. Given the forward's O and log-sum-exp L and the
-// gradient dO, compute dQ, dK and dV (kernels/backward_params.h). Four steps, one file each,
-// from N x N buffers in global memory to FlashAttention-2's backward on tensor cores with causal
-// tiles skipped; preprocess.cu and dq_pass.cu hold the kernels the later steps share. One
+// gradient dO, compute dQ, dK and dV (kernels/backward_params.h). Five steps, from N x N buffers
+// in global memory to FlashAttention-2's backward on tensor cores with causal tiles skipped and
+// its tiles copied as chapter 05 copies them; a file each for steps a to d, step e step d's kernel
+// with one switch; preprocess.cu and dq_pass.cu hold the kernels the later steps share. One
 // launcher per kernel: variants.cpp strings them together, one stage each.
 #pragma once
 #include <cuda_runtime.h>
@@ -47,6 +48,8 @@ inline constexpr int kLdS = kMmaBc + 8;         // dS [Br][Bc] in shared memory,
 // writes dQ once: no atomics.
 cudaError_t causal(const attn::BackwardParams& p, const float* D, float* dq_accum);
 cudaError_t dq_pass(const attn::BackwardParams& p, const float* D);
+// Step e, causal.cu's kernel with kCopies: step d with its tiles copied by 16-byte cp.async.
+cudaError_t cp_async(const attn::BackwardParams& p, const float* D, float* dq_accum);
 
 // The dynamic shared memory one block of each main kernel asks for at head dim d with `elem`-byte
 // inputs: the launches use these, and the registry declares them (the other kernels ask for none).
@@ -54,7 +57,7 @@ cudaError_t dq_pass(const attn::BackwardParams& p, const float* D);
 inline constexpr size_t kv_outer_smem_bytes(int d) {
   return sizeof(float) * (2 * kKvOuterBc * (d + 1) + 2 * kKvOuterBr * d + 2 * kKvOuterBr * (kKvOuterBc + 1) + 2 * kKvOuterBr);
 }
-// Steps c, d: K_j, V_j, Q_i, dO_i in rows padded as chapter 05 pads (d + 8), dS, and L and D (fp32).
+// Steps c to e: K_j, V_j, Q_i, dO_i in rows padded as chapter 05 pads (d + 8), dS, and L and D (fp32).
 inline constexpr size_t mma_smem_bytes(int d, int elem) {
   return static_cast<size_t>(elem) * ((2 * kMmaBc + 2 * kMmaBr) * (d + 8) + kMmaBr * kLdS) + sizeof(float) * 2 * kMmaBr;
 }

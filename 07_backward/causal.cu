@@ -16,6 +16,13 @@
 // deterministic option pays for its dQ pass with S and dP computed a second time (7 products
 // instead of 5 on the visited pairs) and K, V read once per Q tile, and saves the atomics, the
 // accumulator and its conversion.
+//
+// Step e (kCopies, ch07::cp_async): the tiles by 16-byte cp.async (mma_tile.cuh's copy_tile,
+// chapter 05's copy), where load_tile moves 2 bytes a load and the compiler keeps four loads in
+// flight before their stores: at d = 64 a thread's 32 loads of a Q tile wait 8 times for L2, its
+// 4 copies once, with an eighth of the requests. Cost: none in shared memory or registers; the
+// copies need 16-byte-aligned rows, which a head dim that is a multiple of 8 gives (every one of
+// TensorCoreDims). The deterministic option keeps step d's loads.
 #include "mma_tile.cuh"
 
 namespace ch07 {
@@ -25,7 +32,7 @@ using namespace mma;
 constexpr int Br = kMmaBr, Bc = kMmaBc;
 static_assert(Bc == 16 * kWarps, "a warp per 16 keys");
 
-template <class T, int D, Mode kMode>
+template <class T, int D, Mode kMode, bool kCopies>
 __global__ void __launch_bounds__(32 * kWarps) causal_kernel(const attn::BackwardParams p, const float* Dsum,
                                                              float* dq_accum) {
   T* Ks = simt::dynamic_smem<T>();  // [Bc][kLd]
@@ -42,15 +49,27 @@ __global__ void __launch_bounds__(32 * kWarps) causal_kernel(const attn::Backwar
   const T* dO = static_cast<const T*>(p.dout) + q_head * D;
   const float scale_log2 = p.scale * attn::kLog2e;
 
-  load_tile<T, D>(Ks, static_cast<const T*>(p.k) + (k_head + k0) * D, Bc, p.Lk - k0);
-  load_tile<T, D>(Vs, static_cast<const T*>(p.v) + (k_head + k0) * D, Bc, p.Lk - k0);
+  if constexpr (kCopies) {  // in flight with the first Q tile's copies, and waited for with them
+    copy_tile<T, D, Bc>(Ks, static_cast<const T*>(p.k) + (k_head + k0) * D, p.Lk - k0);
+    copy_tile<T, D, Bc>(Vs, static_cast<const T*>(p.v) + (k_head + k0) * D, p.Lk - k0);
+  } else {
+    load_tile<T, D>(Ks, static_cast<const T*>(p.k) + (k_head + k0) * D, Bc, p.Lk - k0);
+    load_tile<T, D>(Vs, static_cast<const T*>(p.v) + (k_head + k0) * D, Bc, p.Lk - k0);
+  }
   float dk[D / 8][4] = {}, dv[D / 8][4] = {};  // this warp's 16 keys
 
   for (int q0 = kMode == Mode::causal ? first_q_tile(p, k0, Br) * Br : 0; q0 < p.Lq; q0 += Br) {
     __syncthreads();  // every warp is done with the previous Q tile and dS
-    load_tile<T, D>(Qs, Q + static_cast<size_t>(q0) * D, Br, p.Lq - q0);
-    load_tile<T, D>(dOs, dO + static_cast<size_t>(q0) * D, Br, p.Lq - q0);
+    if constexpr (kCopies) {
+      copy_tile<T, D, Br>(Qs, Q + static_cast<size_t>(q0) * D, p.Lq - q0);
+      copy_tile<T, D, Br>(dOs, dO + static_cast<size_t>(q0) * D, p.Lq - q0);
+      simt::cp_async_commit();
+    } else {
+      load_tile<T, D>(Qs, Q + static_cast<size_t>(q0) * D, Br, p.Lq - q0);
+      load_tile<T, D>(dOs, dO + static_cast<size_t>(q0) * D, Br, p.Lq - q0);
+    }
     load_row_stats(Ls, Ds, p, Dsum, q_head, q0, Br);
+    if constexpr (kCopies) simt::cp_async_wait<0>();  // this thread's copies have landed
     __syncthreads();
     float s[Br / 8][4], dp[Br / 8][4];
     rows_times_rows_t<T, D, Br>(s, Ks + warp * 16 * kLd<D>, Qs);    // S^T
@@ -69,23 +88,28 @@ __global__ void __launch_bounds__(32 * kWarps) causal_kernel(const attn::Backwar
       atomic_add_rows<D>(dq_accum + q_head * D, dq, q0 + warp * 16, p.Lq);
     }
   }
+  if constexpr (kCopies) simt::cp_async_wait<0>();  // a tile no query sees: K and V's copies, unused
   store_rows<T, D>(static_cast<T*>(p.dk) + k_head * D, dk, k0 + warp * 16, p.Lk, p.scale);
   store_rows<T, D>(static_cast<T*>(p.dv) + k_head * D, dv, k0 + warp * 16, p.Lk, 1.f);
 }
 
-}  // namespace
-
-cudaError_t causal(const attn::BackwardParams& p, const float* D, float* dq_accum) {
+template <bool kCopies>
+cudaError_t launch(const attn::BackwardParams& p, const float* D, float* dq_accum) {
   return mma::dispatch(p, [&](auto t, auto d) {
     return dispatch_mode(p, [&](auto mode) {
       using T = decltype(t);
       constexpr int Dh = decltype(d)::value;
       constexpr Mode kMode = decltype(mode)::value;
       const size_t smem = mma_smem_bytes(Dh, sizeof(T));
-      return simt::launch(causal_kernel<T, Dh, kMode>, dim3((p.Lk + Bc - 1) / Bc, p.B * p.H), dim3(32 * kWarps), smem, p,
-                          D, dq_accum);
+      return simt::launch(causal_kernel<T, Dh, kMode, kCopies>, dim3((p.Lk + Bc - 1) / Bc, p.B * p.H), dim3(32 * kWarps),
+                          smem, p, D, dq_accum);
     });
   });
 }
+
+}  // namespace
+
+cudaError_t causal(const attn::BackwardParams& p, const float* D, float* dq_accum) { return launch<false>(p, D, dq_accum); }
+cudaError_t cp_async(const attn::BackwardParams& p, const float* D, float* dq_accum) { return launch<true>(p, D, dq_accum); }
 
 }  // namespace ch07

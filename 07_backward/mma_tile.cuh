@@ -33,6 +33,17 @@ __device__ __forceinline__ void load_tile(T* tile, const T* src, int rows, int v
   }
 }
 
+// Step e: the same tile by 16-byte cp.async, chapter 05's copy (copy_rows): a thread's copies all
+// in flight together, where load_tile's 2-byte loads come back four at a time before their
+// stores. The caller commits and waits (simt::cp_async_commit, cp_async_wait).
+template <class T, int D, int kRows>
+__device__ __forceinline__ void copy_tile(T* tile, const T* src, int valid) {
+  if (valid >= kRows)
+    ch05::copy_rows<T, D, ch05::Padded<D>, kRows, 32 * kWarps, false>(tile, src, kRows);
+  else  // the last tile: rows past `valid` zero-filled by the copies
+    ch05::copy_rows<T, D, ch05::Padded<D>, kRows, 32 * kWarps, true>(tile, src, valid);
+}
+
 // acc (16 x N) = A B^T, with A the warp's 16 rows of one tile and B N rows of another, both
 // [row][D]: S = Q K^T in the forward's shape. A's fragments by ldmatrix.x4; B stored row-major is
 // the "column-major" operand mma wants, by ldmatrix.x2.

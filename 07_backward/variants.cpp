@@ -1,11 +1,11 @@
-// variants.cpp: chapter 07 in the backward registry (harness/backward/backward.h): its four steps, the
-// kernels each strings together, and their cost models.
+// variants.cpp: chapter 07 in the backward registry (harness/backward/backward.h): its five steps (and
+// step d's deterministic option), the kernels each strings together, and their cost models.
 //
 // Cost models, per head, with t the inputs' bytes per element:
 //   FLOPs   the convention (backward_flops: 5 products of 2 Lq Lk d on the visible pairs) is what
 //           TFLOP/s divides; flops_executed is what the kernels multiply: every pair for steps a to
-//           c (tiles padded to Br x Bc for b and c), the pairs visited for d, 7 products instead of
-//           5 for the deterministic option.
+//           c (tiles padded to Br x Bc for b and c), the pairs visited for d and e, 7 products
+//           instead of 5 for the deterministic option.
 //   bytes   what the kernels must move to and from device memory, each input counted once per
 //           time a kernel reads it from global memory; the fp32 atomics are counted apart (they
 //           resolve in L2), and the accumulator they add to counts once zeroed and once read.
@@ -46,7 +46,7 @@ Pairs pairs(const Problem& p, int Br, int Bc, bool skip) {
   return n;
 }
 
-// The workspace of steps b to d: D [B*H][Lq], then the fp32 accumulator of dQ [B*H][Lq][d].
+// The workspace of steps b to e: D [B*H][Lq], then the fp32 accumulator of dQ [B*H][Lq][d].
 float* D_of(const BackwardParams& p) { return static_cast<float*>(p.workspace); }
 float* accum_of(const BackwardParams& p) { return D_of(p) + static_cast<size_t>(p.B) * p.H * p.Lq; }
 size_t D_bytes(const Problem& p) { return p.heads() * static_cast<size_t>(p.Lq) * sizeof(float); }
@@ -115,7 +115,7 @@ Variant info(const char* name, const char* description, bool tensor_cores) {
   return v;
 }
 
-// Steps b to d: D, the main loop, dQ's conversion; Br x Bc tiles.
+// Steps b to e: D, the main loop, dQ's conversion; Br x Bc tiles.
 BackwardVariant kv_outer_step(Variant v, int Br, int Bc, bool skip,
                               cudaError_t (*main_loop)(const BackwardParams&, const float*, float*), const char* stage) {
   BackwardVariant b{.info = std::move(v)};
@@ -173,7 +173,6 @@ const RegisterBackward tensor_cores(kv_outer_step(
 const RegisterBackward causal(kv_outer_step(
     [] {
       Variant v = info("causal", "Q tiles above the causal diagonal skipped, masks only where a tile needs one", true);
-      v.best = true;
       return v;
     }(),
     ch07::kMmaBr, ch07::kMmaBc, true, ch07::causal, "dK, dV, dQ acc (tiles skipped)"));
@@ -210,5 +209,15 @@ const RegisterBackward deterministic({
           st.run("dQ (Q outer, no atomics)", [&] { return ch07::dq_pass(p, D_of(p)); });
         },
 });
+
+// Step e: step d's loop and bytes, its tiles copied by 16-byte cp.async.
+const RegisterBackward cp_async(kv_outer_step(
+    [] {
+      Variant v = info("cp_async", "step d with its tiles copied by 16-byte cp.async, a thread's copies in flight together",
+                       true);
+      v.best = true;
+      return v;
+    }(),
+    ch07::kMmaBr, ch07::kMmaBc, true, ch07::cp_async, "dK, dV, dQ acc (cp.async tiles)"));
 
 }  // namespace

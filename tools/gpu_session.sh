@@ -187,14 +187,14 @@ sanitize() {
 # of one session): d = 64 (H = 32) and 128 (H = 16), N = 4k and 8k with B*N = 16k, causal and not.
 # The binary also writes the row of the forward that made O and L. d = 128 first: the H200's 90 s
 # ran 3 of the 8 problems, all at d = 64 (results/nvidia-h200/logs/backward.log: about 30 s each,
-# of which the timed runs, 3 variants x 23 of about 20 ms, are under 2 s).
+# of which the timed runs, 3 variants x 23 of about 20 ms, are under 2 s; step e, cp_async, came later).
 backward_bench() {
   local d n c
   for d in 128 64; do
     for n in 4096 8192; do
       for c in "" --causal; do
         # shellcheck disable=SC2086
-        "$build/bin/07_backward" -v tensor_cores -v causal -v deterministic -b $((16384 / n)) -H $((2048 / d)) -n "$n" \
+        "$build/bin/07_backward" -v tensor_cores -v causal -v deterministic -v cp_async -b $((16384 / n)) -H $((2048 / d)) -n "$n" \
           -d "$d" $c --reps 20 --warmup 3 --csv "$out/backward.csv" || return 1
       done
     done

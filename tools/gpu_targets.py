@@ -126,7 +126,7 @@ def main():
         lambda s: " " + ch09_step[s])
     best07 = {}
     for s, t in back.items():
-        mine = [v for v in ("tensor_cores", "causal", "deterministic") if v in t]
+        mine = [v for v in ("tensor_cores", "causal", "deterministic", "cp_async") if v in t]
         if mine and "sdpa_flash_backward" in t:
             v = min(mine, key=lambda v: t[v])
             best07[s] = {"best07": t[v], "sdpa_flash_backward": t["sdpa_flash_backward"]}

@@ -1,8 +1,9 @@
 // test_backward_counters.cpp: what the counters say about chapter 07's backward kernels, against
 // the formulas its note states: five products of 2 Lq Lk d on mma.sync, the causal tiles skipped
-// as the chapter's plan line says, dQ added with one fp32 atomic per element and K/V tile (none in
-// the deterministic option), and counts that do not depend on the schedule. Expectations come
-// from formulas and the chapter's own plan lines, never from a previous run.
+// as the chapter's plan line says, step e's tiles in an eighth of step d's requests, dQ added with
+// one fp32 atomic per element and K/V tile (none in the deterministic option), and counts that do
+// not depend on the schedule. Expectations come from formulas and the chapter's own plan lines,
+// never from a previous run.
 //
 // Tagged [counters_backward], not [counters]: the schedule test runs every order and worker count
 // itself, so one CTest (counters_backward) covers it instead of six.
@@ -86,9 +87,20 @@ TEST_CASE("chapter 07: the tensor-core steps do five products of 2 Lq Lk d, on t
     REQUIRE(p.Lk % plan.Bc == 0);
     CHECK(plan.visited < plan.all);
     const double every = count_backward(step("tensor_cores"), p).mma;
-    const double skip = count_backward(step("causal"), p).mma;
+    const simt::Counters d = count_backward(step("causal"), p);
+    const double skip = d.mma;
     CHECK(every == 10.0 * p.Lq * p.Lk * p.d / kMmaFlop);
     CHECK(skip == plan.visited * 10.0 * plan.Br * plan.Bc * p.d / kMmaFlop);
+    // Step e: step d's products, its tiles (K and V once a block, Q and dO once a pair visited) by
+    // 16-byte copies, 32 lanes a request, where step d loads 2 bytes a lane: 8 times the requests.
+    const simt::Counters e = count_backward(step("cp_async"), p);
+    CHECK(e.mma == d.mma);
+    const simt::GlobalOps copies = e.global[simt::kCpAsyncSource];
+    const double tile_bytes = 2.0 * p.d * (2.0 * plan.Bc * (p.Lk / plan.Bc) + 2.0 * plan.Br * plan.visited);
+    CHECK(copies.lanes * 16 == tile_bytes);
+    CHECK(copies.lanes / copies.requests == 32);
+    CHECK(d.global[simt::kCpAsyncSource].requests == 0);
+    CHECK(d.global[simt::kGlobalLoad].requests - e.global[simt::kGlobalLoad].requests == 8 * copies.requests);
     // The deterministic option: the K/V pass without dQ (4 products), then dQ's own pass over the
     // same pairs recomputes S and dP (3 products): 7 where step d does 5, and no atomics at all.
     const simt::Counters det = count_backward(step("deterministic"), p);
@@ -124,7 +136,7 @@ TEST_CASE("chapter 07's counters do not depend on the schedule order or the numb
   // A tail (Lk = 100) and bottom-right alignment: lanes and blocks diverge, and dQ's atomics
   // arrive in another order in every schedule; what is counted must not change.
   const Problem p = problem(70, Causal::bottom_right, 100);
-  for (const char* name : {"kv_outer", "causal", "deterministic"}) {
+  for (const char* name : {"kv_outer", "causal", "deterministic", "cp_async"}) {
     INFO(name << " on " << p.describe());
     counters_test::same_in_every_schedule([&] { return count_backward(step(name), p); });
   }
