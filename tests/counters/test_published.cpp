@@ -47,6 +47,7 @@
 #include "09_hopper/hopper.h"
 #include "eight_warps.h"
 #include "gpus/gpus.h"
+#include "harness/backward/backward.h"
 #include "harness/decode/decode.h"
 #include "harness/profile.h"
 #include "model/published.h"
@@ -974,4 +975,77 @@ TEST_CASE("the model's DRAM reads beside what Nsight Compute read on the H200", 
     times << line;
   }
   std::printf("%s%s", t.str().c_str(), times.str().c_str());
+}
+
+// Chapter 07's backward on the H200 (results/nvidia-h200/backward.csv: steps c and d and step d's
+// deterministic option at B = 4, H = 32, N = 4096, d = 64, fp16, not causal), modelled on the
+// H200's profile from one emulated head (backward/profile.cpp), stage by stage beside the
+// measured breakdown (logs/backward.log), twice: today's kernels, and the kernels as the H200 ran
+// them (step d's kernel before 9db7cdd, at 175 registers: two blocks per SM where today's 168 fit
+// three; h200_sass_as_run.inc). Held: the stages that run step d's kernel (its main loop, the
+// deterministic option's K/V pass) model more than 10 % slower as they ran than today (a third
+// fewer warps to hide their waits), every other stage the same; each step's time as it ran closer
+// to the measurement than the floors without latency, and within 1.5 times it, as chapter 08's
+// steps are. Printed, not held within 15 %: the model is optimistic about every step, by 1.20 to
+// 1.32 as they ran (notes/07_backward.md, "Measured on an H200").
+TEST_CASE("chapter 07 beside its H200 measurements", "[published]") {
+  Problem p;
+  p.B = 4, p.H = 32, p.Lq = p.Lk = 4096, p.d = 64, p.dtype = DType::fp16;
+  ProfileOptions o;
+  o.emulated_heads = 1;
+  Profiler profiler(o);
+  std::vector<const BackwardVariant*> steps;
+  for (const char* name : {"tensor_cores", "causal", "deterministic"}) {
+    steps.push_back(find_backward(name));
+    REQUIRE(steps.back() != nullptr);
+  }
+  const HeadSample heads = backward_heads(profiler, steps, p);
+  REQUIRE(heads.emulated == 1);
+  SamplePlan plan;
+  plan.heads = heads;
+  const Problem e = emulated_problems(p, plan).front();
+  const RunOptions checks;  // a sample of the rows, as the H200 session checked them
+  const Inputs in = Inputs::generate(e);
+  const std::vector<float> dout = seeded_dout(e);
+  const BackwardChecker checker(e, in, dout, checks);
+  BackwardInputs dev(e, in, dout);
+  dev.set_forward(e, reference(e, in, Selection::all(e)));
+  const std::string csv = std::string(FLASHSTEPS_SOURCE_DIR) + "/results/nvidia-h200/backward.csv";
+  const gpus::Gpu& h200 = *gpus::find_gpu("h200");
+  std::ostringstream t;
+  t << "chapter 07 on the H200, B=4 H=32 N=4096 d=64 fp16, not causal: measured (backward.csv) beside the model on the "
+       "H200's profile, today's kernels and as the H200 ran them, ms\n"
+       "step           measured  today   as run  as run/measured  floors/measured\n";
+  for (const BackwardVariant* v : steps) {
+    const Profile pr = profile_backward(profiler, *v, p, heads, e, dev, checker, checks, false);  // a copy
+    REQUIRE(pr.result.verdict.pass);
+    const double ms = recorded_ms(csv, "measured", p, v->info);
+    REQUIRE(ms > 0);
+    const double today = remodel(pr, h200).us / 1e3, ran = remodel(pr, h200, true, true, kAsRun).us / 1e3;
+    const double floors = remodel(pr, h200, false, true, kAsRun).us / 1e3;
+    char line[200];
+    std::snprintf(line, sizeof line, "%-14s %8.3f %8.3f %8.3f  %6.2f           %6.2f\n", v->info.name.c_str(), ms, today, ran,
+                  ran / ms, floors / ms);
+    t << line;
+    for (const StageProfile& s : pr.stages) {
+      const Remodelled stage_today = remodel(s, h200), stage_ran = remodel(s, h200, true, true, kAsRun);
+      std::snprintf(line, sizeof line, "  %-34s today %8.3f  as run %8.3f ms (%s)\n", s.stage.c_str(), stage_today.us / 1e3,
+                    stage_ran.us / 1e3, stage_ran.bound.c_str());
+      t << line;
+      INFO(line);
+      // Step d's kernel as it ran: two blocks per SM where today's has three, its chains' waits
+      // hidden by fewer warps; every other kernel is today's.
+      const bool step_d = std::any_of(s.kernels.begin(), s.kernels.end(),
+                                      [](const std::string& k) { return k.find("causal_kernel") != std::string::npos; });
+      if (step_d)
+        CHECK(stage_ran.us > 1.1 * stage_today.us);
+      else
+        CHECK(stage_ran.us == Approx(stage_today.us).epsilon(1e-9));
+    }
+    INFO(t.str());
+    CHECK(std::fabs(std::log(ran / ms)) < std::fabs(std::log(floors / ms)));
+    CHECK(ran / ms > 1 / 1.5);
+    CHECK(ran / ms < 1.5);
+  }
+  std::printf("%s", t.str().c_str());
 }
