@@ -20,9 +20,11 @@
 // Step e (kCopies, ch07::cp_async): the tiles by 16-byte cp.async (mma_tile.cuh's copy_tile,
 // chapter 05's copy), where load_tile moves 2 bytes a load and the compiler keeps four loads in
 // flight before their stores: at d = 64 a thread's 32 loads of a Q tile wait 8 times for L2, its
-// 4 copies once, with an eighth of the requests. Cost: none in shared memory or registers; the
-// copies need 16-byte-aligned rows, which a head dim that is a multiple of 8 gives (every one of
-// TensorCoreDims). The deterministic option keeps step d's loads.
+// 4 copies once, with an eighth of the requests. Cost: no shared memory; registers, 174 where
+// step d takes 168 at d = 64 (3 blocks per SM become 2), and at d = 128 with an attn_mask more than
+// the 255 there are, so that kernel keeps step d's loads. The copies need 16-byte-aligned rows,
+// which a head dim that is a multiple of 8 gives (every one of TensorCoreDims). The deterministic
+// option keeps step d's loads.
 #include "mma_tile.cuh"
 
 namespace ch07 {
@@ -48,8 +50,11 @@ __global__ void __launch_bounds__(32 * kWarps) causal_kernel(const attn::Backwar
   const T* Q = static_cast<const T*>(p.q) + q_head * D;
   const T* dO = static_cast<const T*>(p.dout) + q_head * D;
   const float scale_log2 = p.scale * attn::kLog2e;
+  // Step e's copies, but at d = 128 with an attn_mask: that kernel takes all 255 registers with
+  // step d's loads, and the copies' addresses spilled it (ptxas, sm_90: 24 bytes).
+  constexpr bool kCopy = kCopies && !(kMode == Mode::mask && D == 128);
 
-  if constexpr (kCopies) {  // in flight with the first Q tile's copies, and waited for with them
+  if constexpr (kCopy) {  // in flight with the first Q tile's copies, and waited for with them
     copy_tile<T, D, Bc>(Ks, static_cast<const T*>(p.k) + (k_head + k0) * D, p.Lk - k0);
     copy_tile<T, D, Bc>(Vs, static_cast<const T*>(p.v) + (k_head + k0) * D, p.Lk - k0);
   } else {
@@ -60,7 +65,7 @@ __global__ void __launch_bounds__(32 * kWarps) causal_kernel(const attn::Backwar
 
   for (int q0 = kMode == Mode::causal ? first_q_tile(p, k0, Br) * Br : 0; q0 < p.Lq; q0 += Br) {
     __syncthreads();  // every warp is done with the previous Q tile and dS
-    if constexpr (kCopies) {
+    if constexpr (kCopy) {
       copy_tile<T, D, Br>(Qs, Q + static_cast<size_t>(q0) * D, p.Lq - q0);
       copy_tile<T, D, Br>(dOs, dO + static_cast<size_t>(q0) * D, p.Lq - q0);
       simt::cp_async_commit();
@@ -69,7 +74,7 @@ __global__ void __launch_bounds__(32 * kWarps) causal_kernel(const attn::Backwar
       load_tile<T, D>(dOs, dO + static_cast<size_t>(q0) * D, Br, p.Lq - q0);
     }
     load_row_stats(Ls, Ds, p, Dsum, q_head, q0, Br);
-    if constexpr (kCopies) simt::cp_async_wait<0>();  // this thread's copies have landed
+    if constexpr (kCopy) simt::cp_async_wait<0>();  // this thread's copies have landed
     __syncthreads();
     float s[Br / 8][4], dp[Br / 8][4];
     rows_times_rows_t<T, D, Br>(s, Ks + warp * 16 * kLd<D>, Qs);    // S^T
@@ -88,7 +93,7 @@ __global__ void __launch_bounds__(32 * kWarps) causal_kernel(const attn::Backwar
       atomic_add_rows<D>(dq_accum + q_head * D, dq, q0 + warp * 16, p.Lq);
     }
   }
-  if constexpr (kCopies) simt::cp_async_wait<0>();  // a tile no query sees: K and V's copies, unused
+  if constexpr (kCopy) simt::cp_async_wait<0>();  // a tile no query sees: K and V's copies, unused
   store_rows<T, D>(static_cast<T*>(p.dk) + k_head * D, dk, k0 + warp * 16, p.Lk, p.scale);
   store_rows<T, D>(static_cast<T*>(p.dv) + k_head * D, dv, k0 + warp * 16, p.Lk, 1.f);
 }
