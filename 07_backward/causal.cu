@@ -20,11 +20,11 @@
 // Step e (kCopies, ch07::cp_async): the tiles by 16-byte cp.async (mma_tile.cuh's copy_tile,
 // chapter 05's copy), where load_tile moves 2 bytes a load and the compiler keeps four loads in
 // flight before their stores: at d = 64 a thread's 32 loads of a Q tile wait 8 times for L2, its
-// 4 copies once, with an eighth of the requests. Cost: no shared memory; registers, 174 where
-// step d takes 168 at d = 64 (3 blocks per SM become 2), and at d = 128 with an attn_mask more than
-// the 255 there are, so that kernel keeps step d's loads. The copies need 16-byte-aligned rows,
-// which a head dim that is a multiple of 8 gives (every one of TensorCoreDims). The deterministic
-// option keeps step d's loads.
+// 4 copies once, with an eighth of the requests. Cost: no shared memory; registers, 174 (178 with
+// is_causal) where step d takes 168 at d = 64 (3 blocks per SM become 2), and at d = 128 with an
+// attn_mask more than the 255 there are, so that kernel keeps step d's loads. The copies need
+// 16-byte-aligned rows, which a head dim that is a multiple of 8 gives (every one of
+// TensorCoreDims). The deterministic option keeps step d's loads.
 #include "mma_tile.cuh"
 
 namespace ch07 {
@@ -54,9 +54,10 @@ __global__ void __launch_bounds__(32 * kWarps) causal_kernel(const attn::Backwar
   // step d's loads, and the copies' addresses spilled it (ptxas, sm_90: 24 bytes).
   constexpr bool kCopy = kCopies && !(kMode == Mode::mask && D == 128);
 
-  if constexpr (kCopy) {  // in flight with the first Q tile's copies, and waited for with them
+  if constexpr (kCopy) {  // a group of their own, in flight with the first Q tile's, waited for with it
     copy_tile<T, D, Bc>(Ks, static_cast<const T*>(p.k) + (k_head + k0) * D, p.Lk - k0);
     copy_tile<T, D, Bc>(Vs, static_cast<const T*>(p.v) + (k_head + k0) * D, p.Lk - k0);
+    simt::cp_async_commit();
   } else {
     load_tile<T, D>(Ks, static_cast<const T*>(p.k) + (k_head + k0) * D, Bc, p.Lk - k0);
     load_tile<T, D>(Vs, static_cast<const T*>(p.v) + (k_head + k0) * D, Bc, p.Lk - k0);
@@ -93,7 +94,9 @@ __global__ void __launch_bounds__(32 * kWarps) causal_kernel(const attn::Backwar
       atomic_add_rows<D>(dq_accum + q_head * D, dq, q0 + warp * 16, p.Lq);
     }
   }
-  if constexpr (kCopy) simt::cp_async_wait<0>();  // a tile no query sees: K and V's copies, unused
+  // A K/V tile no query sees runs no Q tile: its K and V copies are waited for here, not left to
+  // land in shared memory the block has given back.
+  if constexpr (kCopy) simt::cp_async_wait<0>();
   store_rows<T, D>(static_cast<T*>(p.dk) + k_head * D, dk, k0 + warp * 16, p.Lk, p.scale);
   store_rows<T, D>(static_cast<T*>(p.dv) + k_head * D, dv, k0 + warp * 16, p.Lk, 1.f);
 }

@@ -987,7 +987,7 @@ TEST_CASE("the model's DRAM reads beside what Nsight Compute read on the H200", 
 // fewer warps to hide their waits), every other stage the same; each step's time as it ran closer
 // to the measurement than the floors without latency, and within 1.5 times it, as chapter 08's
 // steps are. Printed, not held within 15 %: the model is optimistic about every step, by 1.20 to
-// 1.32 as they ran (notes/07_backward.md, "Measured on an H200").
+// 1.32 as they ran (notes/07_backward.md, "The model beside the H200").
 TEST_CASE("chapter 07 beside its H200 measurements", "[published]") {
   Problem p;
   p.B = 4, p.H = 32, p.Lq = p.Lk = 4096, p.d = 64, p.dtype = DType::fp16;

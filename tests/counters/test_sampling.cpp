@@ -230,7 +230,7 @@ void backward_sampled_as_whole(const Problem& p, long long heads) {
 
 // Chapter 07's backward variants (tagged [sampling] too: one emulated head each, a few seconds).
 TEST_CASE("one emulated head models a causal backward as all its heads do", "[sampling]") {
-  Problem p = shape(2, 3, 320, 320, 64);  // 320: a last tile of 64 rows or keys at 128
+  Problem p = shape(2, 3, 320, 320, 64);  // whole 64-row tiles, the diagonal crossing them (the next case has tails)
   p.causal = Causal::top_left;
   p.dtype = DType::fp16;  // the tensor-core steps' type
   backward_sampled_as_whole(p, 1);
