@@ -154,7 +154,7 @@ TEST_CASE("every backward variant matches the reference gradients over the backw
   const RunOptions o = untimed();
   for (const Problem& p : backward_sweep()) {
     BackwardRun run(p, o);
-    run.dev.set_forward(p, reference(p, run.in, Selection::all(p)));
+    run.reference_forward();
     for (const BackwardVariant& v : backward_registry()) {
       if (!v.info.unsupported(p).empty()) continue;
       INFO(v.info.name << " on " << p.describe());
@@ -193,7 +193,7 @@ TEST_CASE("dS past fp16's range: the steps that round it fail and say why; fp32 
   for (DType t : {DType::fp16, DType::bf16}) {
     p.dtype = t;
     BackwardRun run(p, o, 12288);
-    run.dev.set_forward(p, reference(p, run.in, Selection::all(p)));
+    run.reference_forward();
     REQUIRE(run.checker.expected().ds_max > largest_finite(DType::fp16));
     for (const BackwardVariant& v : backward_registry()) {
       if (!v.info.unsupported(p).empty()) continue;
@@ -227,7 +227,7 @@ TEST_CASE("the deterministic variant is bit-identical across runs and schedule o
     p.B = 1, p.H = 2, p.Lq = 150, p.Lk = 140, p.d = 32, p.dtype = DType::fp16, p.causal = c;
     INFO(p.describe());
     BackwardRun run(p, o);
-    run.dev.set_forward(p, reference(p, run.in, Selection::all(p)));
+    run.reference_forward();
     const BackwardResult first = run_backward(*v, p, run.dev, run.checker, o, true);
     check_result(first, p);
     auto same_bits = [&](const BackwardResult& r) {

@@ -96,7 +96,7 @@ std::vector<Case> backward_cases() {
                        [&v, p] { return v.info.smem_bytes(p); },
                        [&v, p] {
                          BackwardRun run(p, untimed());
-                         run.dev.set_forward(p, reference(p, run.in, Selection::all(p)));
+                         run.reference_forward();
                          return run_backward(v, p, run.dev, run.checker, untimed()).row.verdict.pass;
                        }});
       }

@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 
+#include "backward_run.h"
 #include "counters_support.h"
 #include "harness/backward/backward.h"
 
@@ -28,13 +29,10 @@ simt::Counters count_backward(const BackwardVariant& v, const Problem& p) {
   REQUIRE(v.info.unsupported(p).empty());
   RunOptions o;
   o.reps = 1, o.warmup = 0, o.sample = false;
-  const Inputs in = Inputs::generate(p);
-  const std::vector<float> dout = seeded_dout(p);
-  const BackwardChecker checker(p, in, dout, o);
-  BackwardInputs dev(p, in, dout);
-  dev.set_forward(p, reference(p, in, Selection::all(p)));
+  BackwardRun run(p, o);
+  run.reference_forward();
   simt::counters::start({1});
-  const BackwardResult r = run_backward(v, p, dev, checker, o);
+  const BackwardResult r = run_backward(v, p, run.dev, run.checker, o);
   simt::counters::stop();
   INFO(v.info.name << " on " << p.describe() << ": " << r.row.verdict.why);
   REQUIRE(r.row.verdict.pass);  // counting changes nothing in what the kernels compute

@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "06_causal/causal.h"
+#include "backward_run.h"
 #include "09_hopper/hopper.h"
 #include "eight_warps.h"
 #include "gpus/gpus.h"
@@ -1005,11 +1006,8 @@ TEST_CASE("chapter 07 beside its H200 measurements", "[published]") {
   plan.heads = heads;
   const Problem e = emulated_problems(p, plan).front();
   const RunOptions checks;  // a sample of the rows, as the H200 session checked them
-  const Inputs in = Inputs::generate(e);
-  const std::vector<float> dout = seeded_dout(e);
-  const BackwardChecker checker(e, in, dout, checks);
-  BackwardInputs dev(e, in, dout);
-  dev.set_forward(e, reference(e, in, Selection::all(e)));
+  BackwardRun run(e, checks);
+  run.reference_forward();
   const std::string csv = std::string(FLASHSTEPS_SOURCE_DIR) + "/results/nvidia-h200/backward.csv";
   const gpus::Gpu& h200 = *gpus::find_gpu("h200");
   std::ostringstream t;
@@ -1017,7 +1015,7 @@ TEST_CASE("chapter 07 beside its H200 measurements", "[published]") {
        "H200's profile, today's kernels and as the H200 ran them, ms\n"
        "step           measured  today   as run  as run/measured  floors/measured\n";
   for (const BackwardVariant* v : steps) {
-    const Profile pr = profile_backward(profiler, *v, p, heads, e, dev, checker, checks, false);  // a copy
+    const Profile pr = profile_backward(profiler, *v, p, heads, e, run.dev, run.checker, checks, false);  // a copy
     REQUIRE(pr.result.verdict.pass);
     const double ms = recorded_ms(csv, "measured", p, v->info);
     REQUIRE(ms > 0);

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "backward_run.h"
 #include "harness/backward/backward.h"
 #include "harness/profile.h"
 
@@ -186,15 +187,12 @@ std::vector<BackwardOutcome> profile_backward_all(const Problem& p, long long he
   const Problem e = emulated_problems(p, plan).front();
   RunOptions checks;
   checks.sample = false;
-  const Inputs in = Inputs::generate(e);
-  const std::vector<float> dout = seeded_dout(e);
-  const BackwardChecker checker(e, in, dout, checks);
-  BackwardInputs dev(e, in, dout);
-  dev.set_forward(e, reference(e, in, Selection::all(e)));
+  BackwardRun run(e, checks);
+  run.reference_forward();
   std::vector<BackwardOutcome> out;
   for (const BackwardVariant* v : all) {
     REQUIRE(v->info.unsupported(p).empty());
-    const Profile& pr = profile_backward(profiler, *v, p, sample, e, dev, checker, checks, false);
+    const Profile& pr = profile_backward(profiler, *v, p, sample, e, run.dev, run.checker, checks, false);
     BackwardOutcome m{pr.us};
     m.pass = pr.result.verdict.pass;
     for (const StageProfile& s : pr.stages)

@@ -93,6 +93,19 @@ double backward_bytes_needed(const BackwardVariant& v, const Problem& p) {
          static_cast<double>(v.info.workspace_bytes(p));
 }
 
+double backward_hbm_bytes(const BackwardVariant& v, const Problem& p) {
+  if (v.info.hbm_bytes) return v.info.hbm_bytes(p);
+  const double t = static_cast<double>(dtype_size(p.dtype));
+  return t * (4.0 * static_cast<double>(p.q_elems()) + 4.0 * static_cast<double>(p.kv_elems())) +
+         static_cast<double>(lse_bytes(p));
+}
+
+double backward_emulation_seconds(const BackwardVariant& v, const Problem& p) {
+  Problem dense = p;  // the emulator's time grows with the dense (query, key) pairs
+  dense.causal = Causal::none;
+  return backward_flops(dense) / (v.info.cpu_flops_per_second * std::max(1, device().sms));
+}
+
 void check_backward_runnable(const BackwardVariant& v, const Problem& p, const RunOptions& o) {
   if (const std::string why = v.info.unsupported(p); !why.empty()) throw UsageError(why);
   const double need = backward_bytes_needed(v, p), free_b = static_cast<double>(free_device_bytes());
@@ -105,10 +118,8 @@ void check_backward_runnable(const BackwardVariant& v, const Problem& p, const R
     throw UsageError(s.str());
   }
   if (device().emulated && o.cpu_budget_s > 0) {
-    Problem dense = p;  // the emulator's time grows with the dense (query, key) pairs
-    dense.causal = Causal::none;
     const int runs = o.reps > 0 ? o.warmup + o.reps : 1;
-    const double seconds = backward_flops(dense) / (v.info.cpu_flops_per_second * std::max(1, device().sms)) * runs;
+    const double seconds = backward_emulation_seconds(v, p) * runs;
     if (seconds > o.cpu_budget_s) {
       const double shrink = std::sqrt(o.cpu_budget_s / seconds);
       std::ostringstream s;
@@ -129,11 +140,7 @@ BackwardResult run_backward(const BackwardVariant& v, const Problem& p, const Ba
   row.problem = p;
   row.workspace = v.info.workspace_bytes(p);
   row.flops = backward_flops(p);
-  const double t = static_cast<double>(dtype_size(p.dtype));
-  // Without a model: Q, K, V, O, dO and L read once, dQ, dK and dV written once.
-  row.hbm_bytes = v.info.hbm_bytes ? v.info.hbm_bytes(p)
-                                   : t * (4.0 * static_cast<double>(p.q_elems()) + 4.0 * static_cast<double>(p.kv_elems())) +
-                                         static_cast<double>(lse_bytes(p));
+  row.hbm_bytes = backward_hbm_bytes(v, p);
   if (v.info.plan) row.plan = v.info.plan(p);
   r.atomics = v.atomics(p);
   r.flops_executed = v.flops_executed ? v.flops_executed(p) : row.flops;

@@ -90,6 +90,12 @@ struct BackwardResult {
 
 // Device memory a run of v on p needs: Q, K, V, O, dO, mask, L, dQ, dK, dV and the workspace.
 double backward_bytes_needed(const BackwardVariant& v, const Problem& p);
+// DRAM bytes a run of v on p moves: its model's (info.hbm_bytes), or without one Q, K, V, O, dO
+// and L read once and dQ, dK, dV written once.
+double backward_hbm_bytes(const BackwardVariant& v, const Problem& p);
+// Seconds one run of v on p takes in the CPU emulator of a plain build (info.cpu_flops_per_second
+// per emulated SM): the estimate behind the CPU budget and a profile's head sample.
+double backward_emulation_seconds(const BackwardVariant& v, const Problem& p);
 // Throws UsageError when v cannot run p: unsupported dtype, head dim or feature; more device
 // memory than is free (naming both); more time than the CPU budget (suggesting a size).
 void check_backward_runnable(const BackwardVariant& v, const Problem& p, const RunOptions& o);

@@ -14,12 +14,9 @@ namespace attn {
 
 HeadSample backward_heads(const Profiler& profiler, const std::vector<const BackwardVariant*>& variants, const Problem& p) {
   const long long heads = static_cast<long long>(p.heads());
-  Problem dense = p;  // the emulator's time grows with the dense (query, key) pairs
-  dense.causal = Causal::none;
-  double slowest = 0;  // seconds per head on a plain build (check_backward_runnable's estimate)
+  double slowest = 0;  // seconds per head on a plain build
   for (const BackwardVariant* v : variants)
-    slowest = std::max(slowest, backward_flops(dense) / static_cast<double>(heads) /
-                                    (v->info.cpu_flops_per_second * std::max(1, device().sms)));
+    slowest = std::max(slowest, backward_emulation_seconds(*v, p) / static_cast<double>(heads));
   return {profiler.heads_to_emulate(slowest, heads), heads};
 }
 
@@ -56,7 +53,7 @@ const Profile& profile_backward(Profiler& profiler, const BackwardVariant& v, co
         }
         r.problem = p;
         r.flops = backward_flops(p);
-        if (v.info.hbm_bytes) r.hbm_bytes = v.info.hbm_bytes(p);
+        r.hbm_bytes = backward_hbm_bytes(v, p);
         r.workspace = v.info.workspace_bytes(p);
         if (v.info.plan) r.plan = v.info.plan(p);
         return r;
