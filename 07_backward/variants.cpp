@@ -107,10 +107,11 @@ Variant info(const char* name, const char* description, bool tensor_cores) {
   }
   v.max_heads = 65535;  // a grid row of blocks per head
   // The emulator's pace per worker thread, in the convention's FLOPs, for the CPU time budget:
-  // results/cpu-emulation-simt/backward.txt measured 1.2e8 to 1.3e8 for steps a, c, d and 6e8 for
-  // step b at N = 256, on a machine whose load slowed the forward there about fourfold against
-  // chapter 05's recorded runs; the budget assumes about 2.5 times those. Every mma and ldmatrix
-  // is a warp-wide exchange between fibers.
+  // results/cpu-emulation-simt/backward.txt (03d53e1, load average 1.7) measured about 5.4e8 for
+  // steps c to e, 6.5e8 for step a and 2.9e9 for step b at N = 256; its runs before (07320d7, a
+  // load of 6 to 11) measured 1.2e8 to 1.3e8 and 6e8. The budget takes a pace between the two, so
+  // that a run fits it on a loaded machine too. Every mma and ldmatrix is a warp-wide exchange
+  // between fibers.
   v.cpu_flops_per_second = tensor_cores ? 3e8 : 4e8;
   return v;
 }

@@ -71,7 +71,7 @@ void print_models(const std::vector<const BackwardVariant*>& chosen, const Probl
       print_skip(v->info.name, why);
       continue;
     }
-    const double flops = backward_flops(p), bytes = v->info.hbm_bytes(p);
+    const double flops = backward_flops(p), bytes = backward_hbm_bytes(*v, p);
     std::printf("%-16s %12.2f %12.2f %12.3f %12.1f %10.3g %12s\n", v->info.name.c_str(), flops / 1e9,
                 (v->flops_executed ? v->flops_executed(p) : flops) / 1e9, bytes / 1e9, flops / bytes, v->atomics(p),
                 human_bytes(static_cast<double>(v->info.workspace_bytes(p))).c_str());
