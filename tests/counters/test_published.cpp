@@ -1002,9 +1002,7 @@ TEST_CASE("chapter 07 beside its H200 measurements", "[published]") {
   }
   const HeadSample heads = backward_heads(profiler, steps, p);
   REQUIRE(heads.emulated == 1);
-  SamplePlan plan;
-  plan.heads = heads;
-  const Problem e = emulated_problems(p, plan).front();
+  const Problem e = backward_emulated(p, heads);
   const RunOptions checks;  // a sample of the rows, as the H200 session checked them
   BackwardRun run(e, checks);
   run.reference_forward();

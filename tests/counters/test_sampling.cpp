@@ -182,9 +182,7 @@ std::vector<BackwardOutcome> profile_backward_all(const Problem& p, long long he
   for (const BackwardVariant& v : backward_registry()) all.push_back(&v);
   const HeadSample sample = backward_heads(profiler, all, p);
   REQUIRE(sample.emulated == (heads ? heads : static_cast<long long>(p.heads())));
-  SamplePlan plan;
-  plan.heads = sample;
-  const Problem e = emulated_problems(p, plan).front();
+  const Problem e = backward_emulated(p, sample);
   RunOptions checks;
   checks.sample = false;
   BackwardRun run(e, checks);

@@ -106,6 +106,8 @@ BackwardResult run_backward(const BackwardVariant& v, const Problem& p, const Ba
 // A profile (backward/profile.cpp). What of p it emulates: every head, or where that would take long
 // for the slowest of `variants`, the first few (Profiler::heads_to_emulate; --emulated-heads).
 HeadSample backward_heads(const Profiler& profiler, const std::vector<const BackwardVariant*>& variants, const Problem& p);
+// The problem the emulator runs for p under that sample: p, or its first heads.emulated heads.
+Problem backward_emulated(const Problem& p, const HeadSample& heads);
 // Runs v once with the counters on over `emulated` (p, or its first heads.emulated heads as
 // emulated_problems makes them), whose inputs, forward and reference `dev` and `checker` hold, and
 // models p: a sampled run's launches counted as the whole problem's (model/sampling.h's as_whole).

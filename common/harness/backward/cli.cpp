@@ -131,9 +131,7 @@ int backward_main(int argc, char** argv, const std::string& chapter) {
       for (const BackwardVariant* v : chosen)
         if (v->info.unsupported(p).empty()) supported.push_back(v);
       heads = backward_heads(*profiler, supported, p);
-      SamplePlan plan;
-      plan.heads = heads;
-      e = emulated_problems(p, plan).front();
+      e = backward_emulated(p, heads);
       checks.reps = 1, checks.warmup = 0;
     }
     std::vector<const BackwardVariant*> runnable;

@@ -20,6 +20,12 @@ HeadSample backward_heads(const Profiler& profiler, const std::vector<const Back
   return {profiler.heads_to_emulate(slowest, heads), heads};
 }
 
+Problem backward_emulated(const Problem& p, const HeadSample& heads) {
+  SamplePlan plan;
+  plan.heads = heads;
+  return emulated_problems(p, plan).front();
+}
+
 const Profile& profile_backward(Profiler& profiler, const BackwardVariant& v, const Problem& p, const HeadSample& heads,
                                 const Problem& emulated, const BackwardInputs& dev, const BackwardChecker& checker,
                                 const RunOptions& o, bool details) {
